@@ -1,0 +1,175 @@
+/* main.c - subcommand table, help and dispatch. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#pragma weak cmd_run
+#pragma weak cmd_board
+#pragma weak cmd_check
+#pragma weak cmd_compare
+#pragma weak cmd_report
+#pragma weak cmd_baseline
+#pragma weak cmd_upload
+#pragma weak cmd_import
+#pragma weak cmd_db
+#pragma weak cmd_status
+#pragma weak cmd_sim
+
+static int cmd_version(struct cli *cli, int argc, char **argv);
+static int cmd_help(struct cli *cli, int argc, char **argv);
+
+const struct cmd_entry cmd_table[] = {
+	{"run", "[--db PATH] [--report PATH] [--set KEY=VALUE]... PLAN.yaml",
+	 "run a test plan on a lab and store every timing",
+	 "Loads the plan and its lab, expands jobs (board x kernel x suite x mode x iteration),\n"
+	 "drives every board on one event loop, verifies each mode on the DUT before storing\n"
+	 "a sample, prints the comparison table and writes the HTML report.\n"
+	 "Exit 0 when the run completed, 1 when a regression against the baseline was found,\n"
+	 "3 when infrastructure failures left jobs without results.",
+	 cmd_run},
+	{"board", "NAME power on|off|cycle|state | NAME console | NAME boot | list-usb [--lab LAB.yaml]",
+	 "drive one board by hand: power, console, boot to a shell",
+	 "Uses the same drivers as `run`. The interactive console escapes with Ctrl-] and shares\n"
+	 "the board's transcript.", cmd_board},
+	{"check", "FILE...", "validate lab, type, suite and plan files and print the resolved configuration",
+	 "Every error names file:line:column; an unknown key names the nearest valid key.", cmd_check},
+	{"compare", "[--db PATH] [--by mode|part|kernel|run] [--filter FIELD=VALUE]... [--alpha A]",
+	 "compare modes, parts, kernels or runs with confidence intervals and tests",
+	 "Welch's t-test and Mann-Whitney U per group pair, with a verdict at the given alpha and\n"
+	 "minimum effect size. Works on imported published data as on lab runs.", cmd_compare},
+	{"report", "[--db PATH] [--run ID] --format text|markdown|html|json|csv|junit [-o FILE]",
+	 "render a run (or all data) as a report",
+	 "One results model, several renderers; the HTML file is self-contained with inline SVG.",
+	 cmd_report},
+	{"baseline", "set [--run ID | --last N] [--name NAME] | show", "pin or show the regression baseline",
+	 "Nightly runs are compared against the baseline; significant regressions exit 1.",
+	 cmd_baseline},
+	{"upload", "--pending | --retry | --run ID", "send results to the configured web targets",
+	 "Uploads go through a durable outbox in the results store and are idempotent.", cmd_upload},
+	{"import", "[--db PATH] [--skip-bad] FILE.csv...", "import published measurements (CSV)",
+	 "A file with bad lines is rejected whole (each bad line reported) unless --skip-bad.",
+	 cmd_import},
+	{"db", "migrate|export|merge|info [--db PATH] [--format csv|json] [-o FILE]",
+	 "manage the results database", "migrate applies numbered migrations; export writes every sample.",
+	 cmd_db},
+	{"status", "[--db PATH]", "show runs, boards, quarantine and the upload outbox", NULL, cmd_status},
+	{"sim", "start LAB.yaml [--state-dir DIR] | stop [--state-dir DIR] | status",
+	 "run the simulated lab in the background", "The simulator serves every board of the lab file:\n"
+	 "console on a pseudo-terminal, power over HTTP (pdudaemon and Tasmota APIs).", cmd_sim},
+	{"version", "", "print the version", NULL, cmd_version},
+	{"help", "[COMMAND]", "show help for emmclab or one command", NULL, cmd_help},
+	{NULL, NULL, NULL, NULL, NULL},
+};
+
+static const struct cmd_entry *find_cmd(const char *name)
+{
+	for (const struct cmd_entry *c = cmd_table; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+int cli_usage(const char *cmd)
+{
+	const struct cmd_entry *c = find_cmd(cmd);
+	if (c)
+		fprintf(stderr, "usage: emmclab %s %s\n", c->name, c->usage);
+	return 2;
+}
+
+int cli_error(const struct lab_err *e)
+{
+	if (e->where[0])
+		fprintf(stderr, "emmclab: %s (%s)\n", e->msg, e->where);
+	else
+		fprintf(stderr, "emmclab: %s\n", e->msg[0] ? e->msg : lab_strerror(e->rc));
+	return lab_exit_code(e->rc ? e->rc : LAB_EINFRA);
+}
+
+static int cmd_version(struct cli *cli, int argc, char **argv)
+{
+	LAB_UNUSED(cli);
+	LAB_UNUSED(argc);
+	LAB_UNUSED(argv);
+	printf("emmclab %s\n", EMMCLAB_VERSION);
+	return 0;
+}
+
+static void usage_all(FILE *f)
+{
+	fprintf(f, "usage: emmclab [-v] [-q] COMMAND [ARGS]\n\ncommands:\n");
+	for (const struct cmd_entry *c = cmd_table; c->name; c++)
+		fprintf(f, "  %-9s %s%s\n", c->name, c->summary, c->exec ? "" : " (not built yet)");
+	fprintf(f, "\nexit codes: 0 ok, 1 regression or test failure found, 2 usage or configuration\n"
+		   "error, 3 infrastructure error.  `emmclab help COMMAND` for details.\n");
+}
+
+static int cmd_help(struct cli *cli, int argc, char **argv)
+{
+	LAB_UNUSED(cli);
+	if (argc < 2) {
+		usage_all(stdout);
+		return 0;
+	}
+	const struct cmd_entry *c = find_cmd(argv[1]);
+	if (!c) {
+		fprintf(stderr, "emmclab: no command '%s'\n", argv[1]);
+		return 2;
+	}
+	printf("usage: emmclab %s %s\n\n%s.\n", c->name, c->usage, c->summary);
+	if (c->help)
+		printf("\n%s\n", c->help);
+	if (!c->exec)
+		printf("\nThis command is not built yet.\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli cli = {.prog = argv[0]};
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "-v") == 0)
+			cli.verbose = true;
+		else if (strcmp(argv[i], "-q") == 0)
+			cli.quiet = true;
+		else if (strcmp(argv[i], "--version") == 0)
+			return cmd_version(&cli, 0, NULL);
+		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage_all(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "emmclab: unknown option '%s'\n", argv[i]);
+			usage_all(stderr);
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		usage_all(stderr);
+		return 2;
+	}
+	const struct cmd_entry *c = find_cmd(argv[i]);
+	if (!c) {
+		const char *best = NULL;
+		int bd = 3;
+		for (const struct cmd_entry *k = cmd_table; k->name; k++) {
+			int d = lab_edit_distance(argv[i], k->name);
+			if (d < bd) {
+				bd = d;
+				best = k->name;
+			}
+		}
+		fprintf(stderr, "emmclab: unknown command '%s'%s%s%s\n", argv[i],
+			best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+		return 2;
+	}
+	if (!c->exec) {
+		fprintf(stderr, "emmclab: '%s' is not built yet\n", c->name);
+		return 2;
+	}
+	/* Handlers see argv[0] == command name. */
+	int rc = c->exec(&cli, argc - i, argv + i);
+	fflush(stdout);
+	return rc;
+}

@@ -1,0 +1,245 @@
+/* deploy.c - generic deploy layer: driver lookup, options, artifact hashes, timeouts. */
+#include "deploy.h"
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W(name) extern const struct deploy_driver name __attribute__((weak));
+W(deploy_none) W(deploy_uboot_tftp) W(deploy_fastboot) W(deploy_ums) W(deploy_exec) W(deploy_qemu)
+#undef W
+
+static const struct deploy_driver *const all_deploy[] = {
+	&deploy_none, &deploy_uboot_tftp, &deploy_fastboot, &deploy_ums, &deploy_exec, &deploy_qemu,
+};
+static const struct deploy_driver *deploy_list[LAB_ARRAY_SIZE(all_deploy) + 1];
+
+const struct deploy_driver *const *deploy_driver_list(void)
+{
+	if (!deploy_list[0]) {
+		size_t n = 0;
+		for (size_t i = 0; i < LAB_ARRAY_SIZE(all_deploy); i++)
+			if (all_deploy[i])
+				deploy_list[n++] = all_deploy[i];
+		deploy_list[n] = NULL;
+	}
+	return deploy_list;
+}
+
+const struct deploy_driver *deploy_driver_find(const char *name)
+{
+	const struct deploy_driver *const *l = deploy_driver_list();
+	for (size_t i = 0; l[i]; i++)
+		if (strcmp(l[i]->name, name) == 0)
+			return l[i];
+	return NULL;
+}
+
+struct deploy_common {
+	char *driver;
+	uint64_t timeout_ms;
+};
+
+static const struct opt deploy_common_opts[] = {
+	{.key = "driver", .type = OPT_STR, .offset = offsetof(struct deploy_common, driver),
+	 .flags = OPT_REQUIRED, .help = "deploy method"},
+	{.key = "timeout", .type = OPT_DURATION, .offset = offsetof(struct deploy_common, timeout_ms),
+	 .def = "10m", .min = 1000, .max = 86400000, .help = "timeout of one deploy"},
+	{0},
+};
+
+static struct cfg_node *subset(const struct cfg_node *map, bool common)
+{
+	struct cfg_node *n = xcalloc(1, sizeof *n);
+	n->kind = CFG_MAP;
+	n->file = map->file;
+	n->line = map->line;
+	n->col = map->col;
+	n->keys = xcalloc(map->n + 1, sizeof *n->keys);
+	n->items = xcalloc(map->n + 1, sizeof *n->items);
+	for (size_t i = 0; i < map->n; i++) {
+		bool in = false;
+		for (const struct opt *o = deploy_common_opts; o->key; o++)
+			if (strcmp(o->key, map->keys[i]->value) == 0)
+				in = true;
+		if (in == common) {
+			n->keys[n->n] = cfg_clone(map->keys[i]);
+			n->items[n->n] = cfg_clone(map->items[i]);
+			n->n++;
+		}
+	}
+	return n;
+}
+
+int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct deploy **out,
+	       struct lab_err *e)
+{
+	if (cfg == NULL || cfg->kind != CFG_MAP)
+		return cfg_error(e, cfg, "deploy: expected a map with 'driver:'");
+	struct deploy_common dc;
+	struct cfg_node *c = subset(cfg, true);
+	int rc = opt_defaults(deploy_common_opts, &dc, e);
+	if (!rc)
+		rc = opt_parse(deploy_common_opts, c, &dc, e);
+	cfg_free(c);
+	if (rc)
+		return rc;
+	const struct deploy_driver *d = deploy_driver_find(dc.driver);
+	if (!d) {
+		const struct deploy_driver *const *list = deploy_driver_list();
+		const char *best = NULL;
+		int bd = 4;
+		for (size_t i = 0; list[i]; i++) {
+			int dd = lab_edit_distance(dc.driver, list[i]->name);
+			if (dd < bd) {
+				bd = dd;
+				best = list[i]->name;
+			}
+		}
+		rc = cfg_error(e, cfg_map_get(cfg, "driver"), "unknown deploy method '%s'%s%s%s",
+			       dc.driver, best ? " (did you mean '" : "", best ? best : "",
+			       best ? "'?)" : "");
+		opt_free(deploy_common_opts, &dc);
+		return rc;
+	}
+	struct deploy *dp = xcalloc(1, sizeof *dp);
+	dp->drv = d;
+	dp->loop = l;
+	dp->board = xstrdup(board);
+	dp->timeout_ms = dc.timeout_ms;
+	opt_free(deploy_common_opts, &dc);
+	dp->cfg = xcalloc(1, d->cfg_size ? d->cfg_size : 1);
+	if (d->options) {
+		struct cfg_node *own = subset(cfg, false);
+		rc = opt_defaults(d->options, dp->cfg, e);
+		if (!rc)
+			rc = opt_parse(d->options, own, dp->cfg, e);
+		cfg_free(own);
+		if (rc) {
+			dp->drv = NULL;
+			opt_free(d->options, dp->cfg);
+			free(dp->cfg);
+			free(dp->board);
+			free(dp);
+			return rc;
+		}
+	}
+	if (d->init && (rc = d->init(dp, e)) != LAB_OK) {
+		if (d->options)
+			opt_free(d->options, dp->cfg);
+		free(dp->cfg);
+		free(dp->board);
+		free(dp);
+		return rc;
+	}
+	*out = dp;
+	return LAB_OK;
+}
+
+void deploy_free(struct deploy *d)
+{
+	if (!d)
+		return;
+	loop_timer_stop(d->loop, &d->timer);
+	if (d->busy && d->drv->cancel)
+		d->drv->cancel(d);
+	if (d->drv->fini)
+		d->drv->fini(d);
+	if (d->drv->options)
+		opt_free(d->drv->options, d->cfg);
+	free(d->cfg);
+	free(d->board);
+	free(d);
+}
+
+static void finish(struct deploy *d, int rc, const char *msg)
+{
+	loop_timer_stop(d->loop, &d->timer);
+	d->busy = false;
+	deploy_done_cb cb = d->cb;
+	d->cb = NULL;
+	if (cb)
+		cb(d, rc, msg, d->cb_arg);
+}
+
+static void on_timeout(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct deploy *d = arg;
+	if (d->drv->cancel)
+		d->drv->cancel(d);
+	char msg[256];
+	snprintf(msg, sizeof msg, "%s deploy on %s: not done within %llu ms", d->drv->name, d->board,
+		 (unsigned long long)d->timeout_ms);
+	finish(d, LAB_ETIMEOUT, msg);
+}
+
+static int hash_artifact(const char *path, char out[65], struct lab_err *e)
+{
+	out[0] = '\0';
+	if (path == NULL || path[0] == '\0')
+		return LAB_OK;
+	return lab_sha256_file(path, out, e);
+}
+
+struct deploy_fail {
+	struct deploy *d;
+	int rc;
+	char msg[600];
+};
+
+static void report_fail(void *arg)
+{
+	struct deploy_fail *f = arg;
+	finish(f->d, f->rc, f->msg);
+	free(f);
+}
+
+int deploy_run(struct deploy *d, const struct deploy_ctx *ctx, deploy_done_cb cb, void *arg)
+{
+	if (d->busy)
+		return LAB_EUSAGE;
+	d->busy = true;
+	d->cb = cb;
+	d->cb_arg = arg;
+	struct lab_err e = {0};
+	int rc = LAB_OK;
+	if (ctx->kernel) {
+		rc = hash_artifact(ctx->kernel->image, d->kernel_sha256, &e);
+		if (!rc)
+			rc = hash_artifact(ctx->kernel->initrd, d->initrd_sha256, &e);
+		if (!rc)
+			rc = hash_artifact(ctx->kernel->dtb, d->dtb_sha256, &e);
+	}
+	if (!rc) {
+		loop_timer_init(&d->timer, on_timeout, d);
+		loop_timer_start(d->loop, &d->timer, d->timeout_ms);
+		rc = d->drv->run(d, ctx);
+		if (rc && !e.msg[0])
+			lab_err_set(&e, rc, "%s deploy on %s failed to start", d->drv->name, d->board);
+	}
+	if (rc) {
+		loop_timer_stop(d->loop, &d->timer);
+		struct deploy_fail *f = xcalloc(1, sizeof *f);
+		f->d = d;
+		f->rc = rc;
+		snprintf(f->msg, sizeof f->msg, "artifact check: %s", e.msg);
+		loop_defer(d->loop, report_fail, f);
+	}
+	return LAB_OK;
+}
+
+void deploy_complete(struct deploy *d, int rc, const char *fmt, ...)
+{
+	char msg[512] = "";
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof msg, fmt, ap);
+		va_end(ap);
+	}
+	finish(d, rc, msg[0] ? msg : NULL);
+}

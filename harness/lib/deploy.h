@@ -1,0 +1,73 @@
+/*
+ * deploy.h - deploy/flash methods: one file per method (deploy_<name>.c),
+ * each exporting `const struct deploy_driver deploy_<name>`, listed in deploy.c.
+ * Asynchronous like power drivers: run() returns at once, completion through
+ * deploy_complete() from a loop callback.  Artifacts are sha256-verified
+ * before use (deploy.c) and the hashes reported back for the results store.
+ */
+#ifndef EMMCLAB_DEPLOY_H
+#define EMMCLAB_DEPLOY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "cfgnode.h"
+#include "loop.h"
+#include "opt.h"
+#include "util.h"
+
+struct uboot;       /* uboot.h: a U-Boot session on the board console */
+struct kernel_cfg;  /* config.h */
+
+enum deploy_flags {
+	DEPLOY_AT_UBOOT = 1,   /* board state machine stops at the U-Boot prompt and hands over the session */
+	DEPLOY_BOOTS = 2,      /* the method also boots the kernel (netboot); else the board boots by itself */
+	DEPLOY_BEFORE_POWER = 4, /* runs before power-on (e.g. writing an SD/eMMC image offline) */
+};
+
+struct deploy_ctx {
+	const struct kernel_cfg *kernel; /* artifacts */
+	const char *bootargs;            /* full kernel command line incl. the mode's */
+	struct uboot *uboot;             /* when DEPLOY_AT_UBOOT */
+	const char *workdir;             /* scratch directory for this job */
+};
+
+struct deploy;
+typedef void (*deploy_done_cb)(struct deploy *d, int rc, const char *msg, void *arg);
+
+struct deploy_driver {
+	const char *name;
+	const char *help;
+	const struct opt *options;
+	size_t cfg_size;
+	unsigned flags;
+	int (*init)(struct deploy *d, struct lab_err *e);
+	void (*fini)(struct deploy *d);
+	int (*run)(struct deploy *d, const struct deploy_ctx *ctx);
+	void (*cancel)(struct deploy *d);
+};
+
+struct deploy {
+	const struct deploy_driver *drv;
+	struct loop *loop;
+	char *board;
+	void *cfg;
+	void *priv;
+	uint64_t timeout_ms;
+	deploy_done_cb cb;
+	void *cb_arg;
+	bool busy;
+	struct loop_timer timer;
+	/* artifacts verified for the last run: kind -> sha256 */
+	char kernel_sha256[65], initrd_sha256[65], dtb_sha256[65], image_sha256[65];
+};
+
+const struct deploy_driver *const *deploy_driver_list(void); /* NULL-terminated */
+const struct deploy_driver *deploy_driver_find(const char *name);
+int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct deploy **out,
+	       struct lab_err *e);
+void deploy_free(struct deploy *d);
+int deploy_run(struct deploy *d, const struct deploy_ctx *ctx, deploy_done_cb cb, void *arg);
+void deploy_complete(struct deploy *d, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

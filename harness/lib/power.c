@@ -1,0 +1,275 @@
+/* power.c - generic power layer: driver lookup, option parsing, off-time, cycle, timeouts. */
+#include "power.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Weak references: a driver file that is not (yet) in the build leaves a NULL. */
+#define W(name) extern const struct power_driver name __attribute__((weak));
+W(power_pdudaemon) W(power_tasmota) W(power_shelly) W(power_esphome) W(power_exec)
+W(power_manual) W(power_usb_relay) W(power_usb_hub) W(power_ykush) W(power_qemu)
+#undef W
+
+static const struct power_driver *const all_power[] = {
+	&power_pdudaemon, &power_tasmota, &power_shelly, &power_esphome, &power_exec,
+	&power_manual, &power_usb_relay, &power_usb_hub, &power_ykush, &power_qemu,
+};
+static const struct power_driver *power_list[LAB_ARRAY_SIZE(all_power) + 1];
+
+static void build_list(void)
+{
+	if (power_list[0])
+		return;
+	size_t n = 0;
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(all_power); i++)
+		if (all_power[i])
+			power_list[n++] = all_power[i];
+	power_list[n] = NULL;
+}
+
+const struct power_driver *const *power_driver_list(void)
+{
+	build_list();
+	return power_list;
+}
+
+const struct power_driver *power_driver_find(const char *name)
+{
+	build_list();
+	for (size_t i = 0; power_list[i]; i++)
+		if (strcmp(power_list[i]->name, name) == 0)
+			return power_list[i];
+	return NULL;
+}
+
+struct power_common {
+	char *driver;
+	uint64_t off_time_ms;
+	uint64_t timeout_ms;
+};
+
+static const struct opt power_common_opts[] = {
+	{.key = "driver", .type = OPT_STR, .offset = offsetof(struct power_common, driver),
+	 .flags = OPT_REQUIRED, .help = "power driver name"},
+	{.key = "off_time", .type = OPT_DURATION, .offset = offsetof(struct power_common, off_time_ms),
+	 .def = "2s", .min = 0, .max = 3600000, .help = "minimum time off before power-on"},
+	{.key = "timeout", .type = OPT_DURATION, .offset = offsetof(struct power_common, timeout_ms),
+	 .def = "30s", .min = 100, .max = 3600000, .help = "timeout of one operation"},
+	{0},
+};
+
+/* Split the block into the common keys and the driver's keys. */
+static struct cfg_node *subset(const struct cfg_node *map, const struct opt *keep, bool keep_in)
+{
+	struct cfg_node *n = xcalloc(1, sizeof *n);
+	n->kind = CFG_MAP;
+	n->file = map->file;
+	n->line = map->line;
+	n->col = map->col;
+	n->keys = xcalloc(map->n + 1, sizeof *n->keys);
+	n->items = xcalloc(map->n + 1, sizeof *n->items);
+	for (size_t i = 0; i < map->n; i++) {
+		bool in = false;
+		for (const struct opt *o = keep; o->key; o++)
+			if (strcmp(o->key, map->keys[i]->value) == 0)
+				in = true;
+		if (in == keep_in) {
+			n->keys[n->n] = cfg_clone(map->keys[i]);
+			n->items[n->n] = cfg_clone(map->items[i]);
+			n->n++;
+		}
+	}
+	return n;
+}
+
+int power_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct power **out,
+	      struct lab_err *e)
+{
+	if (cfg == NULL || cfg->kind != CFG_MAP)
+		return cfg_error(e, cfg, "power: expected a map with 'driver:'");
+	struct power_common pc;
+	struct cfg_node *common = subset(cfg, power_common_opts, true);
+	int rc = opt_defaults(power_common_opts, &pc, e);
+	if (!rc)
+		rc = opt_parse(power_common_opts, common, &pc, e);
+	cfg_free(common);
+	if (rc)
+		return rc;
+	const struct power_driver *d = power_driver_find(pc.driver);
+	if (!d) {
+		build_list();
+		const char *best = NULL;
+		int bd = 4;
+		for (size_t i = 0; power_list[i]; i++) {
+			int dd = lab_edit_distance(pc.driver, power_list[i]->name);
+			if (dd < bd) {
+				bd = dd;
+				best = power_list[i]->name;
+			}
+		}
+		struct cfg_node *at = cfg_map_get(cfg, "driver");
+		rc = cfg_error(e, at, "unknown power driver '%s'%s%s%s", pc.driver,
+			       best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+		opt_free(power_common_opts, &pc);
+		return rc;
+	}
+	struct power *p = xcalloc(1, sizeof *p);
+	p->drv = d;
+	p->loop = l;
+	p->board = xstrdup(board);
+	p->off_time_ms = pc.off_time_ms;
+	p->timeout_ms = pc.timeout_ms;
+	p->last_state = POWER_UNKNOWN;
+	opt_free(power_common_opts, &pc);
+	p->cfg = xcalloc(1, d->cfg_size ? d->cfg_size : 1);
+	if (d->options) {
+		struct cfg_node *own = subset(cfg, power_common_opts, false);
+		rc = opt_defaults(d->options, p->cfg, e);
+		if (!rc)
+			rc = opt_parse(d->options, own, p->cfg, e);
+		cfg_free(own);
+		if (rc) {
+			power_free(p);
+			return rc;
+		}
+	}
+	if (d->init && (rc = d->init(p, e)) != LAB_OK) {
+		p->drv = NULL; /* init failed: no fini */
+		if (d->options)
+			opt_free(d->options, p->cfg);
+		free(p->cfg);
+		free(p->board);
+		free(p->device);
+		free(p);
+		return rc;
+	}
+	if (!p->device)
+		p->device = xasprintf("%s power of %s", d->name, board);
+	*out = p;
+	return LAB_OK;
+}
+
+void power_free(struct power *p)
+{
+	if (!p)
+		return;
+	loop_timer_stop(p->loop, &p->timer);
+	if (p->drv) {
+		if (p->busy && p->drv->cancel)
+			p->drv->cancel(p);
+		if (p->drv->fini)
+			p->drv->fini(p);
+		if (p->drv->options)
+			opt_free(p->drv->options, p->cfg);
+	}
+	free(p->cfg);
+	free(p->board);
+	free(p->device);
+	free(p);
+}
+
+static void finish(struct power *p, int rc, int state, const char *msg)
+{
+	loop_timer_stop(p->loop, &p->timer);
+	p->busy = false;
+	if (rc == LAB_OK && state != POWER_UNKNOWN)
+		p->last_state = state;
+	if (rc == LAB_OK && state == POWER_IS_OFF)
+		p->last_off_ns = lab_now_ns();
+	power_done_cb cb = p->cb;
+	p->cb = NULL;
+	if (cb)
+		cb(p, rc, state, msg, p->cb_arg);
+}
+
+static void on_timeout(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct power *p = arg;
+	if (p->drv->cancel)
+		p->drv->cancel(p);
+	char msg[256];
+	snprintf(msg, sizeof msg, "%s: no answer within %llu ms", p->device,
+		 (unsigned long long)p->timeout_ms);
+	finish(p, LAB_ETIMEOUT, POWER_UNKNOWN, msg);
+}
+
+static void start_phase(struct power *p, enum power_op phase);
+
+static void on_offtime(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	start_phase(arg, POWER_ON);
+}
+
+static void start_phase(struct power *p, enum power_op phase)
+{
+	p->phase = phase;
+	if (phase == POWER_ON && p->last_off_ns) {
+		uint64_t since = (lab_now_ns() - p->last_off_ns) / 1000000ull;
+		if (since < p->off_time_ms) {
+			loop_timer_init(&p->timer, on_offtime, p);
+			loop_timer_start(p->loop, &p->timer, p->off_time_ms - since);
+			return;
+		}
+	}
+	loop_timer_init(&p->timer, on_timeout, p);
+	loop_timer_start(p->loop, &p->timer, p->timeout_ms);
+	int rc = p->drv->start(p, phase);
+	if (rc != LAB_OK) {
+		/* Synchronous refusal: report on the next pass, never re-entrantly. */
+		char *msg = xasprintf("%s: %s failed to start", p->device,
+				      phase == POWER_ON ? "power-on" : phase == POWER_OFF ? "power-off" :
+				      phase == POWER_CYCLE ? "cycle" : "state query");
+		loop_timer_stop(p->loop, &p->timer);
+		p->busy = false;
+		power_done_cb cb = p->cb;
+		p->cb = NULL;
+		if (cb)
+			cb(p, rc, POWER_UNKNOWN, msg, p->cb_arg);
+		free(msg);
+	}
+}
+
+int power_request(struct power *p, enum power_op op, power_done_cb cb, void *arg)
+{
+	if (p->busy)
+		return LAB_EUSAGE;
+	if (op == POWER_STATE && !p->drv->can_read_state) {
+		return LAB_EUSAGE;
+	}
+	p->busy = true;
+	p->op = op;
+	p->cb = cb;
+	p->cb_arg = arg;
+	if (op == POWER_CYCLE && !p->drv->native_cycle)
+		start_phase(p, POWER_OFF);
+	else
+		start_phase(p, op);
+	return LAB_OK;
+}
+
+void power_complete(struct power *p, int rc, int state, const char *fmt, ...)
+{
+	char msg[512] = "";
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof msg, fmt, ap);
+		va_end(ap);
+	}
+	loop_timer_stop(p->loop, &p->timer);
+	if (rc == LAB_OK && p->op == POWER_CYCLE && !p->drv->native_cycle && p->phase == POWER_OFF) {
+		p->last_off_ns = lab_now_ns();
+		p->last_state = POWER_IS_OFF;
+		start_phase(p, POWER_ON);
+		return;
+	}
+	if (rc == LAB_OK && p->op == POWER_CYCLE && p->drv->native_cycle)
+		state = POWER_IS_ON;
+	finish(p, rc, state, msg[0] ? msg : NULL);
+}

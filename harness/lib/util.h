@@ -1,0 +1,108 @@
+/*
+ * util.h - allocation wrappers, error codes and the caller-owned error buffer.
+ *
+ * Library code never prints and never exits (except xmalloc on OOM, which
+ * aborts: there is no sane recovery).  Fallible functions return an int code
+ * (LAB_OK == 0) and write a human-readable detail into a struct lab_err owned
+ * by the caller.  The first error is kept: lab_err_set() does nothing when the
+ * buffer already holds a message, so the root cause survives unwinding.
+ */
+#ifndef EMMCLAB_UTIL_H
+#define EMMCLAB_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+/* Return codes; also the CLI exit codes where they overlap (see docs/cli.md). */
+enum lab_rc {
+	LAB_OK = 0,
+	LAB_EFOUND = 1,   /* a regression or test failure was found (not an error of ours) */
+	LAB_EUSAGE = 2,   /* bad command line, bad configuration, bad input file */
+	LAB_EINFRA = 3,   /* infrastructure: I/O, database, device, network, board */
+	LAB_ETIMEOUT = 4, /* internal: a wait ran out (maps to exit 3) */
+	LAB_EPROTO = 5,   /* internal: a peer spoke nonsense (maps to exit 3) */
+	LAB_ENOTBUILT = 6 /* internal: capability not built yet (maps to exit 2) */
+};
+
+const char *lab_strerror(int rc);
+int lab_exit_code(int rc); /* map any lab_rc to 0..3 */
+
+struct lab_err {
+	int rc;
+	char where[96]; /* "file.c:123 func" or "lab.yaml:4:7" */
+	char msg[512];
+};
+
+/* Record an error (first one wins).  Returns rc so callers can `return lab_err_set(...)`. */
+int lab_err_set(struct lab_err *e, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int lab_err_setv(struct lab_err *e, int rc, const char *fmt, va_list ap);
+void lab_err_clear(struct lab_err *e);
+#define LAB_ERR(e, rc, ...) \
+	lab_err_at((e), (rc), __FILE__, __LINE__, __func__, __VA_ARGS__)
+int lab_err_at(struct lab_err *e, int rc, const char *file, int line, const char *func,
+	       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t sz);
+void *xrealloc(void *p, size_t n);
+void *xreallocarray(void *p, size_t n, size_t sz);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *xvasprintf(const char *fmt, va_list ap);
+
+/* Bounded copy/concat: always NUL-terminate, return strlen(src) (BSD semantics). */
+size_t lab_strlcpy(char *dst, const char *src, size_t size);
+size_t lab_strlcat(char *dst, const char *src, size_t size);
+
+/* Strict number parsing: whole string must be consumed, range checked. */
+int lab_parse_i64(const char *s, int64_t *out);
+int lab_parse_u64(const char *s, uint64_t *out);
+int lab_parse_double(const char *s, double *out);
+
+/* Growable byte buffer with a hard cap (every buffer has one, STYLE.md). */
+struct lab_buf {
+	char *data;
+	size_t len, cap, max; /* max == 0: unlimited */
+};
+void lab_buf_init(struct lab_buf *b, size_t max);
+int lab_buf_append(struct lab_buf *b, const void *p, size_t n); /* LAB_EINFRA when over max */
+int lab_buf_printf(struct lab_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lab_buf_consume(struct lab_buf *b, size_t n); /* drop n bytes from the front */
+void lab_buf_free(struct lab_buf *b);
+const char *lab_buf_cstr(struct lab_buf *b); /* NUL-terminated view (no len change) */
+
+/* Monotonic clock in nanoseconds / milliseconds. */
+uint64_t lab_now_ns(void);
+uint64_t lab_now_ms(void);
+/* Wall clock, UTC, ISO 8601 "2026-11-30T06:14:07Z" into buf (>= 21 bytes). */
+void lab_utc_iso(char *buf, size_t n, int64_t unix_secs);
+
+/* Set O_CLOEXEC / O_NONBLOCK on an fd. */
+int lab_fd_cloexec(int fd);
+int lab_fd_nonblock(int fd);
+
+/* Write a whole file atomically (tmp + fsync + rename). */
+int lab_write_file_atomic(const char *path, const void *data, size_t len, struct lab_err *e);
+/* Read a whole file (capped at max bytes). Caller frees *out. */
+int lab_read_file(const char *path, size_t max, char **out, size_t *len, struct lab_err *e);
+/* mkdir -p */
+int lab_mkdir_p(const char *path, int mode);
+
+/* Levenshtein distance, for "did you mean". */
+int lab_edit_distance(const char *a, const char *b);
+
+/* SHA-256 of a buffer or a file, as 64 lowercase hex chars + NUL. */
+void lab_sha256(const void *data, size_t len, char hex[65]);
+int lab_sha256_file(const char *path, char hex[65], struct lab_err *e);
+
+/* CRC-32 (IEEE 802.3, as zlib's crc32). */
+uint32_t lab_crc32(uint32_t crc, const void *data, size_t len);
+
+#define LAB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define LAB_UNUSED(x) ((void)(x))
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * console.h - board consoles as drivers (console_<name>.c each exporting
+ * `const struct console_driver console_<name>`, listed in console.c):
+ * serial (libserialport), tcp (raw / telnet RFC 2217, as ser2net offers),
+ * pty (simulated boards), exec (a child's stdio, e.g. QEMU).
+ *
+ * A console is opened once per board and lives across boots; it reconnects
+ * on loss.  All I/O is non-blocking on the loop: writes are queued and
+ * drained when the fd is writable, paced per board (char_delay/chunk).
+ * Every byte received is passed to the transcript (if attached) and then to
+ * the data callback.  A console that vanishes while the board is off is not
+ * an error (console_set_expect_down).
+ */
+#ifndef EMMCLAB_CONSOLE_H
+#define EMMCLAB_CONSOLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cfgnode.h"
+#include "loop.h"
+#include "opt.h"
+#include "util.h"
+
+struct console;
+struct transcript;
+
+struct console_events {
+	void (*data)(struct console *c, const char *buf, size_t n, void *arg);
+	/* up == false: lost (reconnect is being tried unless closed); msg says why */
+	void (*state)(struct console *c, bool up, const char *msg, void *arg);
+};
+
+struct console_driver {
+	const char *name;
+	const char *help;
+	const struct opt *options;
+	size_t cfg_size;
+	/* Open the transport; returns the fd to watch (non-blocking, O_CLOEXEC) or -1 with e set.
+	 * A driver may return LAB_OK with *fd == -1 and *pending == true when connecting async. */
+	int (*open)(struct console *c, int *fd, struct lab_err *e);
+	void (*close)(struct console *c);
+	/* Optional filters (telnet IAC handling): transform received bytes in place, return new
+	 * length; may queue replies with console_write_raw. */
+	size_t (*rx_filter)(struct console *c, char *buf, size_t n);
+	/* Optional: escape outgoing bytes (telnet doubles IAC). Returns malloc'd buffer. */
+	char *(*tx_filter)(struct console *c, const char *buf, size_t n, size_t *outn);
+};
+
+struct console_pacing {
+	uint64_t char_delay_us; /* delay between chunks */
+	size_t chunk;           /* bytes per chunk (0 = no pacing) */
+};
+
+/* Create from a `console:` block. Does not open yet. */
+int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
+		const struct console_events *ev, void *arg, struct console **out, struct lab_err *e);
+void console_free(struct console *c);
+int console_open(struct console *c, struct lab_err *e);
+void console_close(struct console *c);
+bool console_is_up(const struct console *c);
+/* While true, loss/EOF is expected (board off) and reported but retried quietly. */
+void console_set_expect_down(struct console *c, bool expect);
+void console_set_pacing(struct console *c, const struct console_pacing *p);
+/* Queue bytes; paced. Returns LAB_EINFRA if the queue cap (1 MiB) would overflow. */
+int console_write(struct console *c, const void *buf, size_t n);
+int console_write_str(struct console *c, const char *s);
+/* Bytes still queued (not yet written). */
+size_t console_pending(const struct console *c);
+/* Unpaced, unfiltered write to the transport queue (protocol replies). */
+int console_write_raw(struct console *c, const void *buf, size_t n);
+void console_attach_transcript(struct console *c, struct transcript *t); /* NULL detaches */
+const char *console_board(const struct console *c);
+void *console_cfg(struct console *c);   /* driver config (for drivers) */
+void **console_priv(struct console *c); /* driver private slot (for drivers) */
+struct loop *console_loop(struct console *c);
+const struct console_driver *const *console_driver_list(void);
+
+/* ---- transcripts: every byte, per boot, timestamped per line ---- */
+/* A transcript file: each line prefixed "[   12.345678] " (monotonic seconds since open).
+ * Size-capped: past max_bytes the file is rotated to PATH.1 (one old copy kept). */
+int transcript_open(const char *path, uint64_t max_bytes, struct transcript **out, struct lab_err *e);
+void transcript_write(struct transcript *t, const char *buf, size_t n);
+/* Marks written into the transcript (e.g. "== power on =="), on their own line. */
+void transcript_mark(struct transcript *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Close; returns total bytes and the sha256 of the (last) file. */
+int transcript_close(struct transcript *t, char sha256[65], uint64_t *bytes, struct lab_err *e);
+const char *transcript_path(const struct transcript *t);
+
+#endif

@@ -105,9 +105,61 @@ static void usage_all(FILE *f)
 		   "error, 3 infrastructure error.  `emmclab help COMMAND` for details.\n");
 }
 
+/* roff man page generated from the same table (installed as emmclab.1). */
+static void man_escape(FILE *f, const char *s)
+{
+	const char *start = s;
+	for (; s && *s; s++) {
+		bool bol = s == start || s[-1] == '\n';
+		if (*s == '\\')
+			fputs("\\e", f);
+		else if (*s == '-')
+			fputs("\\-", f);
+		else if (*s == '\n' && s[1] == '\n') {
+			fputs("\n.PP\n", f);
+			s++;
+		} else if (*s == '\n')
+			fputs("\n.br\n", f);
+		else if ((*s == '.' || *s == '\'') && bol)
+			fprintf(f, "\\&%c", *s);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void print_man(FILE *f)
+{
+	fprintf(f, ".TH EMMCLAB 1 \"\" \"emmclab %s\" \"User Commands\"\n", EMMCLAB_VERSION);
+	fputs(".SH NAME\nemmclab \\- automated test lab for eMMC storage\n", f);
+	fputs(".SH SYNOPSIS\n.B emmclab\n[\\-v] [\\-q]\n.I command\n[\n.I args\n]\n", f);
+	fputs(".SH DESCRIPTION\nemmclab power-cycles and flashes boards that carry eMMC modules, boots "
+	      "them into kernels that can run four write modes (fua, cache\\-nofua, fua\\-cqe, "
+	      "cache\\-nofua\\-cqe), verifies the mode on the device, stores every timing in SQLite "
+	      "and compares modes, parts and nights.\n.SH COMMANDS\n", f);
+	for (const struct cmd_entry *c = cmd_table; c->name; c++) {
+		fprintf(f, ".TP\n.B %s ", c->name);
+		man_escape(f, c->usage);
+		fputs("\n", f);
+		man_escape(f, c->summary);
+		fputs(".\n", f);
+		if (c->help) {
+			fputs(".br\n", f);
+			man_escape(f, c->help);
+			fputs("\n", f);
+		}
+	}
+	fputs(".SH EXIT STATUS\n.TP\n0\nok\n.TP\n1\na regression or test failure was found\n"
+	      ".TP\n2\nusage or configuration error\n.TP\n3\ninfrastructure error\n", f);
+	fputs(".SH SEE ALSO\nThe user guide in docs/ of the source tree.\n", f);
+}
+
 static int cmd_help(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
+	if (argc >= 2 && strcmp(argv[1], "--man") == 0) {
+		print_man(stdout);
+		return 0;
+	}
 	if (argc < 2) {
 		usage_all(stdout);
 		return 0;

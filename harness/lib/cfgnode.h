@@ -6,7 +6,9 @@
 #ifndef EMMCLAB_CFGNODE_H
 #define EMMCLAB_CFGNODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "util.h"
 
 enum cfg_kind { CFG_SCALAR, CFG_MAP, CFG_SEQ, CFG_NULL };
@@ -36,5 +38,17 @@ struct cfg_node *cfg_merge(const struct cfg_node *base, const struct cfg_node *o
 /* Error at a node: "file:line:col: message". */
 int cfg_error(struct lab_err *e, const struct cfg_node *at, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* A new scalar node (e.g. from --set key=value); `file` is interned, not owned. */
+struct cfg_node *cfg_new_scalar(const char *file, int line, int col, const char *value);
+
+/* Emit YAML that cfg_parse_* reads back to the same tree (block style, at indent). */
+void cfg_print(FILE *f, const struct cfg_node *n, int indent);
+/* Emit "key: value" (value inline or as a nested block); NULL value prints "~". */
+void cfg_print_value(FILE *f, const char *key, const struct cfg_node *n, int indent);
+/* Emit a string as a YAML scalar that re-reads as that string (quoted when needed). */
+void cfg_print_string(FILE *f, const char *s);
+/* True when s can be written as a plain (unquoted) scalar without changing the syntax. */
+bool cfg_plain_safe(const char *s);
 
 #endif

@@ -65,6 +65,15 @@ void opt_help(FILE *f, const struct opt *table, int indent);
 /* Free the malloc'd members (strings, lists, nodes, sections). */
 void opt_free(const struct opt *table, void *obj);
 
+/* Print one option as "key: value" YAML line(s). */
+void opt_print_value(FILE *f, const struct opt *o, const void *obj, int indent);
+/* Markdown table of a table's keys (docs/configuration.md is generated from it). */
+void opt_schema_md(FILE *f, const struct opt *table, const char *prefix);
+const char *opt_type_name(const struct opt *o);
+/* Shortest exact spellings ("1h30m", "64MiB") that opt_parse_* read back. */
+void opt_format_duration(char *buf, size_t n, uint64_t ms);
+void opt_format_size(char *buf, size_t n, uint64_t bytes);
+
 int opt_parse_duration(const char *s, uint64_t *ms);
 int opt_parse_size(const char *s, uint64_t *bytes);
 

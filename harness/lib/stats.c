@@ -1,0 +1,480 @@
+/*
+ * stats.c - descriptive statistics, Student t, Welch, Mann-Whitney U, verdicts.
+ *
+ * No external maths library beyond libm: the t distribution comes from the
+ * regularized incomplete beta function (continued fraction, modified Lentz),
+ * the t quantile from bisection on the CDF (robust, ~1e-14 relative).
+ */
+#include "stats.h"
+#include "util.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Continued fraction for I_x(a, b) (Numerical Recipes betacf, Lentz's method). */
+static double betacf(double a, double b, double x)
+{
+	const double tiny = 1e-300, eps = 1e-16;
+	double qab = a + b, qap = a + 1.0, qam = a - 1.0;
+	double c = 1.0, d = 1.0 - qab * x / qap;
+	if (fabs(d) < tiny)
+		d = tiny;
+	d = 1.0 / d;
+	double h = d;
+	for (int m = 1; m <= 10000; m++) {
+		int m2 = 2 * m;
+		double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+		d = 1.0 + aa * d;
+		if (fabs(d) < tiny)
+			d = tiny;
+		c = 1.0 + aa / c;
+		if (fabs(c) < tiny)
+			c = tiny;
+		d = 1.0 / d;
+		h *= d * c;
+		aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+		d = 1.0 + aa * d;
+		if (fabs(d) < tiny)
+			d = tiny;
+		c = 1.0 + aa / c;
+		if (fabs(c) < tiny)
+			c = tiny;
+		d = 1.0 / d;
+		double del = d * c;
+		h *= del;
+		if (fabs(del - 1.0) < eps)
+			break;
+	}
+	return h;
+}
+
+double stats_betainc(double a, double b, double x)
+{
+	if (!(a > 0) || !(b > 0) || !(x >= 0) || !(x <= 1))
+		return NAN;
+	if (x == 0 || x == 1)
+		return x;
+	double lbt = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
+	double bt = exp(lbt);
+	/* The continued fraction converges fast for x < (a+1)/(a+b+2); use symmetry otherwise. */
+	if (x < (a + 1.0) / (a + b + 2.0))
+		return bt * betacf(a, b, x) / a;
+	return 1.0 - bt * betacf(b, a, 1.0 - x) / b;
+}
+
+/* Two-sided tail P(|T| >= |t|). */
+static double t_two_tail(double t, double df)
+{
+	if (isnan(t) || !(df > 0))
+		return NAN;
+	if (isinf(t))
+		return 0.0;
+	return stats_betainc(df / 2.0, 0.5, df / (df + t * t));
+}
+
+double stats_t_cdf(double t, double df)
+{
+	double tail = t_two_tail(t, df);
+	if (isnan(tail))
+		return NAN;
+	return t > 0 ? 1.0 - tail / 2.0 : tail / 2.0;
+}
+
+double stats_t_quantile(double p, double df)
+{
+	if (!(p > 0 && p < 1) || !(df > 0))
+		return NAN;
+	if (p == 0.5)
+		return 0.0;
+	double hi = 1.0;
+	while (stats_t_cdf(hi, df) < (p > 0.5 ? p : 1.0 - p) && hi < 1e12)
+		hi *= 2.0;
+	double lo = 0.0, q = p > 0.5 ? p : 1.0 - p;
+	for (int i = 0; i < 200 && hi - lo > 1e-15 * hi; i++) {
+		double mid = 0.5 * (lo + hi);
+		if (stats_t_cdf(mid, df) < q)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	double r = 0.5 * (lo + hi);
+	return p > 0.5 ? r : -r;
+}
+
+double stats_norm_cdf(double z)
+{
+	return 0.5 * erfc(-z / sqrt(2.0));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+double stats_median(const double *x, size_t n)
+{
+	if (n == 0)
+		return NAN;
+	double *v = xmalloc(n * sizeof *v);
+	memcpy(v, x, n * sizeof *v);
+	qsort(v, n, sizeof *v, cmp_double);
+	double m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+	free(v);
+	return m;
+}
+
+static bool all_finite(const double *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(x[i]))
+			return false;
+	return true;
+}
+
+/* Mean and sample variance, two-pass (values are close together: avoid cancellation). */
+static void mean_var(const double *x, size_t n, double *mean, double *var)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += x[i];
+	double m = n ? s / (double)n : NAN;
+	double ss = 0, c = 0;
+	for (size_t i = 0; i < n; i++) {
+		ss += (x[i] - m) * (x[i] - m);
+		c += x[i] - m;
+	}
+	*mean = m;
+	*var = n > 1 ? (ss - c * c / (double)n) / (double)(n - 1) : NAN;
+	if (n > 1 && *var < 0)
+		*var = 0;
+}
+
+void stats_describe(const double *x, size_t n, double conf, struct stats_desc *d)
+{
+	memset(d, 0, sizeof *d);
+	d->n = n;
+	d->mean = d->sd = d->median = d->min = d->max = d->cv = NAN;
+	d->ci_lo = d->ci_hi = d->ci_half = NAN;
+	if (n == 0)
+		return;
+	if (!all_finite(x, n)) {
+		d->bad = true;
+		return;
+	}
+	double var;
+	mean_var(x, n, &d->mean, &var);
+	d->min = d->max = x[0];
+	for (size_t i = 0; i < n; i++) {
+		if (x[i] < d->min)
+			d->min = x[i];
+		if (x[i] > d->max)
+			d->max = x[i];
+		if (x[i] < 0)
+			d->negative = true;
+	}
+	d->median = stats_median(x, n);
+	if (n < 2)
+		return;
+	d->sd = sqrt(var);
+	if (d->mean != 0)
+		d->cv = d->sd / fabs(d->mean);
+	double q = stats_t_quantile(1.0 - (1.0 - conf) / 2.0, (double)(n - 1));
+	d->ci_half = q * d->sd / sqrt((double)n);
+	d->ci_lo = d->mean - d->ci_half;
+	d->ci_hi = d->mean + d->ci_half;
+}
+
+struct dir_entry {
+	const char *name;
+	int dir;
+};
+
+/* Metric names whose direction does not depend on the unit. */
+static const struct dir_entry metric_dirs[] = {
+	{"wall_time", -1}, {"duration", -1}, {"latency", -1}, {"iops", 1},
+	{"errors", -1},    {"lost_records", -1}, {NULL, 0},
+};
+static const struct dir_entry unit_dirs[] = {
+	{"MiB/s", 1}, {"MB/s", 1}, {"KiB/s", 1}, {"kB/s", 1}, {"B/s", 1}, {"GiB/s", 1},
+	{"IOPS", 1},  {"ops/s", 1}, {"s", -1},   {"ms", -1},  {"us", -1}, {"\xc2\xb5s", -1},
+	{"ns", -1},   {NULL, 0},
+};
+
+static bool has_suffix(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+	return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+int stats_direction(const char *metric, const char *unit)
+{
+	if (metric) {
+		for (const struct dir_entry *d = metric_dirs; d->name; d++)
+			if (strcmp(d->name, metric) == 0)
+				return d->dir;
+		if (has_suffix(metric, "_latency") || has_suffix(metric, "_time"))
+			return -1;
+		if (has_suffix(metric, "_iops"))
+			return 1;
+	}
+	if (unit)
+		for (const struct dir_entry *d = unit_dirs; d->name; d++)
+			if (strcmp(d->name, unit) == 0)
+				return d->dir;
+	return 0;
+}
+
+int stats_welch(const double *a, size_t na, const double *b, size_t nb, struct stats_welch *w)
+{
+	w->t = w->df = w->p = NAN;
+	if (na < 2 || nb < 2 || !all_finite(a, na) || !all_finite(b, nb))
+		return -1;
+	double ma, va, mb, vb;
+	mean_var(a, na, &ma, &va);
+	mean_var(b, nb, &mb, &vb);
+	double sa = va / (double)na, sb = vb / (double)nb;
+	if (sa + sb <= 0)
+		return -1;
+	w->t = (mb - ma) / sqrt(sa + sb);
+	w->df = (sa + sb) * (sa + sb) / (sa * sa / (double)(na - 1) + sb * sb / (double)(nb - 1));
+	w->p = t_two_tail(w->t, w->df);
+	return 0;
+}
+
+struct ranked {
+	double v;
+	int grp;
+};
+
+static int cmp_ranked(const void *x, const void *y)
+{
+	return cmp_double(&((const struct ranked *)x)->v, &((const struct ranked *)y)->v);
+}
+
+int stats_mwu(const double *a, size_t na, const double *b, size_t nb, struct stats_mwu *m)
+{
+	m->u = m->p = NAN;
+	m->exact = false;
+	if (na == 0 || nb == 0 || !all_finite(a, na) || !all_finite(b, nb))
+		return -1;
+	size_t n = na + nb;
+	struct ranked *r = xmalloc(n * sizeof *r);
+	for (size_t i = 0; i < na; i++)
+		r[i] = (struct ranked){a[i], 0};
+	for (size_t i = 0; i < nb; i++)
+		r[na + i] = (struct ranked){b[i], 1};
+	qsort(r, n, sizeof *r, cmp_ranked);
+	/* Doubled mid-ranks are integers: 2*rank = first + last + 2 (1-based). */
+	long *rank2 = xmalloc(n * sizeof *rank2);
+	double tie_sum = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j + 1 < n && r[j + 1].v == r[i].v)
+			j++;
+		for (size_t k = i; k <= j; k++)
+			rank2[k] = (long)(i + j + 2);
+		double t = (double)(j - i + 1);
+		tie_sum += t * t * t - t;
+		i = j + 1;
+	}
+	long w2 = 0; /* doubled rank sum of a */
+	for (size_t i = 0; i < n; i++)
+		if (r[i].grp == 0)
+			w2 += rank2[i];
+	m->u = (double)w2 / 2.0 - (double)na * (double)(na + 1) / 2.0;
+
+	if (na <= STATS_MWU_EXACT_MAX && nb <= STATS_MWU_EXACT_MAX) {
+		/* Permutation distribution of the doubled rank sum of na items out of n:
+		 * cnt[k][s] = number of k-subsets of the items seen so far with sum s. */
+		long maxs = 0;
+		for (size_t i = 0; i < n; i++)
+			maxs += rank2[i];
+		size_t width = (size_t)maxs + 1;
+		double *cnt = xcalloc((na + 1) * width, sizeof *cnt);
+		cnt[0] = 1;
+		for (size_t i = 0; i < n; i++) {
+			size_t kmax = i + 1 < na ? i + 1 : na;
+			for (size_t k = kmax; k >= 1; k--) {
+				double *dst = cnt + k * width, *src = cnt + (k - 1) * width;
+				for (long s = maxs; s >= rank2[i]; s--)
+					dst[s] += src[s - rank2[i]];
+			}
+		}
+		double total = 0, le = 0, ge = 0;
+		double *row = cnt + na * width;
+		for (long s = 0; s <= maxs; s++) {
+			total += row[s];
+			if (s <= w2)
+				le += row[s];
+			if (s >= w2)
+				ge += row[s];
+		}
+		double p = 2.0 * (le < ge ? le : ge) / total;
+		m->p = p > 1.0 ? 1.0 : p;
+		m->exact = true;
+		free(cnt);
+	} else {
+		double nn = (double)n, mu = (double)na * (double)nb / 2.0;
+		double var = (double)na * (double)nb / 12.0 * ((nn + 1.0) - tie_sum / (nn * (nn - 1.0)));
+		if (var <= 0) {
+			m->p = 1.0;
+		} else {
+			double dev = fabs(m->u - mu) - 0.5; /* continuity correction */
+			if (dev < 0)
+				dev = 0;
+			double p = 2.0 * (1.0 - stats_norm_cdf(dev / sqrt(var)));
+			m->p = p > 1.0 ? 1.0 : p;
+		}
+	}
+	free(rank2);
+	free(r);
+	return 0;
+}
+
+const char *stats_verdict_name(enum stats_verdict v)
+{
+	switch (v) {
+	case VERDICT_BETTER:
+		return "better";
+	case VERDICT_WORSE:
+		return "worse";
+	case VERDICT_NO_DIFF:
+		return "no-significant-difference";
+	case VERDICT_CHANGED:
+		return "changed";
+	case VERDICT_NO_TEST:
+		break;
+	}
+	return "no-test";
+}
+
+void stats_cmp_opts_init(struct stats_cmp_opts *o)
+{
+	o->alpha = 0.05;
+	o->min_effect = 0.01;
+	o->conf = 0.95;
+	o->direction = 0;
+}
+
+static void note(struct stats_cmp *c, const char *s)
+{
+	if (c->note[0])
+		lab_strlcat(c->note, "; ", sizeof c->note);
+	lab_strlcat(c->note, s, sizeof c->note);
+}
+
+void stats_compare(const double *a, size_t na, const double *b, size_t nb,
+		   const struct stats_cmp_opts *o, struct stats_cmp *c)
+{
+	memset(c, 0, sizeof *c);
+	c->change = c->change_lo = c->change_hi = NAN;
+	c->welch.t = c->welch.df = c->welch.p = NAN;
+	c->mwu.u = c->mwu.p = NAN;
+	c->verdict = VERDICT_NO_TEST;
+	if (na == 0 || nb == 0) {
+		note(c, na == 0 ? "no samples in a: no test" : "no samples in b: no test");
+		return;
+	}
+	if (!all_finite(a, na) || !all_finite(b, nb)) {
+		note(c, "non-finite value: no test");
+		return;
+	}
+	double ma, va, mb, vb;
+	mean_var(a, na, &ma, &va);
+	mean_var(b, nb, &mb, &vb);
+	bool neg = false;
+	for (size_t i = 0; i < na; i++)
+		neg |= a[i] < 0;
+	for (size_t i = 0; i < nb; i++)
+		neg |= b[i] < 0;
+	if (neg)
+		note(c, "negative values");
+	if (ma > 0 && mb >= 0)
+		c->change = mb / ma - 1.0;
+	else
+		note(c, "mean of a not positive: no relative change");
+
+	stats_mwu(a, na, b, nb, &c->mwu);
+	if (na < 2 || nb < 2) {
+		char buf[48];
+		snprintf(buf, sizeof buf, "n=%zu: no test", na < 2 ? na : nb);
+		note(c, buf);
+		return;
+	}
+	if (va <= 0 && vb <= 0) {
+		if (ma == mb) {
+			c->verdict = VERDICT_NO_DIFF;
+			c->change_lo = c->change_hi = c->change;
+			c->welch.p = 1.0;
+			note(c, "identical constant values");
+		} else {
+			note(c, "zero variance: no t-test");
+		}
+		return;
+	}
+	stats_welch(a, na, b, nb, &c->welch);
+
+	if (!isnan(c->change)) {
+		/* Delta method on R = mb/ma: Var(R)/R^2 ~ va/(na ma^2) + vb/(nb mb^2). */
+		double ra = va / ((double)na * ma * ma);
+		double rb = mb != 0 ? vb / ((double)nb * mb * mb) : 0;
+		double R = mb / ma, se = R * sqrt(ra + rb);
+		double df = (ra + rb) * (ra + rb) /
+			    (ra * ra / (double)(na - 1) + rb * rb / (double)(nb - 1));
+		double q = stats_t_quantile(1.0 - (1.0 - o->conf) / 2.0, df);
+		if (mb == 0 || !isfinite(q)) {
+			note(c, "no CI for the change");
+		} else {
+			c->change_lo = R - q * se - 1.0;
+			c->change_hi = R + q * se - 1.0;
+		}
+	}
+	bool sig_w = c->welch.p < o->alpha, sig_m = c->mwu.p < o->alpha;
+	c->disagree = sig_w != sig_m;
+	if (c->disagree)
+		note(c, sig_w ? "MWU not significant" : "only MWU significant");
+	double eff = isnan(c->change) ? fabs(mb - ma) / (fabs(ma) > 0 ? fabs(ma) : 1) : fabs(c->change);
+	if (!sig_w || eff < o->min_effect) {
+		c->verdict = VERDICT_NO_DIFF;
+		if (sig_w)
+			note(c, "below minimum effect");
+		return;
+	}
+	int up = mb > ma ? 1 : -1;
+	if (o->direction == 0)
+		c->verdict = VERDICT_CHANGED;
+	else
+		c->verdict = up == o->direction ? VERDICT_BETTER : VERDICT_WORSE;
+}
+
+bool stats_warmup(const double *x, size_t n, int direction, double *dev)
+{
+	if (dev)
+		*dev = NAN;
+	if (n < 3 || !all_finite(x, n))
+		return false;
+	size_t m = n - 1;
+	double med = stats_median(x + 1, m);
+	double *ad = xmalloc(m * sizeof *ad);
+	for (size_t i = 0; i < m; i++)
+		ad[i] = fabs(x[i + 1] - med);
+	double mad = 1.4826 * stats_median(ad, m);
+	free(ad);
+	if (med == 0)
+		return false;
+	double d = (x[0] - med) / fabs(med);
+	if (dev)
+		*dev = d;
+	double worse; /* how much worse than the median, as a positive number when worse */
+	if (direction > 0)
+		worse = med - x[0];
+	else if (direction < 0)
+		worse = x[0] - med;
+	else
+		worse = fabs(x[0] - med);
+	return worse > STATS_WARMUP_REL * fabs(med) && worse > STATS_WARMUP_MADS * mad;
+}

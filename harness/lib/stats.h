@@ -1,0 +1,101 @@
+/*
+ * stats.h - descriptive statistics and two-group comparisons for lab samples.
+ *
+ * Pure functions: no I/O, no allocation visible to the caller, no globals.
+ * Every result that cannot be computed is NaN and comes with a short note
+ * ("n=1: no test", "zero variance") so renderers never print a silent wrong
+ * number.  Methods (see docs/reports.md):
+ *  - CI of a mean: Student t, quantile from the regularized incomplete beta.
+ *  - relative change b vs a: (mean_b - mean_a) / mean_a, 95% CI by the delta
+ *    method on mean_b/mean_a with Welch-Satterthwaite degrees of freedom.
+ *  - Welch's t-test (two-sided).
+ *  - Mann-Whitney U (two-sided): exact permutation distribution of the rank
+ *    sum (mid-ranks, so ties are exact too) when n1, n2 <= 20; otherwise the
+ *    normal approximation with tie and continuity correction.
+ *  - verdict: significant when p(Welch) < alpha and |change| >= min_effect.
+ */
+#ifndef EMMCLAB_STATS_H
+#define EMMCLAB_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define STATS_MWU_EXACT_MAX 20 /* exact MWU up to this many samples per group */
+
+/* Special functions, exposed for tests. */
+double stats_betainc(double a, double b, double x); /* regularized I_x(a, b); NaN if out of domain */
+double stats_t_cdf(double t, double df);
+double stats_t_quantile(double p, double df);       /* inverse of stats_t_cdf, 0 < p < 1 */
+double stats_norm_cdf(double z);
+
+struct stats_desc {
+	size_t n;
+	double mean, sd, median, min, max;
+	double cv;               /* sd / mean; NaN when mean == 0 or n < 2 */
+	double ci_lo, ci_hi;     /* CI of the mean at the requested level; NaN when n < 2 */
+	double ci_half;
+	bool bad;                /* a value was NaN/inf: nothing else is meaningful */
+	bool negative;           /* a value was < 0 */
+};
+/* conf: e.g. 0.95.  Works for n == 0 (everything NaN). */
+void stats_describe(const double *x, size_t n, double conf, struct stats_desc *d);
+double stats_median(const double *x, size_t n); /* NaN when n == 0 */
+
+/* Which way is good.  1: higher is better, -1: lower is better, 0: unknown. */
+int stats_direction(const char *metric, const char *unit);
+
+struct stats_welch {
+	double t, df, p; /* NaN when undefined */
+};
+/* Returns 0, or -1 when undefined (n < 2 or both variances zero). */
+int stats_welch(const double *a, size_t na, const double *b, size_t nb, struct stats_welch *w);
+
+struct stats_mwu {
+	double u;   /* U of sample a: R_a - na(na+1)/2 */
+	double p;   /* two-sided */
+	bool exact;
+};
+int stats_mwu(const double *a, size_t na, const double *b, size_t nb, struct stats_mwu *m);
+
+enum stats_verdict {
+	VERDICT_NO_TEST,  /* could not test: see note */
+	VERDICT_NO_DIFF,  /* no significant difference (or below the minimum effect) */
+	VERDICT_BETTER,
+	VERDICT_WORSE,
+	VERDICT_CHANGED,  /* significant, but the metric has no known direction */
+};
+const char *stats_verdict_name(enum stats_verdict v); /* "better", "worse", "no-significant-difference", "no-test", "changed" */
+
+struct stats_cmp_opts {
+	double alpha;      /* default 0.05 */
+	double min_effect; /* fraction, default 0.01 */
+	double conf;       /* CI level, default 0.95 */
+	int direction;     /* stats_direction() */
+};
+void stats_cmp_opts_init(struct stats_cmp_opts *o);
+
+struct stats_cmp {
+	double change, change_lo, change_hi; /* fractions: 0.25 = +25% */
+	struct stats_welch welch;
+	struct stats_mwu mwu;
+	enum stats_verdict verdict;
+	bool disagree; /* Welch and MWU disagree at alpha */
+	char note[96]; /* why there is no test, or other caveats; "" when none */
+};
+/* Compare b against a (a is the reference). */
+void stats_compare(const double *a, size_t na, const double *b, size_t nb,
+		   const struct stats_cmp_opts *o, struct stats_cmp *c);
+
+/*
+ * Warm-up detection on a series in iteration order: the first value is
+ * flagged when it is worse (in `direction`; either way when 0) than the
+ * median of the rest by more than both 2% of that median and 3 scaled MADs
+ * (1.4826 * MAD) of the rest.  Needs n >= 3.  *dev gets the relative
+ * deviation of the first value from the median of the rest (signed, NaN
+ * when not computed).
+ */
+#define STATS_WARMUP_REL 0.02
+#define STATS_WARMUP_MADS 3.0
+bool stats_warmup(const double *x, size_t n, int direction, double *dev);
+
+#endif

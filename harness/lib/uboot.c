@@ -1,0 +1,773 @@
+/* uboot.c - a U-Boot session on a board console (see uboot.h for the rules). */
+#include "uboot.h"
+#include "console.h"
+#include "expect.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KERNEL_START_RE "Starting kernel|Booting Linux|Linux version [0-9]|Uncompressing Linux"
+#define PROMPT_WAIT_MS 1500   /* after Ctrl-C / an interrupt key: how long to wait for a prompt */
+#define KEY_TRIES 6           /* interrupt key presses before giving up on a prompt */
+#define ECHO_SLACK_MS 1500    /* echo budget on top of the paced typing time */
+
+enum ub_op { OP_NONE, OP_INTERRUPT, OP_SYNC, OP_RUN, OP_BOOT, OP_SCRIPT };
+
+/* What the current line waits for after its echo was verified. */
+enum ub_wait { W_NONE, W_SYNC, W_RESULT, W_BOOT };
+
+struct ub_step {
+	char *cmd;
+	char *label;
+	bool boot;
+};
+
+struct uboot {
+	struct loop *loop;
+	struct console *con;
+	struct expect *x;
+	const struct uboot_cfg *cfg;
+	char *board;
+
+	enum ub_op op;
+	uboot_cb cb;
+	void *arg;
+	unsigned marker;         /* marker counter, unique per session */
+	unsigned retypes;
+	int pats[4];
+	size_t npats;
+	struct loop_timer deadline; /* whole operation */
+	struct loop_timer step;     /* echo / prompt / marker wait */
+	struct loop_timer done;     /* deferred completion */
+	uint64_t step_timeout_ms;
+
+	/* the line being typed */
+	char line[UBOOT_MAX_LINE + 64];
+	enum ub_wait wait;
+	int tries;
+	bool retyping;           /* waiting for the prompt after Ctrl-C */
+	int keys;                /* interrupt key presses */
+	bool after_sync_boot;    /* interrupt: sync follows */
+
+	/* script (netboot / boot_local) */
+	struct ub_step *steps;
+	size_t nsteps, cur;
+
+	/* result */
+	int rc;
+	struct lab_buf out;
+	char err[512];
+};
+
+static void ub_type(struct uboot *u);
+static void ub_sync_start(struct uboot *u);
+static void script_next(struct uboot *u);
+
+static void clear_pats(struct uboot *u)
+{
+	for (size_t i = 0; i < u->npats; i++)
+		expect_remove(u->x, u->pats[i]);
+	u->npats = 0;
+}
+
+static void add_pat(struct uboot *u, enum expect_kind k, const char *pat, expect_cb cb)
+{
+	struct lab_err e = {0};
+	int id = expect_add(u->x, k, pat, 0, cb, u, &e);
+	if (id >= 0 && u->npats < LAB_ARRAY_SIZE(u->pats))
+		u->pats[u->npats++] = id;
+	else if (id >= 0)
+		expect_remove(u->x, id);
+}
+
+static void free_steps(struct uboot *u)
+{
+	for (size_t i = 0; i < u->nsteps; i++) {
+		free(u->steps[i].cmd);
+		free(u->steps[i].label);
+	}
+	free(u->steps);
+	u->steps = NULL;
+	u->nsteps = u->cur = 0;
+}
+
+static void stop_all(struct uboot *u)
+{
+	clear_pats(u);
+	loop_timer_stop(u->loop, &u->deadline);
+	loop_timer_stop(u->loop, &u->step);
+	u->wait = W_NONE;
+	u->retyping = false;
+}
+
+static void on_done(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct uboot *u = arg;
+	uboot_cb cb = u->cb;
+	void *cb_arg = u->arg;
+	u->op = OP_NONE;
+	u->cb = NULL;
+	free_steps(u);
+	if (cb)
+		cb(u, u->rc, u->out.data ? u->out.data : "", u->out.len, cb_arg);
+}
+
+/* Finish the operation; the callback runs on the next loop pass. */
+static void finish(struct uboot *u, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void finish(struct uboot *u, int rc, const char *fmt, ...)
+{
+	stop_all(u);
+	u->rc = rc;
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(u->err, sizeof u->err, fmt, ap);
+		va_end(ap);
+	}
+	lab_buf_cstr(&u->out);
+	loop_timer_start(u->loop, &u->done, 0);
+}
+
+static void set_pacing(struct uboot *u)
+{
+	struct console_pacing p = {0};
+	if (u->cfg->char_delay_ms > 0) {
+		p.char_delay_us = u->cfg->char_delay_ms * 1000;
+		p.chunk = u->cfg->chunk > 0 ? (size_t)u->cfg->chunk : 1;
+	}
+	console_set_pacing(u->con, &p);
+}
+
+static uint64_t typing_ms(const struct uboot *u, size_t n)
+{
+	if (u->cfg->char_delay_ms == 0)
+		return 0;
+	size_t chunk = u->cfg->chunk > 0 ? (size_t)u->cfg->chunk : 1;
+	return (uint64_t)((n + chunk - 1) / chunk) * u->cfg->char_delay_ms;
+}
+
+static const char *prompt(const struct uboot *u)
+{
+	return u->cfg->prompt && u->cfg->prompt[0] ? u->cfg->prompt : "=> ";
+}
+
+static int send(struct uboot *u, const char *s)
+{
+	if (console_write_str(u->con, s) != LAB_OK) {
+		finish(u, LAB_EINFRA, "%s: console write failed (queue full or console down)", u->board);
+		return -1;
+	}
+	return 0;
+}
+
+/* Keep the tail of U-Boot's output for error messages. */
+static const char *tail(const char *s, size_t len, size_t max)
+{
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
+		len--;
+	return len > max ? s + len - max : s;
+}
+
+/* ---- typing with echo verification ---- */
+
+static void on_echo_timeout(struct loop *l, struct loop_timer *t, void *arg);
+
+static void on_result(struct expect *x, const struct expect_match *m, void *arg)
+{
+	LAB_UNUSED(x);
+	struct uboot *u = arg;
+	if (m->timeout)
+		return;
+	enum ub_wait w = u->wait;
+	lab_buf_free(&u->out);
+	lab_buf_init(&u->out, UBOOT_MAX_OUTPUT);
+	const char *b = m->before;
+	size_t n = m->before_len;
+	while (n > 0 && b[0] == '\n') { /* the newline that ended the echoed line */
+		b++;
+		n--;
+	}
+	lab_buf_append(&u->out, b, n);
+	lab_buf_cstr(&u->out);
+	clear_pats(u);
+	loop_timer_stop(u->loop, &u->step);
+	u->wait = W_NONE;
+
+	if (w == W_SYNC) {
+		if (u->op == OP_SCRIPT) {
+			script_next(u);
+			return;
+		}
+		finish(u, LAB_OK, NULL);
+		return;
+	}
+	bool okm = strstr(m->text, "-OK@@") != NULL;
+	bool kernel = w == W_BOOT && strstr(m->text, "@@UB-") == NULL;
+	if (w == W_BOOT) {
+		if (kernel) {
+			if (u->op == OP_SCRIPT && u->cur < u->nsteps) {
+				script_next(u);
+				return;
+			}
+			finish(u, LAB_OK, NULL);
+		} else {
+			finish(u, LAB_EFOUND, "%s: boot command failed: %s", u->board,
+			       tail(u->out.data, u->out.len, 200));
+		}
+		return;
+	}
+	if (!okm) {
+		const char *label = u->op == OP_SCRIPT && u->cur > 0 ? u->steps[u->cur - 1].label : "command";
+		finish(u, LAB_EFOUND, "%s: U-Boot %s failed: %s", u->board, label,
+		       tail(u->out.data, u->out.len, 300));
+		return;
+	}
+	if (u->op == OP_SCRIPT) {
+		script_next(u);
+		return;
+	}
+	finish(u, LAB_OK, NULL);
+}
+
+static void on_marker_timeout(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct uboot *u = arg;
+	const char *what = u->wait == W_BOOT ? "no kernel start after the boot command" :
+			   u->wait == W_SYNC ? "U-Boot did not answer the marker command" :
+			   "command did not complete";
+	const char *label = u->op == OP_SCRIPT && u->cur > 0 ? u->steps[u->cur - 1].label : NULL;
+	finish(u, LAB_ETIMEOUT, "%s: %s%s%s within %llu ms", u->board, label ? label : "",
+	       label ? ": " : "", what, (unsigned long long)u->step_timeout_ms);
+}
+
+static void on_echo(struct expect *x, const struct expect_match *m, void *arg)
+{
+	LAB_UNUSED(x);
+	struct uboot *u = arg;
+	if (m->timeout)
+		return;
+	clear_pats(u);
+	loop_timer_stop(u->loop, &u->step);
+	/* Exactly one terminator, and only now that the line is known to be right. */
+	if (send(u, "\r"))
+		return;
+	char pat[64];
+	switch (u->wait) {
+	case W_SYNC:
+		snprintf(pat, sizeof pat, "@@UB-%u@@", u->marker);
+		add_pat(u, EXPECT_LITERAL, pat, on_result);
+		break;
+	case W_RESULT:
+		snprintf(pat, sizeof pat, "@@UB-%u-OK@@", u->marker);
+		add_pat(u, EXPECT_LITERAL, pat, on_result);
+		snprintf(pat, sizeof pat, "@@UB-%u-FAIL@@", u->marker);
+		add_pat(u, EXPECT_LITERAL, pat, on_result);
+		break;
+	case W_BOOT:
+		snprintf(pat, sizeof pat, "@@UB-%u-FAIL@@", u->marker);
+		add_pat(u, EXPECT_LITERAL, pat, on_result);
+		add_pat(u, EXPECT_REGEX, KERNEL_START_RE, on_result);
+		break;
+	case W_NONE:
+		break;
+	}
+	u->step.cb = on_marker_timeout;
+	loop_timer_start(u->loop, &u->step, u->step_timeout_ms);
+}
+
+static void on_retype_prompt(struct expect *x, const struct expect_match *m, void *arg)
+{
+	LAB_UNUSED(x);
+	LAB_UNUSED(m);
+	struct uboot *u = arg;
+	clear_pats(u);
+	loop_timer_stop(u->loop, &u->step);
+	u->retyping = false;
+	ub_type(u);
+}
+
+static void on_retype_wait(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct uboot *u = arg;
+	clear_pats(u);
+	u->retyping = false;
+	ub_type(u); /* no prompt after Ctrl-C: type anyway, the echo check decides */
+}
+
+static void on_echo_timeout(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct uboot *u = arg;
+	clear_pats(u);
+	if (++u->tries > UBOOT_TYPE_RETRIES) {
+		finish(u, LAB_EINFRA, "%s: U-Boot echo never matched the typed line after %d tries "
+		       "(characters dropped? slow the typing: uboot.char_delay/chunk): %.80s",
+		       u->board, u->tries, u->line);
+		return;
+	}
+	u->retypes++;
+	/* Ctrl-C makes U-Boot drop the mangled line and print a fresh prompt. */
+	if (send(u, "\x03"))
+		return;
+	u->retyping = true;
+	add_pat(u, EXPECT_LITERAL, prompt(u), on_retype_prompt);
+	u->step.cb = on_retype_wait;
+	loop_timer_start(u->loop, &u->step, PROMPT_WAIT_MS + typing_ms(u, 1));
+}
+
+/* Type u->line (no terminator) and wait for its exact echo. */
+static void ub_type(struct uboot *u)
+{
+	expect_flush(u->x);
+	if (send(u, u->line))
+		return;
+	add_pat(u, EXPECT_LITERAL, u->line, on_echo);
+	u->step.cb = on_echo_timeout;
+	loop_timer_start(u->loop, &u->step, ECHO_SLACK_MS + typing_ms(u, strlen(u->line)));
+}
+
+static int start_line(struct uboot *u, enum ub_wait w, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int start_line(struct uboot *u, enum ub_wait w, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(u->line, sizeof u->line, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n > UBOOT_MAX_LINE) {
+		finish(u, LAB_EUSAGE, "%s: U-Boot command line too long (%d > %d characters)", u->board,
+		       n, UBOOT_MAX_LINE);
+		return -1;
+	}
+	u->wait = w;
+	u->tries = 0;
+	ub_type(u);
+	return 0;
+}
+
+static void line_for_cmd(struct uboot *u, const char *cmd, bool boot)
+{
+	u->marker++;
+	if (boot)
+		start_line(u, W_BOOT, "%s; echo @@UB-%u-FAIL@@", cmd, u->marker);
+	else
+		start_line(u, W_RESULT, "%s && echo @@UB-%u-OK@@ || echo @@UB-%u-FAIL@@", cmd, u->marker,
+			   u->marker);
+}
+
+/* ---- sync ---- */
+
+static void sync_type(struct uboot *u)
+{
+	clear_pats(u);
+	loop_timer_stop(u->loop, &u->step);
+	u->marker++;
+	start_line(u, W_SYNC, "echo @@UB-%u@@", u->marker);
+}
+
+static void on_sync_prompt(struct expect *x, const struct expect_match *m, void *arg)
+{
+	LAB_UNUSED(x);
+	LAB_UNUSED(m);
+	sync_type(arg);
+}
+
+static void on_sync_wait(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	sync_type(arg);
+}
+
+static void ub_sync_start(struct uboot *u)
+{
+	/* Ctrl-C clears whatever is on the command line (a stray interrupt key). */
+	if (send(u, "\x03"))
+		return;
+	add_pat(u, EXPECT_LITERAL, prompt(u), on_sync_prompt);
+	u->step.cb = on_sync_wait;
+	loop_timer_start(u->loop, &u->step, PROMPT_WAIT_MS);
+}
+
+/* ---- interrupt ---- */
+
+static void on_key_wait(struct loop *l, struct loop_timer *t, void *arg);
+
+static void on_prompt_seen(struct expect *x, const struct expect_match *m, void *arg)
+{
+	LAB_UNUSED(x);
+	LAB_UNUSED(m);
+	struct uboot *u = arg;
+	clear_pats(u);
+	loop_timer_stop(u->loop, &u->step);
+	ub_sync_start(u);
+}
+
+static void press_key(struct uboot *u)
+{
+	const char *key = u->cfg->interrupt_key && u->cfg->interrupt_key[0] ? u->cfg->interrupt_key : " ";
+	if (send(u, key))
+		return;
+	u->keys++;
+	clear_pats(u);
+	add_pat(u, EXPECT_LITERAL, prompt(u), on_prompt_seen);
+	u->step.cb = on_key_wait;
+	loop_timer_start(u->loop, &u->step, PROMPT_WAIT_MS);
+}
+
+static void on_key_wait(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct uboot *u = arg;
+	if (u->keys >= KEY_TRIES) {
+		/* Some U-Boots print no prompt until a line is entered: try the marker. */
+		clear_pats(u);
+		ub_sync_start(u);
+		return;
+	}
+	press_key(u);
+}
+
+static void on_autoboot(struct expect *x, const struct expect_match *m, void *arg)
+{
+	LAB_UNUSED(x);
+	LAB_UNUSED(m);
+	struct uboot *u = arg;
+	press_key(u);
+}
+
+static void on_deadline(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct uboot *u = arg;
+	const char *what = "operation";
+	switch (u->op) {
+	case OP_INTERRUPT:
+		what = u->keys ? "no U-Boot prompt after interrupting autoboot" :
+			"no autoboot prompt or U-Boot prompt";
+		break;
+	case OP_SYNC:
+		what = "U-Boot did not answer";
+		break;
+	case OP_RUN:
+		what = "command did not complete";
+		break;
+	case OP_BOOT:
+		what = "kernel did not start";
+		break;
+	case OP_SCRIPT:
+		what = u->cur > 0 ? u->steps[u->cur - 1].label : "sequence";
+		break;
+	case OP_NONE:
+		break;
+	}
+	finish(u, LAB_ETIMEOUT, "%s: %s (timed out)", u->board, what);
+}
+
+/* ---- public API ---- */
+
+struct uboot *uboot_new(struct loop *l, struct console *c, struct expect *x,
+			const struct uboot_cfg *cfg, const char *board)
+{
+	struct uboot *u = xcalloc(1, sizeof *u);
+	u->loop = l;
+	u->con = c;
+	u->x = x;
+	u->cfg = cfg;
+	u->board = xstrdup(board ? board : "board");
+	loop_timer_init(&u->deadline, on_deadline, u);
+	loop_timer_init(&u->step, on_echo_timeout, u);
+	loop_timer_init(&u->done, on_done, u);
+	lab_buf_init(&u->out, UBOOT_MAX_OUTPUT);
+	return u;
+}
+
+void uboot_cancel(struct uboot *u)
+{
+	if (!u)
+		return;
+	stop_all(u);
+	loop_timer_stop(u->loop, &u->done);
+	free_steps(u);
+	u->op = OP_NONE;
+	u->cb = NULL;
+}
+
+void uboot_free(struct uboot *u)
+{
+	if (!u)
+		return;
+	uboot_cancel(u);
+	lab_buf_free(&u->out);
+	free(u->board);
+	free(u);
+}
+
+bool uboot_busy(const struct uboot *u)
+{
+	return u->op != OP_NONE;
+}
+
+const char *uboot_errmsg(const struct uboot *u)
+{
+	return u->err;
+}
+
+unsigned uboot_retypes(const struct uboot *u)
+{
+	return u->retypes;
+}
+
+static int begin(struct uboot *u, enum ub_op op, uint64_t timeout_ms, uboot_cb cb, void *arg)
+{
+	if (u->op != OP_NONE)
+		return LAB_EUSAGE;
+	u->op = op;
+	u->cb = cb;
+	u->arg = arg;
+	u->rc = LAB_OK;
+	u->err[0] = '\0';
+	u->keys = 0;
+	lab_buf_free(&u->out);
+	lab_buf_init(&u->out, UBOOT_MAX_OUTPUT);
+	u->step_timeout_ms = timeout_ms ? timeout_ms : 30000;
+	set_pacing(u);
+	if (timeout_ms)
+		loop_timer_start(u->loop, &u->deadline, timeout_ms);
+	return LAB_OK;
+}
+
+int uboot_interrupt(struct uboot *u, uint64_t timeout_ms, uboot_cb cb, void *arg)
+{
+	int rc = begin(u, OP_INTERRUPT, timeout_ms, cb, arg);
+	if (rc)
+		return rc;
+	const char *pat = u->cfg->autoboot_pattern && u->cfg->autoboot_pattern[0] ?
+		u->cfg->autoboot_pattern : "Hit any key to stop autoboot";
+	struct lab_err e = {0};
+	int id = expect_add(u->x, EXPECT_REGEX, pat, 0, on_autoboot, u, &e);
+	if (id < 0) {
+		finish(u, LAB_EUSAGE, "%s: bad uboot.autoboot_pattern: %s", u->board, e.msg);
+		return LAB_OK;
+	}
+	u->pats[u->npats++] = id;
+	/* Already stopped at a prompt (bootdelay -1, or a previous interrupt). */
+	add_pat(u, EXPECT_LITERAL, prompt(u), on_prompt_seen);
+	return LAB_OK;
+}
+
+int uboot_sync(struct uboot *u, uint64_t timeout_ms, uboot_cb cb, void *arg)
+{
+	int rc = begin(u, OP_SYNC, timeout_ms, cb, arg);
+	if (rc)
+		return rc;
+	ub_sync_start(u);
+	return LAB_OK;
+}
+
+int uboot_run(struct uboot *u, const char *cmd, uint64_t timeout_ms, uboot_cb cb, void *arg)
+{
+	int rc = begin(u, OP_RUN, timeout_ms, cb, arg);
+	if (rc)
+		return rc;
+	line_for_cmd(u, cmd, false);
+	return LAB_OK;
+}
+
+int uboot_boot(struct uboot *u, const char *cmd, uint64_t timeout_ms, uboot_cb cb, void *arg)
+{
+	int rc = begin(u, OP_BOOT, timeout_ms, cb, arg);
+	if (rc)
+		return rc;
+	line_for_cmd(u, cmd && cmd[0] ? cmd : "boot", true);
+	return LAB_OK;
+}
+
+static char *setenv_cmd(const char *name, const char *value)
+{
+	return xasprintf("setenv %s '%s'", name, value ? value : "");
+}
+
+static bool valid_env_name(const char *s)
+{
+	if (!s || !s[0])
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '_' || *s == '.' || *s == '-'))
+			return false;
+	return true;
+}
+
+int uboot_setenv(struct uboot *u, const char *name, const char *value, uint64_t timeout_ms,
+		 uboot_cb cb, void *arg)
+{
+	if (!valid_env_name(name) || (value && strchr(value, '\'')))
+		return LAB_EUSAGE;
+	int rc = begin(u, OP_RUN, timeout_ms, cb, arg);
+	if (rc)
+		return rc;
+	char *c = setenv_cmd(name, value);
+	line_for_cmd(u, c, false);
+	free(c);
+	return LAB_OK;
+}
+
+/* ---- scripts: a list of commands run one after another ---- */
+
+static void add_step(struct uboot *u, const char *label, bool boot, char *cmd)
+{
+	u->steps = xreallocarray(u->steps, u->nsteps + 1, sizeof *u->steps);
+	u->steps[u->nsteps].cmd = cmd;
+	u->steps[u->nsteps].label = xstrdup(label);
+	u->steps[u->nsteps].boot = boot;
+	u->nsteps++;
+}
+
+static void script_next(struct uboot *u)
+{
+	if (u->cur >= u->nsteps) {
+		finish(u, LAB_OK, NULL);
+		return;
+	}
+	struct ub_step *s = &u->steps[u->cur++];
+	line_for_cmd(u, s->cmd, s->boot);
+}
+
+static int add_env_steps(struct uboot *u)
+{
+	for (size_t i = 0; i < u->cfg->env.n; i++) {
+		const char *kv = u->cfg->env.v[i];
+		const char *eq = strchr(kv, '=');
+		if (!eq)
+			return -1;
+		char *name = xstrndup(kv, (size_t)(eq - kv));
+		if (!valid_env_name(name) || strchr(eq + 1, '\'')) {
+			free(name);
+			return -1;
+		}
+		char *label = xasprintf("setenv %s", name);
+		add_step(u, label, false, setenv_cmd(name, eq + 1));
+		free(label);
+		free(name);
+	}
+	return 0;
+}
+
+static bool empty(const char *s)
+{
+	return !s || !s[0];
+}
+
+static int script_start(struct uboot *u, uboot_cb cb, void *arg, uint64_t timeout_ms,
+			uint64_t step_ms)
+{
+	/* begin() resets state; steps were prepared by the caller on u->steps already */
+	struct ub_step *steps = u->steps;
+	size_t n = u->nsteps;
+	u->steps = NULL;
+	u->nsteps = 0;
+	int rc = begin(u, OP_SCRIPT, timeout_ms, cb, arg);
+	u->steps = steps;
+	u->nsteps = n;
+	u->cur = 0;
+	if (rc) {
+		free_steps(u);
+		return rc;
+	}
+	u->step_timeout_ms = step_ms;
+	script_next(u);
+	return LAB_OK;
+}
+
+int uboot_netboot(struct uboot *u, const struct uboot_netboot *nb, uint64_t timeout_ms,
+		  uboot_cb cb, void *arg)
+{
+	if (u->op != OP_NONE)
+		return LAB_EUSAGE;
+	if (empty(nb->kernel) || (nb->bootargs && strchr(nb->bootargs, '\'')))
+		return LAB_EUSAGE;
+	free_steps(u);
+	if (add_env_steps(u)) {
+		free_steps(u);
+		return LAB_EUSAGE;
+	}
+	if (!empty(nb->serverip))
+		add_step(u, "setenv serverip", false, setenv_cmd("serverip", nb->serverip));
+	if (nb->dhcp) {
+		/* autoload=no: dhcp must not start a TFTP of its own */
+		add_step(u, "setenv autoload", false, setenv_cmd("autoload", "no"));
+		add_step(u, "dhcp", false, xstrdup("dhcp"));
+		if (!empty(nb->serverip)) /* DHCP may have overwritten it */
+			add_step(u, "setenv serverip", false, setenv_cmd("serverip", nb->serverip));
+	} else {
+		if (!empty(nb->ipaddr))
+			add_step(u, "setenv ipaddr", false, setenv_cmd("ipaddr", nb->ipaddr));
+		if (!empty(nb->netmask))
+			add_step(u, "setenv netmask", false, setenv_cmd("netmask", nb->netmask));
+	}
+	add_step(u, "tftp kernel", false, xasprintf("tftpboot ${kernel_addr_r} %s", nb->kernel));
+	if (!empty(nb->dtb))
+		add_step(u, "tftp dtb", false, xasprintf("tftpboot ${fdt_addr_r} %s", nb->dtb));
+	if (!empty(nb->initrd)) {
+		add_step(u, "tftp initrd", false, xasprintf("tftpboot ${ramdisk_addr_r} %s", nb->initrd));
+		/* ${filesize} is overwritten by the next tftp: keep the initrd's */
+		add_step(u, "save initrd size", false, xstrdup("setenv emmclab_initrd_size ${filesize}"));
+	}
+	if (nb->bootargs)
+		add_step(u, "setenv bootargs", false, setenv_cmd("bootargs", nb->bootargs));
+	char *boot;
+	if (!empty(nb->boot_cmd))
+		boot = xstrdup(nb->boot_cmd);
+	else if (!empty(u->cfg->boot_cmd))
+		boot = xstrdup(u->cfg->boot_cmd);
+	else
+		boot = xasprintf("booti ${kernel_addr_r} %s%s", empty(nb->initrd) ? "-" :
+				 "${ramdisk_addr_r}:${emmclab_initrd_size}", empty(nb->dtb) ? "" :
+				 " ${fdt_addr_r}");
+	add_step(u, "boot", true, boot);
+	return script_start(u, cb, arg, timeout_ms, nb->step_timeout_ms ? nb->step_timeout_ms : 120000);
+}
+
+int uboot_boot_local(struct uboot *u, const char *extra_bootargs, uint64_t timeout_ms,
+		     uboot_cb cb, void *arg)
+{
+	if (u->op != OP_NONE)
+		return LAB_EUSAGE;
+	if ((extra_bootargs && strchr(extra_bootargs, '\'')) ||
+	    (u->cfg->bootargs && strchr(u->cfg->bootargs, '\'')))
+		return LAB_EUSAGE;
+	free_steps(u);
+	if (add_env_steps(u)) {
+		free_steps(u);
+		return LAB_EUSAGE;
+	}
+	bool has_extra = !empty(extra_bootargs);
+	if (!empty(u->cfg->bootargs)) {
+		char *v = xasprintf("%s%s%s", u->cfg->bootargs, has_extra ? " " : "",
+				    has_extra ? extra_bootargs : "");
+		add_step(u, "setenv bootargs", false, setenv_cmd("bootargs", v));
+		free(v);
+	} else if (has_extra) {
+		/* Double quotes: hush expands ${bootargs} at run time. */
+		if (strchr(extra_bootargs, '"') || strchr(extra_bootargs, '$')) {
+			free_steps(u);
+			return LAB_EUSAGE;
+		}
+		add_step(u, "setenv bootargs", false,
+			 xasprintf("setenv bootargs \"${bootargs} %s\"", extra_bootargs));
+	}
+	add_step(u, "boot", true, xstrdup(empty(u->cfg->boot_cmd) ? "boot" : u->cfg->boot_cmd));
+	return script_start(u, cb, arg, timeout_ms, timeout_ms ? timeout_ms : 60000);
+}

@@ -45,7 +45,12 @@ struct console_driver {
 	size_t (*rx_filter)(struct console *c, char *buf, size_t n);
 	/* Optional: escape outgoing bytes (telnet doubles IAC). Returns malloc'd buffer. */
 	char *(*tx_filter)(struct console *c, const char *buf, size_t n, size_t *outn);
+	/* Optional (async connect): open() called console_connect_pending(); the fd became
+	 * writable or failed.  Check the result, queue greetings; LAB_OK means the link is up. */
+	int (*connected)(struct console *c, struct lab_err *e);
 };
+/* Ownership: console.c stops watching the fd before calling close(); the driver closes
+ * its fd there and frees what it keeps in *console_priv(). */
 
 struct console_pacing {
 	uint64_t char_delay_us; /* delay between chunks */
@@ -75,6 +80,12 @@ void *console_cfg(struct console *c);   /* driver config (for drivers) */
 void **console_priv(struct console *c); /* driver private slot (for drivers) */
 struct loop *console_loop(struct console *c);
 const struct console_driver *const *console_driver_list(void);
+const struct console_driver *console_driver_find(const char *name);
+/* For drivers, from open(): the fd is connecting; wait for writability (at most timeout_ms,
+ * 0 = 10 s) and then call the driver's connected() hook. */
+void console_connect_pending(struct console *c, uint64_t timeout_ms);
+/* The driver of this console and a description of its transport (for messages). */
+const struct console_driver *console_get_driver(const struct console *c);
 
 /* ---- transcripts: every byte, per boot, timestamped per line ---- */
 /* A transcript file: each line prefixed "[   12.345678] " (monotonic seconds since open).
@@ -86,5 +97,8 @@ void transcript_mark(struct transcript *t, const char *fmt, ...) __attribute__((
 /* Close; returns total bytes and the sha256 of the (last) file. */
 int transcript_close(struct transcript *t, char sha256[65], uint64_t *bytes, struct lab_err *e);
 const char *transcript_path(const struct transcript *t);
+/* Flush buffered output on a short (200 ms) loop timer; without a loop the buffer is
+ * written when it fills (64 KiB), on marks and on close.  Called by console_attach_transcript. */
+void transcript_set_loop(struct transcript *t, struct loop *l);
 
 #endif

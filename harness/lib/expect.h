@@ -8,6 +8,21 @@
  * when a pattern matches, its callback runs with the match and the text
  * before it; all patterns of that "set" can be cleared with expect_clear().
  * Callbacks may add/clear patterns.  Timeouts are loop timers.
+ *
+ * Semantics (expect.c):
+ *  - A pattern stays armed until expect_remove/expect_clear (use it as a one-shot by
+ *    removing it, or the whole set with expect_clear, from the callback).  A match stops
+ *    that pattern's timeout; a timeout fires once (m->timeout, m->before = buffered text)
+ *    and leaves the pattern armed.
+ *  - The buffer holds cleaned text since the last match (or flush); a match consumes it up
+ *    to the match end before the callback runs.  Among several patterns the earliest
+ *    match in the stream wins (ties: the pattern added first).  A newly added pattern
+ *    also searches text already buffered.
+ *  - groups[0] is the whole match, groups[1..9] the subexpressions.
+ *  - Regexes use REG_EXTENDED|REG_NEWLINE: `^`/`$` match at line boundaries and at the
+ *    buffer ends ("=> $" matches a prompt waiting for input).
+ *  - Callbacks may call expect_feed (queued until the callback returns) and even
+ *    expect_free (deferred).  l may be NULL (no timeouts), e.g. in fuzzing or benchmarks.
  */
 #ifndef EMMCLAB_EXPECT_H
 #define EMMCLAB_EXPECT_H

@@ -1,0 +1,679 @@
+/*
+ * console.c - the generic console layer (see console.h): driver list and
+ * options, open / async connect / loss / reconnect on a delay timer, the
+ * capped write queue drained on LOOP_WRITE with pacing (chunk bytes, then a
+ * char_delay timer), and the transcript hook.
+ *
+ * Re-entrancy: the data and state callbacks may call console_write,
+ * console_close and even console_free; a free from inside a callback is
+ * deferred until the callback returns (depth counter).
+ */
+#include "console.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CONSOLE_QUEUE_MAX (1024 * 1024)
+#define CONSOLE_READ_MAX 65536
+#define CONSOLE_CONNECT_DEFAULT_MS 10000
+
+/* Strong references: the core is a static archive, so the list is what pulls each
+ * driver object into a program. */
+extern const struct console_driver console_pty;
+
+static const struct console_driver *const all_console[] = {
+	&console_pty,
+};
+static const struct console_driver *console_list[LAB_ARRAY_SIZE(all_console) + 1];
+
+static void build_list(void)
+{
+	if (console_list[0])
+		return;
+	size_t n = 0;
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(all_console); i++)
+		if (all_console[i])
+			console_list[n++] = all_console[i];
+	console_list[n] = NULL;
+}
+
+const struct console_driver *const *console_driver_list(void)
+{
+	build_list();
+	return console_list;
+}
+
+const struct console_driver *console_driver_find(const char *name)
+{
+	build_list();
+	for (size_t i = 0; console_list[i]; i++)
+		if (strcmp(console_list[i]->name, name) == 0)
+			return console_list[i];
+	return NULL;
+}
+
+struct console_common {
+	char *driver;
+	uint64_t reconnect_delay_ms;
+	uint64_t char_delay_ms;
+	int64_t chunk;
+};
+
+static const struct opt console_common_opts[] = {
+	{.key = "driver", .type = OPT_STR, .offset = offsetof(struct console_common, driver),
+	 .flags = OPT_REQUIRED, .help = "console driver: serial, tcp, pty or exec"},
+	{.key = "reconnect_delay", .type = OPT_DURATION,
+	 .offset = offsetof(struct console_common, reconnect_delay_ms), .def = "1s", .min = 10,
+	 .max = 600000, .help = "wait before reopening a lost console"},
+	{.key = "char_delay", .type = OPT_DURATION,
+	 .offset = offsetof(struct console_common, char_delay_ms), .def = "0", .min = 0,
+	 .max = 10000, .help = "pause after every `chunk` bytes typed (board type may set it)"},
+	{.key = "chunk", .type = OPT_INT, .offset = offsetof(struct console_common, chunk),
+	 .def = "0", .min = 0, .max = 65536,
+	 .help = "bytes typed before each char_delay pause (0 = no pacing)"},
+	{0},
+};
+
+/* A byte queue consumed from the front without memmove per write. */
+struct wqueue {
+	char *data;
+	size_t off, len, cap; /* live bytes: data[off .. off+len) */
+};
+
+enum cstate { C_CLOSED, C_CONNECTING, C_UP, C_DOWN };
+
+struct console {
+	struct loop *loop;
+	char *board;
+	const struct console_driver *drv;
+	void *cfg;
+	void *priv;
+	struct console_events ev;
+	void *arg;
+	uint64_t reconnect_delay_ms;
+	struct console_pacing pacing;
+	enum cstate st;
+	bool want_open;
+	bool expect_down;
+	int fd;
+	unsigned watching;
+	struct wqueue q;    /* paced user bytes (already tx-filtered) */
+	struct wqueue rawq; /* protocol replies: go first, unpaced */
+	size_t chunk_sent;
+	bool pace_wait;
+	struct loop_timer pace_timer, reconnect_timer, connect_timer;
+	uint64_t connect_timeout_ms;
+	bool connect_pending;
+	struct transcript *transcript;
+	char last_msg[256]; /* last loss reason reported, to report reconnect failures once */
+	int depth;
+	bool dead;
+	uint64_t gen; /* bumped on every teardown: detects close from inside a callback */
+};
+
+/* ---- write queues ---- */
+
+static size_t wq_len(const struct wqueue *w)
+{
+	return w->len;
+}
+
+static void wq_push(struct wqueue *w, const void *p, size_t n)
+{
+	if (w->off && w->off + w->len + n > w->cap) {
+		memmove(w->data, w->data + w->off, w->len);
+		w->off = 0;
+	}
+	if (w->off + w->len + n > w->cap) {
+		size_t nc = w->cap ? w->cap : 4096;
+		while (nc < w->len + n)
+			nc *= 2;
+		w->data = xrealloc(w->data, nc);
+		w->cap = nc;
+	}
+	memcpy(w->data + w->off + w->len, p, n);
+	w->len += n;
+}
+
+static void wq_pop(struct wqueue *w, size_t n)
+{
+	w->off += n;
+	w->len -= n;
+	if (w->len == 0)
+		w->off = 0;
+}
+
+static void wq_reset(struct wqueue *w)
+{
+	w->off = w->len = 0;
+	if (w->cap > 65536) { /* give back a burst's memory */
+		free(w->data);
+		w->data = NULL;
+		w->cap = 0;
+	}
+}
+
+/* ---- options ---- */
+
+static struct cfg_node *subset(const struct cfg_node *map, const struct opt *keep, bool keep_in)
+{
+	struct cfg_node *n = xcalloc(1, sizeof *n);
+	n->kind = CFG_MAP;
+	n->file = map->file;
+	n->line = map->line;
+	n->col = map->col;
+	n->keys = xcalloc(map->n + 1, sizeof *n->keys);
+	n->items = xcalloc(map->n + 1, sizeof *n->items);
+	for (size_t i = 0; i < map->n; i++) {
+		bool in = false;
+		for (const struct opt *o = keep; o->key; o++)
+			if (strcmp(o->key, map->keys[i]->value) == 0)
+				in = true;
+		if (in == keep_in) {
+			n->keys[n->n] = cfg_clone(map->keys[i]);
+			n->items[n->n] = cfg_clone(map->items[i]);
+			n->n++;
+		}
+	}
+	return n;
+}
+
+static void on_pace(struct loop *l, struct loop_timer *t, void *arg);
+static void on_reconnect(struct loop *l, struct loop_timer *t, void *arg);
+static void on_connect_timeout(struct loop *l, struct loop_timer *t, void *arg);
+
+int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
+		const struct console_events *ev, void *arg, struct console **out, struct lab_err *e)
+{
+	if (cfg == NULL || cfg->kind != CFG_MAP)
+		return cfg_error(e, cfg, "console: expected a map with 'driver:'");
+	struct console_common cc;
+	struct cfg_node *common = subset(cfg, console_common_opts, true);
+	int rc = opt_defaults(console_common_opts, &cc, e);
+	if (!rc)
+		rc = opt_parse(console_common_opts, common, &cc, e);
+	cfg_free(common);
+	if (rc)
+		return rc;
+	const struct console_driver *d = console_driver_find(cc.driver);
+	if (!d) {
+		build_list();
+		const char *best = NULL;
+		int bd = 4;
+		for (size_t i = 0; console_list[i]; i++) {
+			int dd = lab_edit_distance(cc.driver, console_list[i]->name);
+			if (dd < bd) {
+				bd = dd;
+				best = console_list[i]->name;
+			}
+		}
+		rc = cfg_error(e, cfg_map_get(cfg, "driver"), "unknown console driver '%s'%s%s%s",
+			       cc.driver, best ? " (did you mean '" : "", best ? best : "",
+			       best ? "'?)" : "");
+		opt_free(console_common_opts, &cc);
+		return rc;
+	}
+	struct console *c = xcalloc(1, sizeof *c);
+	c->loop = l;
+	c->board = xstrdup(board ? board : "?");
+	c->drv = d;
+	c->ev = ev ? *ev : (struct console_events){0};
+	c->arg = arg;
+	c->fd = -1;
+	c->reconnect_delay_ms = cc.reconnect_delay_ms;
+	c->pacing.char_delay_us = cc.char_delay_ms * 1000ull;
+	c->pacing.chunk = (size_t)cc.chunk;
+	opt_free(console_common_opts, &cc);
+	loop_timer_init(&c->pace_timer, on_pace, c);
+	loop_timer_init(&c->reconnect_timer, on_reconnect, c);
+	loop_timer_init(&c->connect_timer, on_connect_timeout, c);
+	c->cfg = xcalloc(1, d->cfg_size ? d->cfg_size : 1);
+	if (d->options) {
+		struct cfg_node *own = subset(cfg, console_common_opts, false);
+		rc = opt_defaults(d->options, c->cfg, e);
+		if (!rc)
+			rc = opt_parse(d->options, own, c->cfg, e);
+		cfg_free(own);
+		if (rc) {
+			console_free(c);
+			return rc;
+		}
+	}
+	*out = c;
+	return LAB_OK;
+}
+
+static void destroy(struct console *c)
+{
+	console_close(c);
+	if (c->drv->options)
+		opt_free(c->drv->options, c->cfg);
+	free(c->cfg);
+	free(c->q.data);
+	free(c->rawq.data);
+	free(c->board);
+	free(c);
+}
+
+void console_free(struct console *c)
+{
+	if (!c)
+		return;
+	if (c->depth > 0) {
+		/* from inside one of our callbacks: finish it first */
+		console_close(c);
+		c->dead = true;
+		return;
+	}
+	destroy(c);
+}
+
+/* Enter/leave a callback; returns false when the console was freed inside it. */
+static void enter(struct console *c)
+{
+	c->depth++;
+}
+
+static bool leave(struct console *c)
+{
+	c->depth--;
+	if (c->depth == 0 && c->dead) {
+		destroy(c);
+		return false;
+	}
+	return !c->dead;
+}
+
+static void update_watch(struct console *c)
+{
+	if (c->fd < 0)
+		return;
+	unsigned want;
+	if (c->st == C_CONNECTING) {
+		want = LOOP_WRITE;
+	} else {
+		want = LOOP_READ;
+		if (wq_len(&c->rawq) || (wq_len(&c->q) && !c->pace_wait))
+			want |= LOOP_WRITE;
+	}
+	if (want != c->watching) {
+		loop_fd_mod(c->loop, c->fd, want);
+		c->watching = want;
+	}
+}
+
+/* Stop using the transport (no callbacks). */
+static void teardown(struct console *c)
+{
+	loop_timer_stop(c->loop, &c->pace_timer);
+	loop_timer_stop(c->loop, &c->connect_timer);
+	if (c->fd >= 0) {
+		loop_fd_del(c->loop, c->fd);
+		c->fd = -1;
+	}
+	if (c->st == C_UP || c->st == C_CONNECTING)
+		c->drv->close(c);
+	c->watching = 0;
+	c->pace_wait = false;
+	c->chunk_sent = 0;
+	c->connect_pending = false;
+	wq_reset(&c->q);
+	wq_reset(&c->rawq);
+	c->gen++;
+}
+
+static void report(struct console *c, bool up, const char *msg)
+{
+	if (!c->ev.state)
+		return;
+	enter(c);
+	c->ev.state(c, up, msg, c->arg);
+	leave(c);
+}
+
+/* The link went away: tear down, tell the owner (once per distinct reason), retry later. */
+static void lost(struct console *c, const char *why)
+{
+	bool was_up = c->st == C_UP;
+	teardown(c);
+	c->st = c->want_open ? C_DOWN : C_CLOSED;
+	char msg[300];
+	snprintf(msg, sizeof msg, "%s%s", why, c->expect_down ? " (board off: expected)" : "");
+	if (c->want_open)
+		loop_timer_start(c->loop, &c->reconnect_timer, c->reconnect_delay_ms);
+	if (was_up || strcmp(c->last_msg, why) != 0) {
+		lab_strlcpy(c->last_msg, why, sizeof c->last_msg);
+		report(c, false, msg);
+	}
+}
+
+static void on_fd(struct loop *l, int fd, unsigned events, void *arg);
+
+static void went_up(struct console *c)
+{
+	c->st = C_UP;
+	c->last_msg[0] = '\0';
+	update_watch(c);
+	report(c, true, "connected");
+}
+
+static int try_open(struct console *c, struct lab_err *e)
+{
+	int fd = -1;
+	c->connect_pending = false;
+	c->connect_timeout_ms = 0;
+	c->priv = NULL;
+	int rc = c->drv->open(c, &fd, e);
+	if (rc)
+		return rc;
+	if (fd < 0) {
+		c->drv->close(c);
+		return LAB_ERR(e, LAB_EINFRA, "%s: console driver %s returned no fd", c->board,
+			       c->drv->name);
+	}
+	lab_fd_cloexec(fd);
+	lab_fd_nonblock(fd);
+	c->fd = fd;
+	if (c->connect_pending) {
+		c->st = C_CONNECTING;
+		c->watching = LOOP_WRITE;
+		loop_fd_add(c->loop, fd, LOOP_WRITE, on_fd, c);
+		loop_timer_start(c->loop, &c->connect_timer,
+				 c->connect_timeout_ms ? c->connect_timeout_ms
+						       : CONSOLE_CONNECT_DEFAULT_MS);
+		return LAB_OK;
+	}
+	c->st = C_UP;
+	c->watching = LOOP_READ;
+	if (loop_fd_add(c->loop, fd, LOOP_READ, on_fd, c) != LAB_OK) {
+		teardown(c);
+		c->st = C_DOWN;
+		return LAB_ERR(e, LAB_EINFRA, "%s: cannot watch console fd %d", c->board, fd);
+	}
+	went_up(c);
+	return LAB_OK;
+}
+
+int console_open(struct console *c, struct lab_err *e)
+{
+	if (c->want_open)
+		return LAB_OK;
+	c->want_open = true;
+	c->last_msg[0] = '\0';
+	struct lab_err local = {0};
+	enter(c);
+	int rc = try_open(c, &local);
+	if (!leave(c))
+		return rc; /* freed by the owner from its state callback */
+	if (rc == LAB_OK)
+		return LAB_OK;
+	if (c->expect_down) {
+		/* board is off: the console may come with power; keep trying quietly */
+		c->st = C_DOWN;
+		lab_strlcpy(c->last_msg, local.msg, sizeof c->last_msg);
+		loop_timer_start(c->loop, &c->reconnect_timer, c->reconnect_delay_ms);
+		return LAB_OK;
+	}
+	c->want_open = false;
+	c->st = C_CLOSED;
+	if (e && !e->msg[0])
+		*e = local;
+	return rc;
+}
+
+void console_close(struct console *c)
+{
+	if (!c)
+		return;
+	c->want_open = false;
+	loop_timer_stop(c->loop, &c->reconnect_timer);
+	teardown(c);
+	c->st = C_CLOSED;
+}
+
+bool console_is_up(const struct console *c)
+{
+	return c->st == C_UP;
+}
+
+void console_set_expect_down(struct console *c, bool expect)
+{
+	bool was = c->expect_down;
+	c->expect_down = expect;
+	/* Board coming on: try at once rather than at the next reconnect tick. */
+	if (was && !expect && c->st == C_DOWN && c->want_open)
+		loop_timer_start(c->loop, &c->reconnect_timer, 0);
+}
+
+void console_set_pacing(struct console *c, const struct console_pacing *p)
+{
+	c->pacing = *p;
+	c->chunk_sent = 0;
+	if (c->pacing.chunk == 0 || c->pacing.char_delay_us == 0) {
+		c->pace_wait = false;
+		loop_timer_stop(c->loop, &c->pace_timer);
+		update_watch(c);
+	}
+}
+
+static int queue(struct console *c, struct wqueue *w, const void *buf, size_t n)
+{
+	if (wq_len(&c->q) + wq_len(&c->rawq) + n > CONSOLE_QUEUE_MAX)
+		return LAB_EINFRA;
+	wq_push(w, buf, n);
+	if (c->st == C_UP)
+		update_watch(c);
+	return LAB_OK;
+}
+
+int console_write(struct console *c, const void *buf, size_t n)
+{
+	if (n == 0)
+		return LAB_OK;
+	if (c->drv->tx_filter) {
+		size_t on = 0;
+		char *f = c->drv->tx_filter(c, buf, n, &on);
+		int rc = queue(c, &c->q, f, on);
+		free(f);
+		return rc;
+	}
+	return queue(c, &c->q, buf, n);
+}
+
+int console_write_str(struct console *c, const char *s)
+{
+	return console_write(c, s, strlen(s));
+}
+
+int console_write_raw(struct console *c, const void *buf, size_t n)
+{
+	if (n == 0)
+		return LAB_OK;
+	return queue(c, &c->rawq, buf, n);
+}
+
+size_t console_pending(const struct console *c)
+{
+	return wq_len(&c->q) + wq_len(&c->rawq);
+}
+
+void console_attach_transcript(struct console *c, struct transcript *t)
+{
+	c->transcript = t;
+	if (t)
+		transcript_set_loop(t, c->loop);
+}
+
+const char *console_board(const struct console *c)
+{
+	return c->board;
+}
+
+void *console_cfg(struct console *c)
+{
+	return c->cfg;
+}
+
+void **console_priv(struct console *c)
+{
+	return &c->priv;
+}
+
+struct loop *console_loop(struct console *c)
+{
+	return c->loop;
+}
+
+const struct console_driver *console_get_driver(const struct console *c)
+{
+	return c->drv;
+}
+
+void console_connect_pending(struct console *c, uint64_t timeout_ms)
+{
+	c->connect_pending = true;
+	c->connect_timeout_ms = timeout_ms;
+}
+
+/* ---- I/O ---- */
+
+/* Write from a queue; returns false if the link was lost. */
+static bool write_some(struct console *c, struct wqueue *w, size_t max)
+{
+	size_t n = wq_len(w) < max ? wq_len(w) : max;
+	if (n == 0)
+		return true;
+	ssize_t r = write(c->fd, w->data + w->off, n);
+	if (r < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return true;
+		char msg[160];
+		snprintf(msg, sizeof msg, "write: %s", strerror(errno));
+		lost(c, msg);
+		return false;
+	}
+	wq_pop(w, (size_t)r);
+	if (w == &c->q)
+		c->chunk_sent += (size_t)r;
+	return true;
+}
+
+static void drain(struct console *c)
+{
+	if (!write_some(c, &c->rawq, SIZE_MAX))
+		return;
+	if (wq_len(&c->rawq) == 0 && !c->pace_wait && wq_len(&c->q)) {
+		bool paced = c->pacing.chunk > 0 && c->pacing.char_delay_us > 0;
+		if (!paced)
+			c->chunk_sent = 0;
+		size_t max = paced && c->chunk_sent < c->pacing.chunk ? c->pacing.chunk - c->chunk_sent
+								    : SIZE_MAX;
+		if (!write_some(c, &c->q, max))
+			return;
+		if (paced && c->chunk_sent >= c->pacing.chunk) {
+			c->chunk_sent = 0;
+			c->pace_wait = true;
+			loop_timer_start_ns(c->loop, &c->pace_timer, c->pacing.char_delay_us * 1000ull);
+		}
+	}
+	update_watch(c);
+}
+
+static void on_pace(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct console *c = arg;
+	c->pace_wait = false;
+	update_watch(c);
+}
+
+static void on_reconnect(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct console *c = arg;
+	if (!c->want_open || c->st == C_UP || c->st == C_CONNECTING)
+		return;
+	struct lab_err e = {0};
+	enter(c);
+	if (try_open(c, &e) != LAB_OK) {
+		if (!c->dead && c->want_open && c->st != C_UP && c->st != C_CONNECTING)
+			lost(c, e.msg[0] ? e.msg : "reopen failed");
+	}
+	leave(c);
+}
+
+static void on_connect_timeout(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct console *c = arg;
+	char msg[200];
+	snprintf(msg, sizeof msg, "connect timed out after %llu ms",
+		 (unsigned long long)(c->connect_timeout_ms ? c->connect_timeout_ms
+							    : CONSOLE_CONNECT_DEFAULT_MS));
+	enter(c);
+	lost(c, msg);
+	leave(c);
+}
+
+static void deliver(struct console *c, char *buf, size_t n)
+{
+	if (c->drv->rx_filter)
+		n = c->drv->rx_filter(c, buf, n);
+	if (n == 0)
+		return;
+	if (c->transcript)
+		transcript_write(c->transcript, buf, n);
+	if (c->ev.data)
+		c->ev.data(c, buf, n, c->arg);
+}
+
+static void on_fd(struct loop *l, int fd, unsigned events, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(fd);
+	struct console *c = arg;
+	uint64_t gen = c->gen;
+	enter(c);
+	if (c->st == C_CONNECTING) {
+		loop_timer_stop(c->loop, &c->connect_timer);
+		struct lab_err e = {0};
+		int rc = c->drv->connected ? c->drv->connected(c, &e) : LAB_OK;
+		if (c->gen != gen || c->dead)
+			goto out;
+		if (rc)
+			lost(c, e.msg[0] ? e.msg : "connect failed");
+		else
+			went_up(c);
+		goto out;
+	}
+	if (events & LOOP_READ) {
+		char buf[CONSOLE_READ_MAX];
+		ssize_t r = read(c->fd, buf, sizeof buf);
+		if (r > 0) {
+			deliver(c, buf, (size_t)r);
+			if (c->gen != gen || c->dead)
+				goto out;
+		} else if (r == 0) {
+			lost(c, "end of file (peer closed)");
+			goto out;
+		} else if (errno != EAGAIN && errno != EINTR) {
+			char msg[160];
+			snprintf(msg, sizeof msg, "read: %s", strerror(errno));
+			lost(c, msg);
+			goto out;
+		} else if (events & LOOP_ERROR) {
+			lost(c, "hangup");
+			goto out;
+		}
+	}
+	if ((events & LOOP_WRITE) && c->st == C_UP)
+		drain(c);
+out:
+	leave(c);
+}

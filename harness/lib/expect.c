@@ -1,0 +1,563 @@
+/*
+ * expect.c - see expect.h.
+ *
+ * Text flows: raw chunk -> cleaner (state machine: CSI/OSC/DCS escapes, NUL,
+ * CR dropped; survives escapes split across reads) -> line callback and the
+ * match buffer.  The match buffer holds cleaned text since the last match
+ * (or flush), capped at buf_max: storage is 2*buf_max so a new segment of up
+ * to buf_max bytes is matched together with the buf_max bytes before it,
+ * which is why a match of at most buf_max bytes is never missed.
+ *
+ * Every pattern remembers how far it has already searched (scan_from), so a
+ * growing buffer is never rescanned from the start: literals resume len-1
+ * bytes before the old end, line-local regexes (most: REG_NEWLINE keeps `.`
+ * and [^x] off newlines) resume at the start of the last incomplete line.
+ * Only a regex that can match a newline ([[:space:]], a literal newline...)
+ * rescans the (bounded) buffer.
+ *
+ * Among several patterns the earliest match in the stream wins (ties: the
+ * pattern added first); after its callback the buffer is consumed up to the
+ * match end and matching goes on, so one chunk can fire several patterns.
+ */
+#include "expect.h"
+
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPECT_DEFAULT_MAX (64 * 1024)
+#define EXPECT_LINE_MAX (64 * 1024)
+#define EXPECT_PENDING_MAX (1024 * 1024)
+#define CSI_MAX 64      /* longer "CSI" sequences are garbage: give up on them */
+#define OSC_MAX 4096
+
+enum clean_state { CL_NORMAL, CL_ESC, CL_ESC_INTER, CL_CSI, CL_STR, CL_STR_ESC };
+
+struct pattern {
+	struct expect *x;
+	int id;
+	enum expect_kind kind;
+	char *lit;
+	size_t litlen;
+	regex_t re;
+	bool multiline;   /* regex may match across '\n': rescan whole buffer */
+	size_t scan_from; /* buffer offset from which a match may still be found */
+	expect_cb cb;
+	void *arg;
+	struct loop_timer timer;
+	bool dead;
+};
+
+struct expect {
+	struct loop *loop;
+	size_t buf_max;
+	char *buf;        /* cleaned text, NUL-terminated, storage 2*buf_max+1 */
+	size_t len;
+	bool bol;         /* buf[0] is at the start of a line */
+	struct pattern **pats;
+	size_t npats, cappats;
+	int next_id;
+	enum clean_state cst;
+	size_t cst_len;
+	/* line callback */
+	void (*line_cb)(struct expect *, const char *, size_t, void *);
+	void *line_arg;
+	struct lab_buf line;
+	/* re-entrancy: feeds from callbacks are queued, frees deferred */
+	int depth;
+	bool dead;
+	bool flushed;
+	struct lab_buf pending;
+	char *scratch;   /* cleaned copy of one input piece */
+	size_t scratch_cap;
+	struct lab_buf mtext, mbefore;
+};
+
+struct expect *expect_new(struct loop *l, size_t buf_max)
+{
+	struct expect *x = xcalloc(1, sizeof *x);
+	x->loop = l;
+	x->buf_max = buf_max ? buf_max : EXPECT_DEFAULT_MAX;
+	x->buf = xmalloc(2 * x->buf_max + 1);
+	x->buf[0] = '\0';
+	x->bol = true;
+	lab_buf_init(&x->line, EXPECT_LINE_MAX + 1);
+	lab_buf_init(&x->pending, EXPECT_PENDING_MAX);
+	lab_buf_init(&x->mtext, 0);
+	lab_buf_init(&x->mbefore, 0);
+	return x;
+}
+
+static void pattern_free(struct pattern *p)
+{
+	if (p->x->loop)
+		loop_timer_stop(p->x->loop, &p->timer);
+	if (p->kind == EXPECT_REGEX)
+		regfree(&p->re);
+	free(p->lit);
+	free(p);
+}
+
+static void expect_destroy(struct expect *x)
+{
+	for (size_t i = 0; i < x->npats; i++)
+		pattern_free(x->pats[i]);
+	free(x->pats);
+	free(x->buf);
+	free(x->scratch);
+	lab_buf_free(&x->line);
+	lab_buf_free(&x->pending);
+	lab_buf_free(&x->mtext);
+	lab_buf_free(&x->mbefore);
+	free(x);
+}
+
+void expect_free(struct expect *x)
+{
+	if (!x)
+		return;
+	if (x->depth > 0) {
+		/* called from one of our callbacks: finish the dispatch first */
+		x->dead = true;
+		for (size_t i = 0; i < x->npats; i++) {
+			x->pats[i]->dead = true;
+			loop_timer_stop(x->loop, &x->pats[i]->timer);
+		}
+		return;
+	}
+	expect_destroy(x);
+}
+
+/* Drop patterns marked dead (only when no callback is running). */
+static void reap_patterns(struct expect *x)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < x->npats; i++) {
+		if (x->pats[i]->dead)
+			pattern_free(x->pats[i]);
+		else
+			x->pats[j++] = x->pats[i];
+	}
+	x->npats = j;
+}
+
+static void leave(struct expect *x);
+
+static void on_timeout(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct pattern *p = arg;
+	struct expect *x = p->x;
+	if (p->dead)
+		return;
+	struct expect_match m;
+	memset(&m, 0, sizeof m);
+	m.id = p->id;
+	m.timeout = true;
+	m.before = x->buf;
+	m.before_len = x->len;
+	x->depth++;
+	p->cb(x, &m, p->arg);
+	leave(x);
+}
+
+/* Could this regex match a newline under REG_NEWLINE?  Conservative. */
+static bool regex_multiline(const char *s)
+{
+	return strchr(s, '\n') || strstr(s, ":space:") || strstr(s, ":cntrl:") ||
+	       strstr(s, "\\s") || strstr(s, "\\W") || strstr(s, "\\`") || strstr(s, "\\'");
+}
+
+int expect_add(struct expect *x, enum expect_kind kind, const char *pattern, uint64_t timeout_ms,
+	       expect_cb cb, void *arg, struct lab_err *e)
+{
+	if (!pattern || !*pattern) {
+		LAB_ERR(e, LAB_EUSAGE, "expect: empty pattern");
+		return -1;
+	}
+	struct pattern *p = xcalloc(1, sizeof *p);
+	p->x = x;
+	p->kind = kind;
+	p->cb = cb;
+	p->arg = arg;
+	if (kind == EXPECT_LITERAL) {
+		p->lit = xstrdup(pattern);
+		p->litlen = strlen(pattern);
+	} else {
+		int rc = regcomp(&p->re, pattern, REG_EXTENDED | REG_NEWLINE);
+		if (rc != 0) {
+			char msg[256];
+			regerror(rc, &p->re, msg, sizeof msg);
+			LAB_ERR(e, LAB_EUSAGE, "expect: bad regex '%s': %s", pattern, msg);
+			free(p);
+			return -1;
+		}
+		p->multiline = regex_multiline(pattern);
+	}
+	p->id = x->next_id++;
+	if (x->next_id < 0) /* wrapped after 2^31 patterns */
+		x->next_id = 0;
+	loop_timer_init(&p->timer, on_timeout, p);
+	if (timeout_ms && x->loop)
+		loop_timer_start(x->loop, &p->timer, timeout_ms);
+	if (x->npats == x->cappats) {
+		x->cappats = x->cappats ? 2 * x->cappats : 8;
+		x->pats = xreallocarray(x->pats, x->cappats, sizeof *x->pats);
+	}
+	x->pats[x->npats++] = p;
+	return p->id;
+}
+
+void expect_remove(struct expect *x, int id)
+{
+	for (size_t i = 0; i < x->npats; i++) {
+		struct pattern *p = x->pats[i];
+		if (p->id == id && !p->dead) {
+			p->dead = true;
+			loop_timer_stop(x->loop, &p->timer);
+		}
+	}
+	if (x->depth == 0)
+		reap_patterns(x);
+}
+
+void expect_clear(struct expect *x)
+{
+	for (size_t i = 0; i < x->npats; i++) {
+		x->pats[i]->dead = true;
+		loop_timer_stop(x->loop, &x->pats[i]->timer);
+	}
+	if (x->depth == 0)
+		reap_patterns(x);
+}
+
+void expect_flush(struct expect *x)
+{
+	x->len = 0;
+	x->buf[0] = '\0';
+	x->bol = true;
+	for (size_t i = 0; i < x->npats; i++)
+		x->pats[i]->scan_from = 0;
+	if (x->depth > 0) {
+		x->flushed = true;
+		x->pending.len = 0;
+	}
+}
+
+size_t expect_buffered(const struct expect *x)
+{
+	return x->len;
+}
+
+void expect_set_line_cb(struct expect *x, void (*cb)(struct expect *, const char *line, size_t len,
+						      void *),
+			void *arg)
+{
+	x->line_cb = cb;
+	x->line_arg = arg;
+}
+
+/* Remove CR, NUL and terminal escape sequences.  Returns the cleaned length. */
+static size_t clean(struct expect *x, const char *in, size_t n, char *out)
+{
+	size_t o = 0;
+	enum clean_state st = x->cst;
+	size_t sl = x->cst_len;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)in[i];
+		switch (st) {
+		case CL_NORMAL:
+			if (c == 0x1b) {
+				st = CL_ESC;
+			} else if (c != '\r' && c != '\0') {
+				out[o++] = (char)c;
+			}
+			break;
+		case CL_ESC:
+			if (c == '[') {
+				st = CL_CSI;
+				sl = 0;
+			} else if (c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_') {
+				st = CL_STR; /* OSC, DCS, SOS, PM, APC: strings up to ST/BEL */
+				sl = 0;
+			} else if (c >= 0x20 && c <= 0x2f) {
+				st = CL_ESC_INTER; /* ESC ( B and friends */
+			} else if (c == 0x1b) {
+				st = CL_ESC;
+			} else {
+				st = CL_NORMAL; /* two-byte escape (ESC 7, ESC c, ...) */
+			}
+			break;
+		case CL_ESC_INTER:
+			if (c < 0x20 || c > 0x2f)
+				st = CL_NORMAL;
+			break;
+		case CL_CSI:
+			if (c >= 0x40 && c <= 0x7e) {
+				st = CL_NORMAL;
+			} else if (c == 0x1b) {
+				st = CL_ESC;
+			} else if (c < 0x20 || ++sl > CSI_MAX) {
+				/* not a CSI after all: keep the byte (newlines matter) */
+				st = CL_NORMAL;
+				if (c != '\r' && c != '\0')
+					out[o++] = (char)c;
+			}
+			break;
+		case CL_STR:
+			if (c == 0x07) {
+				st = CL_NORMAL;
+			} else if (c == 0x1b) {
+				st = CL_STR_ESC;
+			} else if (c == '\n' || ++sl > OSC_MAX) {
+				st = CL_NORMAL;
+				if (c == '\n')
+					out[o++] = '\n';
+			}
+			break;
+		case CL_STR_ESC:
+			if (c == '\\') {
+				st = CL_NORMAL;
+			} else if (c == '[') {
+				st = CL_CSI; /* unterminated string followed by a CSI */
+				sl = 0;
+			} else {
+				st = CL_STR;
+			}
+			break;
+		}
+	}
+	x->cst = st;
+	x->cst_len = sl;
+	return o;
+}
+
+static void emit_lines(struct expect *x, const char *s, size_t n)
+{
+	while (n) {
+		const char *nl = memchr(s, '\n', n);
+		size_t take = nl ? (size_t)(nl - s) : n;
+		size_t room = EXPECT_LINE_MAX - x->line.len;
+		if (take > room) {
+			/* overlong line: deliver what we have as a line of its own */
+			lab_buf_append(&x->line, s, room);
+			s += room;
+			n -= room;
+			x->line_cb(x, x->line.data, x->line.len, x->line_arg);
+			x->line.len = 0;
+			if (x->dead)
+				return;
+			continue;
+		}
+		lab_buf_append(&x->line, s, take);
+		if (!nl)
+			return;
+		s += take + 1;
+		n -= take + 1;
+		lab_buf_append(&x->line, "", 0); /* ensure data != NULL */
+		x->line_cb(x, x->line.data, x->line.len, x->line_arg);
+		x->line.len = 0;
+		if (x->line.data)
+			x->line.data[0] = '\0';
+		if (x->dead || !x->line_cb)
+			return;
+	}
+}
+
+/* Drop the first n bytes of the match buffer. */
+static void consume(struct expect *x, size_t n)
+{
+	if (n == 0)
+		return;
+	if (n > x->len)
+		n = x->len;
+	x->bol = x->buf[n - 1] == '\n';
+	memmove(x->buf, x->buf + n, x->len - n + 1);
+	x->len -= n;
+	for (size_t i = 0; i < x->npats; i++) {
+		struct pattern *p = x->pats[i];
+		p->scan_from = p->scan_from > n ? p->scan_from - n : 0;
+	}
+}
+
+/* Earliest match of p in the buffer at or after p->scan_from. */
+static bool find(struct expect *x, struct pattern *p, size_t *so, size_t *eo, regmatch_t *rm)
+{
+	if (p->kind == EXPECT_LITERAL) {
+		size_t from = p->scan_from;
+		if (from < x->len) {
+			const char *hit = memmem(x->buf + from, x->len - from, p->lit, p->litlen);
+			if (hit) {
+				*so = (size_t)(hit - x->buf);
+				*eo = *so + p->litlen;
+				p->scan_from = *so;
+				return true;
+			}
+		}
+		p->scan_from = x->len >= p->litlen ? x->len - p->litlen + 1 : 0;
+		return false;
+	}
+	size_t from = p->multiline ? 0 : p->scan_from;
+	if (from > x->len)
+		from = x->len;
+	bool at_bol = from == 0 ? x->bol : x->buf[from - 1] == '\n';
+	int flags = at_bol ? 0 : REG_NOTBOL;
+	if (regexec(&p->re, x->buf + from, 10, rm, flags) == 0) {
+		*so = from + (size_t)rm[0].rm_so;
+		*eo = from + (size_t)rm[0].rm_eo;
+		for (int i = 0; i < 10; i++) {
+			if (rm[i].rm_so >= 0) {
+				rm[i].rm_so += (regoff_t)from;
+				rm[i].rm_eo += (regoff_t)from;
+			}
+		}
+		p->scan_from = from;
+		return true;
+	}
+	/* No match up to here: only the last (incomplete) line can still match. */
+	const char *nl = memrchr(x->buf + from, '\n', x->len - from);
+	if (nl)
+		p->scan_from = (size_t)(nl - x->buf) + 1;
+	else
+		p->scan_from = from;
+	return false;
+}
+
+/* Fire every match in the buffer, earliest first. */
+static void run_matches(struct expect *x)
+{
+	regmatch_t rm[10], best_rm[10];
+	for (;;) {
+		struct pattern *best = NULL;
+		size_t bso = 0, beo = 0;
+		for (size_t i = 0; i < x->npats; i++) {
+			struct pattern *p = x->pats[i];
+			size_t so, eo;
+			if (p->dead)
+				continue;
+			if (!find(x, p, &so, &eo, rm))
+				continue;
+			if (!best || so < bso) {
+				best = p;
+				bso = so;
+				beo = eo;
+				if (p->kind == EXPECT_REGEX)
+					memcpy(best_rm, rm, sizeof rm);
+			}
+		}
+		if (!best)
+			return;
+		/* An empty regex match at the very end would fire forever: wait for more text. */
+		if (beo == bso && bso >= x->len)
+			return;
+		struct expect_match m;
+		memset(&m, 0, sizeof m);
+		m.id = best->id;
+		x->mtext.len = 0;
+		lab_buf_append(&x->mtext, x->buf + bso, beo - bso);
+		x->mbefore.len = 0;
+		lab_buf_append(&x->mbefore, x->buf, bso);
+		char *groups[10] = {0};
+		if (best->kind == EXPECT_REGEX) {
+			for (int i = 0; i < 10; i++)
+				if (best_rm[i].rm_so >= 0)
+					groups[i] = xstrndup(x->buf + best_rm[i].rm_so,
+							     (size_t)(best_rm[i].rm_eo - best_rm[i].rm_so));
+		}
+		m.text = x->mtext.data;
+		m.len = beo - bso;
+		m.before = x->mbefore.data;
+		m.before_len = bso;
+		for (int i = 0; i < 10; i++)
+			m.groups[i] = groups[i];
+		loop_timer_stop(x->loop, &best->timer); /* it matched in time */
+		/* Consume first: the callback sees a buffer that starts after the match. */
+		consume(x, beo > bso ? beo : bso + 1);
+		x->flushed = false;
+		best->cb(x, &m, best->arg);
+		for (int i = 0; i < 10; i++)
+			free(groups[i]);
+		if (x->dead)
+			return;
+	}
+}
+
+/* Append one cleaned piece (<= buf_max) and match. */
+static void add_piece(struct expect *x, const char *s, size_t n)
+{
+	if (x->len + n > 2 * x->buf_max) {
+		/* unreachable by construction: keep the newest text */
+		consume(x, x->len + n - 2 * x->buf_max);
+	}
+	memcpy(x->buf + x->len, s, n);
+	x->len += n;
+	x->buf[x->len] = '\0';
+	run_matches(x);
+	if (x->dead)
+		return;
+	if (x->len > x->buf_max)
+		consume(x, x->len - x->buf_max);
+}
+
+static void feed_clean(struct expect *x, const char *buf, size_t n)
+{
+	if (n > x->scratch_cap) {
+		x->scratch_cap = n;
+		x->scratch = xrealloc(x->scratch, n);
+	}
+	size_t cn = clean(x, buf, n, x->scratch);
+	const char *s = x->scratch;
+	if (x->line_cb && cn) {
+		emit_lines(x, s, cn);
+		if (x->dead)
+			return;
+	}
+	while (cn) {
+		size_t take = cn < x->buf_max ? cn : x->buf_max;
+		add_piece(x, s, take);
+		if (x->dead)
+			return;
+		s += take;
+		cn -= take;
+	}
+}
+
+void expect_feed(struct expect *x, const char *buf, size_t n)
+{
+	if (n == 0)
+		return;
+	if (x->depth > 0) {
+		/* from inside a callback: handled when the current dispatch ends */
+		if (lab_buf_append(&x->pending, buf, n) != LAB_OK) {
+			size_t room = x->pending.max - x->pending.len;
+			lab_buf_append(&x->pending, buf + n - room, room);
+		}
+		return;
+	}
+	x->depth++;
+	feed_clean(x, buf, n);
+	leave(x);
+}
+
+/* End of a dispatch: run text fed from callbacks, then apply deferred frees. */
+static void leave(struct expect *x)
+{
+	if (x->depth == 1) {
+		while (!x->dead && x->pending.len) {
+			char *p = x->pending.data;
+			size_t pn = x->pending.len;
+			lab_buf_init(&x->pending, EXPECT_PENDING_MAX);
+			feed_clean(x, p, pn);
+			free(p);
+		}
+	}
+	x->depth--;
+	if (x->depth > 0)
+		return;
+	if (x->dead) {
+		expect_destroy(x);
+		return;
+	}
+	reap_patterns(x);
+}

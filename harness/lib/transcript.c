@@ -1,0 +1,224 @@
+/*
+ * transcript.c - per-boot console transcripts (see console.h).
+ *
+ * Bytes are kept raw; the only additions are a "[sssss.uuuuuu] " prefix at
+ * the start of every line (monotonic time since open, taken when the line's
+ * first byte arrived) and a '\n' after 4 KiB without one, so a binary blast
+ * cannot make a single unbounded line.  Output is buffered (64 KiB) and
+ * written when the buffer fills, on a short flush timer (if a loop was given
+ * with transcript_set_loop) and on close.  Files are regular files, so the
+ * writes do not block the loop in any meaningful way.
+ */
+#include "console.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TR_BUF 65536
+#define TR_LINE_MAX 4096
+#define TR_FLUSH_MS 200
+
+struct transcript {
+	char *path;
+	int fd;
+	uint64_t max_bytes;  /* 0: no cap */
+	uint64_t file_bytes; /* written to the current file (incl. buffered) */
+	uint64_t total;      /* written to all files */
+	uint64_t t0_ns;
+	bool bol;            /* next byte starts a line */
+	size_t line_len;
+	char buf[TR_BUF];
+	size_t blen;
+	struct loop *loop;
+	struct loop_timer flush_timer;
+	struct lab_err err;  /* first write error, reported by close */
+};
+
+static void tr_flush(struct transcript *t)
+{
+	size_t off = 0;
+	while (off < t->blen && t->fd >= 0) {
+		ssize_t w = write(t->fd, t->buf + off, t->blen - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			LAB_ERR(&t->err, LAB_EINFRA, "%s: write: %s", t->path,
+				w < 0 ? strerror(errno) : "short write");
+			break;
+		}
+		off += (size_t)w;
+	}
+	t->blen = 0;
+}
+
+static void on_flush(struct loop *l, struct loop_timer *tm, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(tm);
+	tr_flush(arg);
+}
+
+static int open_file(struct transcript *t, struct lab_err *e)
+{
+	t->fd = open(t->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (t->fd < 0)
+		return LAB_ERR(e, LAB_EINFRA, "transcript %s: %s", t->path, strerror(errno));
+	t->file_bytes = 0;
+	return LAB_OK;
+}
+
+int transcript_open(const char *path, uint64_t max_bytes, struct transcript **out, struct lab_err *e)
+{
+	struct transcript *t = xcalloc(1, sizeof *t);
+	t->path = xstrdup(path);
+	t->max_bytes = max_bytes;
+	t->bol = true;
+	t->t0_ns = lab_now_ns();
+	loop_timer_init(&t->flush_timer, on_flush, t);
+	int rc = open_file(t, e);
+	if (rc) {
+		free(t->path);
+		free(t);
+		return rc;
+	}
+	*out = t;
+	return LAB_OK;
+}
+
+void transcript_set_loop(struct transcript *t, struct loop *l)
+{
+	if (t->loop)
+		loop_timer_stop(t->loop, &t->flush_timer);
+	t->loop = l;
+	if (l && t->blen)
+		loop_timer_start(l, &t->flush_timer, TR_FLUSH_MS);
+}
+
+static void put(struct transcript *t, const void *p, size_t n)
+{
+	while (n) {
+		if (t->blen == TR_BUF)
+			tr_flush(t);
+		size_t take = TR_BUF - t->blen;
+		if (take > n)
+			take = n;
+		memcpy(t->buf + t->blen, p, take);
+		t->blen += take;
+		t->file_bytes += take;
+		t->total += take;
+		p = (const char *)p + take;
+		n -= take;
+	}
+}
+
+/* At a line start: rotate if the file is full, then write the time prefix. */
+static void line_start(struct transcript *t)
+{
+	if (t->max_bytes && t->file_bytes >= t->max_bytes && t->fd >= 0) {
+		tr_flush(t);
+		close(t->fd);
+		char *old = xasprintf("%s.1", t->path);
+		if (rename(t->path, old) < 0)
+			LAB_ERR(&t->err, LAB_EINFRA, "rotate %s: %s", t->path, strerror(errno));
+		free(old);
+		if (open_file(t, &t->err) != LAB_OK)
+			t->fd = -1;
+	}
+	uint64_t d = lab_now_ns() - t->t0_ns;
+	char pre[40];
+	int k = snprintf(pre, sizeof pre, "[%5llu.%06llu] ", (unsigned long long)(d / 1000000000ull),
+			 (unsigned long long)(d % 1000000000ull / 1000ull));
+	put(t, pre, (size_t)k);
+	t->bol = false;
+	t->line_len = 0;
+}
+
+void transcript_write(struct transcript *t, const char *buf, size_t n)
+{
+	if (!t || n == 0)
+		return;
+	while (n) {
+		if (t->bol)
+			line_start(t);
+		const char *nl = memchr(buf, '\n', n);
+		size_t take = nl ? (size_t)(nl - buf) + 1 : n;
+		size_t room = TR_LINE_MAX - t->line_len;
+		if (take > room) {
+			/* overlong line: split it so every line has a timestamp */
+			put(t, buf, room);
+			put(t, "\n", 1);
+			t->bol = true;
+			buf += room;
+			n -= room;
+			continue;
+		}
+		put(t, buf, take);
+		t->line_len += take;
+		if (nl)
+			t->bol = true;
+		buf += take;
+		n -= take;
+	}
+	if (t->loop && !loop_timer_pending(&t->flush_timer))
+		loop_timer_start(t->loop, &t->flush_timer, TR_FLUSH_MS);
+}
+
+void transcript_mark(struct transcript *t, const char *fmt, ...)
+{
+	if (!t)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return;
+	size_t len = strnlen(msg, sizeof msg);
+	/* Strip newlines so the mark stays one line. */
+	for (size_t i = 0; i < len; i++)
+		if (msg[i] == '\n' || msg[i] == '\r')
+			msg[i] = ' ';
+	if (!t->bol)
+		put(t, "\n", 1);
+	line_start(t);
+	put(t, msg, len);
+	put(t, "\n", 1);
+	t->bol = true;
+	tr_flush(t); /* marks are rare and matter: make them visible at once */
+}
+
+int transcript_close(struct transcript *t, char sha256[65], uint64_t *bytes, struct lab_err *e)
+{
+	if (!t)
+		return LAB_OK;
+	if (t->loop)
+		loop_timer_stop(t->loop, &t->flush_timer);
+	tr_flush(t);
+	int rc = LAB_OK;
+	if (t->fd >= 0 && close(t->fd) < 0)
+		LAB_ERR(&t->err, LAB_EINFRA, "%s: close: %s", t->path, strerror(errno));
+	t->fd = -1;
+	if (t->err.msg[0]) {
+		rc = lab_err_set(e, t->err.rc ? t->err.rc : LAB_EINFRA, "%s", t->err.msg);
+	} else if (sha256) {
+		rc = lab_sha256_file(t->path, sha256, e);
+	}
+	if (rc && sha256)
+		sha256[0] = '\0';
+	if (bytes)
+		*bytes = t->total;
+	free(t->path);
+	free(t);
+	return rc;
+}
+
+const char *transcript_path(const struct transcript *t)
+{
+	return t->path;
+}

@@ -1,0 +1,235 @@
+/* Unit tests of the expect engine: literals, regexes, cleaning, boundaries, timeouts. */
+#include "expect.h"
+#include "tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct rec {
+	int n;
+	int ids[64];
+	char text[64][256];
+	char before[64][256];
+	char g1[64][64];
+	int timeouts;
+};
+
+static void cb(struct expect *x, const struct expect_match *m, void *arg)
+{
+	LAB_UNUSED(x);
+	struct rec *r = arg;
+	if (m->timeout) {
+		r->timeouts++;
+		return;
+	}
+	if (r->n >= 64)
+		return;
+	r->ids[r->n] = m->id;
+	lab_strlcpy(r->text[r->n], m->text, sizeof r->text[0]);
+	lab_strlcpy(r->before[r->n], m->before, sizeof r->before[0]);
+	lab_strlcpy(r->g1[r->n], m->groups[1] ? m->groups[1] : "", sizeof r->g1[0]);
+	r->n++;
+}
+
+static void feeds(struct expect *x, const char *s)
+{
+	expect_feed(x, s, strlen(s));
+}
+
+static void test_literal_across_reads(void)
+{
+	struct rec r = {0};
+	struct expect *x = expect_new(NULL, 0);
+	int id = expect_add(x, EXPECT_LITERAL, "Hit any key to stop autoboot", 0, cb, &r, NULL);
+	ok(id >= 0, "literal added");
+	feeds(x, "U-Boot 2023.01\nHit any ke");
+	is_int(r.n, 0, "no match on a partial literal");
+	feeds(x, "y to stop autoboot:  3");
+	is_int(r.n, 1, "literal matched across two reads");
+	is_str(r.text[0], "Hit any key to stop autoboot", "match text");
+	is_str(r.before[0], "U-Boot 2023.01\n", "before text");
+	is_int((long long)expect_buffered(x), 4, "buffer consumed up to the match end");
+	/* split one byte at a time */
+	feeds(x, "\n");
+	const char *s = "Hit any key to stop autoboot";
+	for (size_t i = 0; s[i]; i++)
+		expect_feed(x, s + i, 1);
+	is_int(r.n, 2, "literal fed byte by byte matched once");
+	is_str(r.before[1], ":  3\n", "before of the second match");
+	expect_free(x);
+}
+
+static void test_regex_and_cleaning(void)
+{
+	struct rec r = {0};
+	struct expect *x = expect_new(NULL, 0);
+	struct lab_err e = {0};
+	int p = expect_add(x, EXPECT_REGEX, "=> $", 0, cb, &r, &e);
+	ok(p >= 0, "regex prompt added");
+	feeds(x, "Net:   eth0\r\n\x1b[1;3");
+	feeds(x, "2m=> \x1b[0m");
+	is_int(r.n, 1, "prompt behind a split CSI escape matched");
+	is_str(r.text[0], "=> ", "escape and CR removed from the match");
+	is_str(r.before[0], "Net:   eth0\n", "CR removed from before");
+	expect_clear(x);
+	int l = expect_add(x, EXPECT_LITERAL, "login: ", 0, cb, &r, &e);
+	feeds(x, "\x1b]0;title\x07" "buildroot log\x1b]2;t\x1b\\" "in: ");
+	is_int(r.n, 2, "OSC strings (BEL and ST terminated) removed");
+	is_int(r.ids[1], l, "login matched");
+	expect_feed(x, "a\0b\0c login: ", 13);
+	is_int(r.n, 3, "NUL bytes removed");
+	is_str(r.before[2], "abc ", "before without NULs");
+	expect_free(x);
+}
+
+static void test_order_and_groups(void)
+{
+	struct rec r = {0};
+	struct expect *x = expect_new(NULL, 0);
+	int b = expect_add(x, EXPECT_LITERAL, "bbb", 0, cb, &r, NULL);
+	int a = expect_add(x, EXPECT_REGEX, "a+", 0, cb, &r, NULL);
+	int g = expect_add(x, EXPECT_REGEX, "@@emmclab 1 ([0-9]+) ", 0, cb, &r, NULL);
+	feeds(x, "xx aaa bbb @@emmclab 1 42 hello\n");
+	is_int(r.n, 3, "three matches from one chunk");
+	is_int(r.ids[0], a, "earliest in the stream first");
+	is_int(r.ids[1], b, "then the next");
+	is_int(r.ids[2], g, "then the protocol line");
+	is_str(r.text[0], "aaa", "regex match text");
+	is_str(r.before[1], " ", "before is text since the previous match");
+	is_str(r.g1[2], "42", "submatch 1");
+	/* ^ anchors at line starts only */
+	expect_clear(x);
+	int anc = expect_add(x, EXPECT_REGEX, "^login", 0, cb, &r, NULL);
+	feeds(x, "xlogin ");
+	is_int(r.n, 3, "^ does not match mid-line");
+	feeds(x, "\nlogin");
+	is_int(r.n, 4, "^ matches after a newline");
+	is_int(r.ids[3], anc, "anchored id");
+	struct lab_err e = {0};
+	int bad = expect_add(x, EXPECT_REGEX, "([0-9]", 0, cb, &r, &e);
+	is_int(bad, -1, "bad regex refused");
+	ok(strstr(e.msg, "bad regex") != NULL, "error says why: %s", e.msg);
+	expect_free(x);
+}
+
+static void test_bounded(void)
+{
+	struct rec r = {0};
+	struct expect *x = expect_new(NULL, 1024);
+	char junk[4096];
+	memset(junk, 'j', sizeof junk);
+	for (int i = 0; i < 256; i++)
+		expect_feed(x, junk, sizeof junk);
+	ok(expect_buffered(x) <= 1024, "buffer stays bounded (%zu)", expect_buffered(x));
+	/* a match of exactly buf_max bytes, fed in two halves, is still found */
+	char pat[1025];
+	for (int i = 0; i < 1024; i++)
+		pat[i] = (char)('a' + i % 26);
+	pat[1024] = '\0';
+	int id = expect_add(x, EXPECT_LITERAL, pat, 0, cb, &r, NULL);
+	expect_feed(x, pat, 600);
+	expect_feed(x, pat + 600, 424);
+	is_int(r.n, 1, "match as long as the buffer cap found across reads");
+	is_int(r.ids[0], id, "right id");
+	/* one huge feed with the match in the middle */
+	char *big = xmalloc(1 << 20);
+	memset(big, 'q', 1 << 20);
+	memcpy(big + 500000, "MARKER", 6);
+	expect_add(x, EXPECT_LITERAL, "MARKER", 0, cb, &r, NULL);
+	expect_feed(x, big, 1 << 20);
+	is_int(r.n, 2, "match inside a 1 MiB feed found");
+	ok(expect_buffered(x) <= 1024, "still bounded");
+	free(big);
+	expect_free(x);
+}
+
+struct lines {
+	int n;
+	char l[8][64];
+};
+
+static void line_cb(struct expect *x, const char *line, size_t len, void *arg)
+{
+	LAB_UNUSED(x);
+	struct lines *L = arg;
+	if (L->n < 8 && strlen(line) == len)
+		lab_strlcpy(L->l[L->n++], line, sizeof L->l[0]);
+}
+
+static void test_lines(void)
+{
+	struct lines L = {0};
+	struct expect *x = expect_new(NULL, 0);
+	expect_set_line_cb(x, line_cb, &L);
+	feeds(x, "one\r\ntw");
+	feeds(x, "o\x1b[K\r\nthree");
+	is_int(L.n, 2, "two complete lines");
+	is_str(L.l[0], "one", "line 1 cleaned");
+	is_str(L.l[1], "two", "line 2 cleaned, split across reads");
+	expect_free(x);
+}
+
+/* callbacks that change the engine */
+struct reent {
+	struct expect *x;
+	struct rec r;
+	int stage;
+};
+
+static void cb_reent(struct expect *x, const struct expect_match *m, void *arg)
+{
+	struct reent *s = arg;
+	cb(x, m, &s->r);
+	if (s->stage == 0) {
+		/* first prompt: clear, arm the next, inject text */
+		expect_clear(x);
+		expect_add(x, EXPECT_LITERAL, "second", 0, cb_reent, s, NULL);
+		s->stage = 1;
+		expect_feed(x, "injected second", 15);
+	} else if (s->stage == 1) {
+		s->stage = 2;
+		expect_free(x); /* free from inside a callback: deferred */
+	}
+}
+
+static void test_reentrancy(void)
+{
+	struct reent s = {0};
+	s.x = expect_new(NULL, 0);
+	expect_add(s.x, EXPECT_LITERAL, "first", 0, cb_reent, &s, NULL);
+	expect_add(s.x, EXPECT_LITERAL, "other", 0, cb_reent, &s, NULL);
+	feeds(s.x, "first other");
+	is_int(s.r.n, 2, "cleared pattern did not fire, injected text matched");
+	is_str(s.r.text[1], "second", "pattern added from a callback matched injected text");
+	is_int(s.stage, 2, "freed from inside its callback without crashing");
+}
+
+static void test_timeouts(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = {0};
+	struct expect *x = expect_new(l, 0);
+	int t = expect_add(x, EXPECT_LITERAL, "never", 50, cb, &r, NULL);
+	int m = expect_add(x, EXPECT_LITERAL, "soon", 50, cb, &r, NULL);
+	ok(t >= 0 && m >= 0, "patterns with timeouts");
+	feeds(x, "it came soon");
+	uint64_t t0 = lab_now_ms();
+	while (lab_now_ms() - t0 < 200)
+		loop_run_once(l, 20);
+	is_int(r.n, 1, "one match");
+	is_int(r.timeouts, 1, "only the unmatched pattern timed out");
+	expect_free(x);
+	loop_free(l);
+}
+
+int main(void)
+{
+	test_literal_across_reads();
+	test_regex_and_cleaning();
+	test_order_and_groups();
+	test_bounded();
+	test_lines();
+	test_reentrancy();
+	test_timeouts();
+	return tap_done();
+}

@@ -1,0 +1,122 @@
+/* Unit tests of transcripts: timestamp prefixes, raw bytes, long-line split, marks,
+ * rotation at the size cap, sha256 and byte count, flush timer. */
+#include "console.h"
+#include "tap.h"
+
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *slurp(const char *path, size_t *len)
+{
+	char *s = NULL;
+	struct lab_err e = {0};
+	if (lab_read_file(path, 64 << 20, &s, len, &e) != LAB_OK)
+		return NULL;
+	return s;
+}
+
+static int count_lines(const char *s, size_t n)
+{
+	int k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += s[i] == '\n';
+	return k;
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/emmclab-tr-XXXXXX";
+	ok(mkdtemp(dir) != NULL, "temp dir");
+	char path[256], path1[256];
+	snprintf(path, sizeof path, "%s/t.log", dir);
+	snprintf(path1, sizeof path1, "%s/t.log.1", dir);
+	struct lab_err e = {0};
+	struct transcript *t = NULL;
+
+	/* format and raw bytes */
+	is_int(transcript_open(path, 0, &t, &e), LAB_OK, "open");
+	is_str(transcript_path(t), path, "path");
+	transcript_write(t, "U-Boot\r\nbin:\x01\xff\x1b[0m", 18);
+	transcript_write(t, "|tail\n", 6);
+	transcript_mark(t, "== power %s ==", "on");
+	transcript_write(t, "next\n", 5);
+	char sha[65];
+	uint64_t bytes = 0;
+	is_int(transcript_close(t, sha, &bytes, &e), LAB_OK, "close");
+	size_t n = 0;
+	char *s = slurp(path, &n);
+	ok(s != NULL, "file written");
+	is_int((long long)bytes, (long long)n, "byte count");
+	regex_t re;
+	regcomp(&re,
+		"^\\[ +0\\.[0-9]{6}\\] U-Boot\r\n"
+		"\\[ +0\\.[0-9]{6}\\] bin:\x01\xff\x1b\\[0m\\|tail\n"
+		"\\[ +0\\.[0-9]{6}\\] == power on ==\n"
+		"\\[ +0\\.[0-9]{6}\\] next\n$",
+		REG_EXTENDED);
+	ok(regexec(&re, s, 0, NULL, 0) == 0, "timestamps on every line, raw bytes kept");
+	regfree(&re);
+	char sha2[65];
+	lab_sha256(s, n, sha2);
+	is_str(sha, sha2, "sha256 matches the file");
+	free(s);
+
+	/* long lines are split at 4 KiB */
+	t = NULL;
+	transcript_open(path, 0, &t, &e);
+	char *blob = xmalloc(10000);
+	memset(blob, 'x', 10000);
+	transcript_write(t, blob, 10000);
+	transcript_close(t, NULL, NULL, &e);
+	s = slurp(path, &n);
+	is_int(count_lines(s, n), 2, "10000 bytes without newline -> 4096 + 4096 + rest");
+	ok(n > 10000 && n < 10000 + 3 * 20, "all bytes kept plus prefixes (%zu)", n);
+	free(s);
+
+	/* rotation at the cap: one old copy kept */
+	t = NULL;
+	transcript_open(path, 4096, &t, &e);
+	char line[100];
+	memset(line, 'y', sizeof line);
+	line[99] = '\n';
+	for (int i = 0; i < 200; i++)
+		transcript_write(t, line, sizeof line);
+	is_int(transcript_close(t, sha, &bytes, &e), LAB_OK, "close after rotation");
+	struct stat st0, st1;
+	ok(stat(path, &st0) == 0 && stat(path1, &st1) == 0, "PATH and PATH.1 exist");
+	ok(st0.st_size <= 4096 + 200 && st1.st_size <= 4096 + 200, "both near the cap (%lld, %lld)",
+	   (long long)st0.st_size, (long long)st1.st_size);
+	ok(bytes > (uint64_t)(st0.st_size + st1.st_size), "total counts the rotated-away data too");
+	lab_sha256_file(path, sha2, &e);
+	is_str(sha, sha2, "sha256 is of the last file");
+
+	/* flush timer: data visible without close */
+	struct loop *l = loop_new();
+	t = NULL;
+	transcript_open(path, 0, &t, &e);
+	transcript_set_loop(t, l);
+	transcript_write(t, "soon\n", 5);
+	ok(stat(path, &st0) == 0 && st0.st_size == 0, "buffered at first");
+	uint64_t t0 = lab_now_ms();
+	while (lab_now_ms() - t0 < 400)
+		loop_run_once(l, 20);
+	ok(stat(path, &st0) == 0 && st0.st_size > 5, "flushed by the timer (%lld)",
+	   (long long)st0.st_size);
+	transcript_close(t, NULL, NULL, &e);
+	loop_free(l);
+
+	/* open failure names the path */
+	lab_err_clear(&e);
+	t = NULL;
+	ok(transcript_open("/nonexistent-dir/x.log", 0, &t, &e) != LAB_OK &&
+		   strstr(e.msg, "/nonexistent-dir/x.log"),
+	   "open error names the file: %s", e.msg);
+	free(blob);
+	unlink(path);
+	unlink(path1);
+	rmdir(dir);
+	return tap_done();
+}

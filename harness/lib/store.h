@@ -28,7 +28,12 @@ struct store;
 enum store_open_flags {
 	STORE_READONLY = 1,   /* no migration, no writes */
 	STORE_NO_MIGRATE = 2, /* fail if the schema is not current instead of migrating */
+	STORE_AS_IS = 4,      /* accept an older schema without migrating (db info, db migrate --to) */
 };
+
+/* The database path a command uses: `opt` (--db) if given, else $EMMCLAB_DB,
+ * else "results/lab.db" relative to the current directory. */
+const char *store_default_path(const char *opt);
 
 /* Open (creating if needed) and migrate to the latest schema.  A database
  * from a newer schema, a corrupt file or an unwritable path is an error
@@ -109,5 +114,18 @@ int store_transcript(struct store *s, int64_t run_id, int64_t job_id, int64_t bo
 		     struct lab_err *e);
 int store_artifact(struct store *s, int64_t run_id, int64_t job_id, const char *kind,
 		   const char *path, const char *sha256, struct lab_err *e);
+
+/* Additions (store.c).  store_iteration_write inside store_begin/store_commit
+ * uses a savepoint, so bulk writers wrap many iterations in one transaction. */
+const char *store_path(struct store *s);
+/* A fresh UUID v4 from /dev/urandom, 36 chars + NUL. */
+int store_uuid4(char out[37], struct lab_err *e);
+/* PRAGMA quick_check + foreign_key_check; each problem appended to `report`
+ * (one line each, capped); *problems = count. */
+int store_check(struct store *s, struct lab_buf *report, int *problems, struct lab_err *e);
+/* Copy every run of the database at src_path whose uuid is not in s, with new
+ * ids, in one transaction.  Parts, boards and kernels are matched by identity. */
+int store_merge(struct store *s, const char *src_path, int *copied, int *skipped,
+		struct lab_err *e);
 
 #endif

@@ -1,0 +1,1002 @@
+/*
+ * store.c - the results store on SQLite (see store.h, docs/results-schema.md).
+ *
+ * Opening never writes before the file has been recognised: a newer schema,
+ * another application's database or a corrupt file is refused untouched.
+ * Writes use cached prepared statements; an iteration is one transaction (a
+ * savepoint when the caller already holds one, so bulk loads batch many).
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* 'EMLB': PRAGMA application_id, so `file lab.db` and we can tell our files. */
+#define STORE_APP_ID 0x454d4c42
+#define STORE_BUSY_MS 5000
+
+enum stmt_id {
+	ST_PART_FIND,
+	ST_PART_INSERT,
+	ST_PART_FILL,
+	ST_BOARD_UPSERT,
+	ST_KERNEL_FIND,
+	ST_KERNEL_INSERT,
+	ST_RUN_INSERT,
+	ST_RUN_FINISH,
+	ST_JOB_INSERT,
+	ST_JOB_VERIFIED,
+	ST_JOB_FINISH,
+	ST_JOB_DROP_ITERS,
+	ST_ITER_INSERT,
+	ST_SAMPLE_INSERT,
+	ST_COUNTER_INSERT,
+	ST_EVENT_INSERT,
+	ST_TRANSCRIPT_INSERT,
+	ST_ARTIFACT_INSERT,
+	ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_PART_FIND] = "SELECT id FROM part WHERE label = ?1 AND cid IS ?2",
+	[ST_PART_INSERT] =
+		"INSERT INTO part (label, cid, manfid, oemid, name, prv, serial, date, fwrev,"
+		" ext_csd_rev, capacity_bytes, cache_kib, rel_wr_param, rel_sectors,"
+		" cmdq_support, cmdq_depth, ext_csd_hex)"
+		" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
+	/* Known facts fill in unknown ones; a later identity never erases data. */
+	[ST_PART_FILL] =
+		"UPDATE part SET manfid = COALESCE(?3, manfid), oemid = COALESCE(?4, oemid),"
+		" name = COALESCE(?5, name), prv = COALESCE(?6, prv), serial = COALESCE(?7, serial),"
+		" date = COALESCE(?8, date), fwrev = COALESCE(?9, fwrev),"
+		" ext_csd_rev = COALESCE(?10, ext_csd_rev),"
+		" capacity_bytes = COALESCE(?11, capacity_bytes), cache_kib = COALESCE(?12, cache_kib),"
+		" rel_wr_param = COALESCE(?13, rel_wr_param), rel_sectors = COALESCE(?14, rel_sectors),"
+		" cmdq_support = COALESCE(?15, cmdq_support), cmdq_depth = COALESCE(?16, cmdq_depth),"
+		" ext_csd_hex = COALESCE(?17, ext_csd_hex) WHERE id = ?18",
+	[ST_BOARD_UPSERT] =
+		"INSERT INTO board (name, type, host, lab) VALUES (?1, ?2, ?3, ?4)"
+		" ON CONFLICT(name) DO UPDATE SET type = COALESCE(excluded.type, type),"
+		" host = COALESCE(excluded.host, host), lab = COALESCE(excluded.lab, lab)"
+		" RETURNING id",
+	[ST_KERNEL_FIND] = "SELECT id FROM kernel WHERE version = ?1 AND series_hash IS ?2"
+			   " AND image_sha256 IS ?4 AND (config_hash IS ?3 OR ?3 IS NULL)",
+	[ST_KERNEL_INSERT] = "INSERT INTO kernel (version, series_hash, config_hash, image_sha256)"
+			     " VALUES (?1, ?2, ?3, ?4)",
+	[ST_RUN_INSERT] = "INSERT INTO run (uuid, plan, lab, source, started_at, status,"
+			  " config_json, note) VALUES (?1, ?2, ?3, COALESCE(?4, 'lab'), ?5,"
+			  " 'running', ?6, ?7)",
+	[ST_RUN_FINISH] = "UPDATE run SET status = ?2, finished_at = ?3 WHERE id = ?1",
+	[ST_JOB_INSERT] = "INSERT INTO job (run_id, board_id, part_id, kernel_id, suite, mode,"
+			  " status, seq, started_at, kernel_cmdline)"
+			  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, ?9)",
+	[ST_JOB_VERIFIED] = "UPDATE job SET verified_fua = ?2, verified_write_cache = ?3,"
+			    " verified_cqe = ?4, verified_mode = ?5 WHERE id = ?1",
+	[ST_JOB_FINISH] = "UPDATE job SET status = ?2, finished_at = ?3 WHERE id = ?1",
+	[ST_JOB_DROP_ITERS] = "DELETE FROM iteration WHERE job_id = ?1",
+	[ST_ITER_INSERT] = "INSERT INTO iteration (job_id, workload, n, started_at, duration_s,"
+			   " warmup) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[ST_SAMPLE_INSERT] = "INSERT INTO sample (iteration_id, metric, value, unit)"
+			     " VALUES (?1, ?2, ?3, ?4)",
+	[ST_COUNTER_INSERT] = "INSERT INTO counter (iteration_id, name, value) VALUES (?1, ?2, ?3)",
+	[ST_EVENT_INSERT] = "INSERT INTO event (run_id, job_id, board_id, at, kind, stage, message)"
+			    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_TRANSCRIPT_INSERT] = "INSERT INTO transcript (run_id, job_id, board_id, path, sha256,"
+				 " bytes, boot_n) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_ARTIFACT_INSERT] = "INSERT INTO artifact (run_id, job_id, kind, path, sha256)"
+			       " VALUES (?1, ?2, ?3, ?4, ?5)",
+};
+
+struct store {
+	sqlite3 *db;
+	char *path;
+	int flags;
+	int version;
+	sqlite3_stmt *st[ST_COUNT];
+};
+
+static const char *const run_status_ok[] = {"running", "complete", "aborted", "failed", NULL};
+static const char *const job_status_ok[] = {"pending", "running", "ok", "infra",
+					    "mode-mismatch", "skipped", NULL};
+static const char *const mode_ok[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe", NULL};
+
+static int in_list(const char *v, const char *const *list)
+{
+	for (; v && *list; list++)
+		if (strcmp(v, *list) == 0)
+			return 1;
+	return 0;
+}
+
+const char *store_default_path(const char *opt)
+{
+	if (opt && *opt)
+		return opt;
+	const char *env = getenv("EMMCLAB_DB");
+	if (env && *env)
+		return env;
+	return "results/lab.db";
+}
+
+int store_schema_latest(void)
+{
+	int v = 0;
+	for (const struct store_migration *m = store_migrations; m->sql; m++)
+		if (m->version > v)
+			v = m->version;
+	return v;
+}
+
+sqlite3 *store_db(struct store *s)
+{
+	return s->db;
+}
+
+const char *store_path(struct store *s)
+{
+	return s->path;
+}
+
+int store_schema_version(struct store *s)
+{
+	return s->version;
+}
+
+static void now_iso(char buf[32])
+{
+	lab_utc_iso(buf, 32, (int64_t)time(NULL));
+}
+
+/* Constraint failures come from the caller's data (duplicate iteration, a
+ * job that does not exist): usage.  Everything else is the machine: infra. */
+static int db_fail(struct store *s, struct lab_err *e, int src, const char *what)
+{
+	int prim = src & 0xff;
+	int rc = prim == SQLITE_CONSTRAINT ? LAB_EUSAGE : LAB_EINFRA;
+	const char *hint = "";
+	if (prim == SQLITE_FULL)
+		hint = " (disk or database size limit reached)";
+	else if (prim == SQLITE_READONLY)
+		hint = " (database is read-only)";
+	else if (prim == SQLITE_BUSY)
+		hint = " (another process holds the database lock)";
+	return lab_err_set(e, rc, "%s: %s: %s%s", s->path, what, sqlite3_errmsg(s->db), hint);
+}
+
+static int exec_sql(struct store *s, const char *sql, const char *what, struct lab_err *e)
+{
+	int r = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	if (r != SQLITE_OK)
+		return db_fail(s, e, r, what);
+	return LAB_OK;
+}
+
+static sqlite3_stmt *stmt(struct store *s, enum stmt_id id, struct lab_err *e)
+{
+	if (s->st[id] == NULL) {
+		int r = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+					   &s->st[id], NULL);
+		if (r != SQLITE_OK) {
+			db_fail(s, e, r, "prepare");
+			s->st[id] = NULL;
+			return NULL;
+		}
+	} else {
+		sqlite3_reset(s->st[id]);
+		sqlite3_clear_bindings(s->st[id]);
+	}
+	return s->st[id];
+}
+
+static void bind_text(sqlite3_stmt *q, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(q, i, v, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(q, i);
+}
+
+/* -1 means unknown: store NULL. */
+static void bind_opt_i64(sqlite3_stmt *q, int i, int64_t v)
+{
+	if (v < 0)
+		sqlite3_bind_null(q, i);
+	else
+		sqlite3_bind_int64(q, i, v);
+}
+
+/* 0 means "none" for foreign keys that may be NULL. */
+static void bind_id(sqlite3_stmt *q, int i, int64_t v)
+{
+	if (v > 0)
+		sqlite3_bind_int64(q, i, v);
+	else
+		sqlite3_bind_null(q, i);
+}
+
+/* Step a statement that returns no row (or whose row we ignore). */
+static int step_done(struct store *s, sqlite3_stmt *q, const char *what, struct lab_err *e)
+{
+	int r = sqlite3_step(q);
+	while (r == SQLITE_ROW)
+		r = sqlite3_step(q);
+	sqlite3_reset(q);
+	if (r != SQLITE_DONE)
+		return db_fail(s, e, sqlite3_extended_errcode(s->db), what);
+	return LAB_OK;
+}
+
+static int pragma_int(struct store *s, const char *sql, int *out, struct lab_err *e)
+{
+	sqlite3_stmt *q;
+	int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
+	if (r == SQLITE_OK) {
+		r = sqlite3_step(q);
+		if (r == SQLITE_ROW) {
+			*out = sqlite3_column_int(q, 0);
+			r = SQLITE_OK;
+		}
+	}
+	int ext = sqlite3_extended_errcode(s->db);
+	sqlite3_finalize(q);
+	if (r == SQLITE_OK)
+		return LAB_OK;
+	if ((ext & 0xff) == SQLITE_NOTADB || (ext & 0xff) == SQLITE_CORRUPT)
+		return lab_err_set(e, LAB_EINFRA,
+				   "%s: not an SQLite database (corrupt, or another kind of file)",
+				   s->path);
+	return db_fail(s, e, ext, "reading the schema version");
+}
+
+/* ---- open, migrate, close ------------------------------------------------ */
+
+static char *dir_of(const char *path)
+{
+	const char *sl = strrchr(path, '/');
+	if (!sl)
+		return xstrdup(".");
+	if (sl == path)
+		return xstrdup("/");
+	return xstrndup(path, (size_t)(sl - path));
+}
+
+/* Explain an open failure in terms of the file system, not SQLite codes. */
+static int open_fail(const char *path, int flags, int r, int sys_errno, struct lab_err *e)
+{
+	struct stat st;
+	char *dir = dir_of(path);
+	int rc;
+	if (stat(path, &st) < 0 && (flags & STORE_READONLY))
+		rc = lab_err_set(e, LAB_EINFRA, "%s: no such database", path);
+	else if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		rc = lab_err_set(e, LAB_EINFRA, "%s: cannot create the database: %s is not a directory",
+				 path, dir);
+	else
+		rc = lab_err_set(e, LAB_EINFRA, "%s: cannot open the database: %s%s%s", path,
+				 sqlite3_errstr(r), sys_errno ? ": " : "",
+				 sys_errno ? strerror(sys_errno) : "");
+	free(dir);
+	return rc;
+}
+
+static int is_memory(const char *path)
+{
+	return strcmp(path, ":memory:") == 0 || strncmp(path, "file::memory:", 13) == 0;
+}
+
+int store_open(const char *path, int flags, struct store **out, struct lab_err *e)
+{
+	struct stat st;
+	*out = NULL;
+	if (!path || !*path)
+		return lab_err_set(e, LAB_EUSAGE, "no database path");
+	int mem = is_memory(path);
+	if (!mem && !(flags & STORE_READONLY) && stat(path, &st) < 0 && errno == ENOENT) {
+		/* First use: create results/ (or whatever holds the file). */
+		char *dir = dir_of(path);
+		if (stat(dir, &st) < 0 && lab_mkdir_p(dir, 0755) != LAB_OK) {
+			int rc = lab_err_set(e, LAB_EINFRA, "%s: cannot create directory %s: %s",
+					     path, dir, strerror(errno));
+			free(dir);
+			return rc;
+		}
+		free(dir);
+	}
+	if (!mem && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return lab_err_set(e, LAB_EINFRA, "%s: is a directory, not a database", path);
+
+	struct store *s = xcalloc(1, sizeof *s);
+	s->path = xstrdup(path);
+	s->flags = flags;
+	int oflags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE |
+		     ((flags & STORE_READONLY) ? SQLITE_OPEN_READONLY
+					       : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+	if (strncmp(path, "file:", 5) == 0)
+		oflags |= SQLITE_OPEN_URI;
+	int r = sqlite3_open_v2(path, &s->db, oflags, NULL);
+	if (r != SQLITE_OK) {
+		int rc = open_fail(path, flags, r, s->db ? sqlite3_system_errno(s->db) : 0, e);
+		store_close(s);
+		return rc;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_timeout(s->db, STORE_BUSY_MS);
+
+	/* Recognise the file before anything could write to it. */
+	int app = 0, ver = 0, ntables = 0, rc;
+	if ((rc = pragma_int(s, "PRAGMA application_id", &app, e)) ||
+	    (rc = pragma_int(s, "PRAGMA user_version", &ver, e)) ||
+	    (rc = pragma_int(s, "SELECT count(*) FROM sqlite_master", &ntables, e))) {
+		store_close(s);
+		return rc;
+	}
+	if (app != 0 && app != STORE_APP_ID) {
+		rc = lab_err_set(e, LAB_EINFRA, "%s: not an emmclab database (application_id 0x%08x)",
+				 path, (unsigned)app);
+		goto fail;
+	}
+	if (app == 0 && ver == 0 && ntables > 0) {
+		rc = lab_err_set(e, LAB_EINFRA,
+				 "%s: not an emmclab database (%d schema objects, no schema version)",
+				 path, ntables);
+		goto fail;
+	}
+	int latest = store_schema_latest();
+	if (ver > latest) {
+		rc = lab_err_set(e, LAB_EINFRA,
+				 "database schema version %d is newer than this emmclab (%d); upgrade emmclab",
+				 ver, latest);
+		goto fail;
+	}
+	s->version = ver;
+	if (!(flags & STORE_READONLY) && !mem && sqlite3_db_readonly(s->db, "main") == 1) {
+		rc = lab_err_set(e, LAB_EINFRA, "%s: database file is read-only", path);
+		goto fail;
+	}
+	if ((rc = exec_sql(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", e)))
+		goto fail;
+	if (!(flags & STORE_READONLY)) {
+		sqlite3_stmt *q;
+		r = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &q, NULL);
+		if (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
+			const char *m = (const char *)sqlite3_column_text(q, 0);
+			if (!mem && (!m || strcmp(m, "wal") != 0)) {
+				sqlite3_finalize(q);
+				rc = lab_err_set(e, LAB_EINFRA, "%s: cannot switch to WAL mode (got %s)",
+						 path, m ? m : "nothing");
+				goto fail;
+			}
+			r = SQLITE_OK;
+		}
+		sqlite3_finalize(q);
+		if (r != SQLITE_OK) {
+			char *dir = dir_of(path);
+			int se = sqlite3_system_errno(s->db);
+			rc = lab_err_set(e, LAB_EINFRA,
+					 "%s: cannot open the write-ahead log in %s: %s%s%s", path, dir,
+					 sqlite3_errmsg(s->db), se ? ": " : "", se ? strerror(se) : "");
+			free(dir);
+			goto fail;
+		}
+		/* WAL + NORMAL: durable at checkpoints, never corrupt on power loss. */
+		if ((rc = exec_sql(s, "PRAGMA synchronous = NORMAL", "setting synchronous", e)))
+			goto fail;
+	}
+	if (ver < latest && !(flags & STORE_AS_IS)) {
+		if (flags & (STORE_READONLY | STORE_NO_MIGRATE)) {
+			rc = lab_err_set(e, LAB_EINFRA,
+					 "%s: database schema version %d is older than this emmclab (%d); "
+					 "run `emmclab db migrate`", path, ver, latest);
+			goto fail;
+		}
+		if ((rc = store_migrate(s, 0, e)))
+			goto fail;
+	}
+	*out = s;
+	return LAB_OK;
+fail:
+	store_close(s);
+	return rc;
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(s->st[i]);
+	sqlite3_close_v2(s->db);
+	free(s->path);
+	free(s);
+}
+
+int store_migrate(struct store *s, int target, struct lab_err *e)
+{
+	int latest = store_schema_latest();
+	if (s->flags & STORE_READONLY)
+		return lab_err_set(e, LAB_EUSAGE, "%s: opened read-only, cannot migrate", s->path);
+	if (target == 0)
+		target = latest;
+	if (target < 0 || target > latest)
+		return lab_err_set(e, LAB_EUSAGE, "no schema version %d (this emmclab knows 1..%d)",
+				   target, latest);
+	if (target < s->version)
+		return lab_err_set(e, LAB_EUSAGE,
+				   "%s: schema version %d cannot be downgraded to %d", s->path,
+				   s->version, target);
+	int prev = 0;
+	for (const struct store_migration *m = store_migrations; m->sql; m++) {
+		if (m->version != prev + 1)
+			return lab_err_set(e, LAB_EINFRA, "migration table broken at %s", m->name);
+		prev = m->version;
+		if (m->version <= s->version || m->version > target)
+			continue;
+		int rc, cur = 0;
+		if ((rc = exec_sql(s, "BEGIN IMMEDIATE", "starting a migration", e)))
+			return rc;
+		/* Another process may have migrated while we waited for the lock. */
+		if ((rc = pragma_int(s, "PRAGMA user_version", &cur, e)))
+			goto undo;
+		if (cur >= m->version) {
+			s->version = cur;
+			if ((rc = exec_sql(s, "COMMIT", "committing", e)))
+				goto undo;
+			continue;
+		}
+		char *what = xasprintf("migration %s", m->name);
+		rc = exec_sql(s, m->sql, what, e);
+		free(what);
+		if (rc)
+			goto undo;
+		char pragma[96];
+		snprintf(pragma, sizeof pragma, "PRAGMA application_id = %d; PRAGMA user_version = %d",
+			 STORE_APP_ID, m->version);
+		if ((rc = exec_sql(s, pragma, "setting the schema version", e)) ||
+		    (rc = exec_sql(s, "COMMIT", "committing a migration", e)))
+			goto undo;
+		s->version = m->version;
+		continue;
+undo:
+		if (!sqlite3_get_autocommit(s->db))
+			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		return rc == LAB_EUSAGE ? LAB_EINFRA : rc;
+	}
+	return LAB_OK;
+}
+
+/* ---- transactions --------------------------------------------------------- */
+
+int store_begin(struct store *s, struct lab_err *e)
+{
+	return exec_sql(s, "BEGIN IMMEDIATE", "begin", e);
+}
+
+int store_commit(struct store *s, struct lab_err *e)
+{
+	int r = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	if (r != SQLITE_OK) {
+		int rc = db_fail(s, e, r, "commit");
+		store_rollback(s);
+		return rc == LAB_EUSAGE ? LAB_EINFRA : rc;
+	}
+	return LAB_OK;
+}
+
+void store_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* A unit of work that nests: a transaction of its own, or a savepoint
+ * inside the caller's transaction. */
+struct unit {
+	int nested;
+};
+
+static int unit_begin(struct store *s, struct unit *u, struct lab_err *e)
+{
+	u->nested = !sqlite3_get_autocommit(s->db);
+	return exec_sql(s, u->nested ? "SAVEPOINT store_unit" : "BEGIN IMMEDIATE", "begin", e);
+}
+
+static int unit_end(struct store *s, struct unit *u, int rc, struct lab_err *e)
+{
+	if (rc == LAB_OK) {
+		int r = sqlite3_exec(s->db, u->nested ? "RELEASE store_unit" : "COMMIT", NULL, NULL,
+				     NULL);
+		if (r == SQLITE_OK)
+			return LAB_OK;
+		rc = db_fail(s, e, r, "commit");
+		if (rc == LAB_EUSAGE)
+			rc = LAB_EINFRA;
+	}
+	if (sqlite3_get_autocommit(s->db))
+		return rc; /* SQLite already rolled back (e.g. SQLITE_FULL) */
+	if (u->nested)
+		sqlite3_exec(s->db, "ROLLBACK TO store_unit; RELEASE store_unit", NULL, NULL, NULL);
+	else
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+/* ---- identity rows ---------------------------------------------------------- */
+
+void store_part_init(struct store_part *p)
+{
+	memset(p, 0, sizeof *p);
+	p->ext_csd_rev = -1;
+	p->capacity_bytes = -1;
+	p->cache_kib = -1;
+	p->rel_wr_param = -1;
+	p->rel_sectors = -1;
+	p->cmdq_support = -1;
+	p->cmdq_depth = -1;
+}
+
+static void bind_part(sqlite3_stmt *q, const struct store_part *p)
+{
+	bind_text(q, 1, p->label);
+	bind_text(q, 2, p->cid);
+	bind_text(q, 3, p->manfid);
+	bind_text(q, 4, p->oemid);
+	bind_text(q, 5, p->name);
+	bind_text(q, 6, p->prv);
+	bind_text(q, 7, p->serial);
+	bind_text(q, 8, p->date);
+	bind_text(q, 9, p->fwrev);
+	bind_opt_i64(q, 10, p->ext_csd_rev);
+	bind_opt_i64(q, 11, p->capacity_bytes);
+	bind_opt_i64(q, 12, p->cache_kib);
+	bind_opt_i64(q, 13, p->rel_wr_param);
+	bind_opt_i64(q, 14, p->rel_sectors);
+	bind_opt_i64(q, 15, p->cmdq_support);
+	bind_opt_i64(q, 16, p->cmdq_depth);
+	bind_text(q, 17, p->ext_csd_hex);
+}
+
+int store_part_upsert(struct store *s, const struct store_part *p, int64_t *id, struct lab_err *e)
+{
+	if (!p->label || !*p->label)
+		return LAB_ERR(e, LAB_EUSAGE, "part without a label");
+	sqlite3_stmt *q = stmt(s, ST_PART_FIND, e);
+	if (!q)
+		return LAB_EINFRA;
+	bind_text(q, 1, p->label);
+	bind_text(q, 2, p->cid);
+	int r = sqlite3_step(q);
+	if (r == SQLITE_ROW) {
+		int64_t found = sqlite3_column_int64(q, 0);
+		sqlite3_reset(q);
+		if (!(q = stmt(s, ST_PART_FILL, e)))
+			return LAB_EINFRA;
+		bind_part(q, p);
+		sqlite3_bind_int64(q, 18, found);
+		int rc = step_done(s, q, "updating a part", e);
+		if (rc == LAB_OK)
+			*id = found;
+		return rc;
+	}
+	sqlite3_reset(q);
+	if (r != SQLITE_DONE)
+		return db_fail(s, e, r, "finding a part");
+	if (!(q = stmt(s, ST_PART_INSERT, e)))
+		return LAB_EINFRA;
+	bind_part(q, p);
+	int rc = step_done(s, q, "inserting a part", e);
+	if (rc == LAB_OK)
+		*id = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+int store_board_upsert(struct store *s, const char *name, const char *type, const char *host,
+		       const char *lab, int64_t *id, struct lab_err *e)
+{
+	if (!name || !*name)
+		return LAB_ERR(e, LAB_EUSAGE, "board without a name");
+	sqlite3_stmt *q = stmt(s, ST_BOARD_UPSERT, e);
+	if (!q)
+		return LAB_EINFRA;
+	bind_text(q, 1, name);
+	bind_text(q, 2, type);
+	bind_text(q, 3, host);
+	bind_text(q, 4, lab);
+	int r = sqlite3_step(q);
+	if (r != SQLITE_ROW) {
+		sqlite3_reset(q);
+		return db_fail(s, e, sqlite3_extended_errcode(s->db), "upserting a board");
+	}
+	*id = sqlite3_column_int64(q, 0);
+	return step_done(s, q, "upserting a board", e);
+}
+
+int store_kernel_upsert(struct store *s, const char *version, const char *series_hash,
+			const char *config_hash, const char *image_sha256, int64_t *id,
+			struct lab_err *e)
+{
+	if (!version || !*version)
+		return LAB_ERR(e, LAB_EUSAGE, "kernel without a version");
+	sqlite3_stmt *q = stmt(s, ST_KERNEL_FIND, e);
+	if (!q)
+		return LAB_EINFRA;
+	bind_text(q, 1, version);
+	bind_text(q, 2, series_hash);
+	bind_text(q, 3, config_hash);
+	bind_text(q, 4, image_sha256);
+	int r = sqlite3_step(q);
+	if (r == SQLITE_ROW) {
+		*id = sqlite3_column_int64(q, 0);
+		sqlite3_reset(q);
+		return LAB_OK;
+	}
+	sqlite3_reset(q);
+	if (r != SQLITE_DONE)
+		return db_fail(s, e, r, "finding a kernel");
+	if (!(q = stmt(s, ST_KERNEL_INSERT, e)))
+		return LAB_EINFRA;
+	bind_text(q, 1, version);
+	bind_text(q, 2, series_hash);
+	bind_text(q, 3, config_hash);
+	bind_text(q, 4, image_sha256);
+	int rc = step_done(s, q, "inserting a kernel", e);
+	if (rc == LAB_OK)
+		*id = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+/* ---- runs and jobs ---------------------------------------------------------- */
+
+int store_uuid4(char out[37], struct lab_err *e)
+{
+	unsigned char b[16];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return LAB_ERR(e, LAB_EINFRA, "/dev/urandom: %s", strerror(errno));
+	size_t got = 0;
+	while (got < sizeof b) {
+		ssize_t n = read(fd, b + got, sizeof b - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			return LAB_ERR(e, LAB_EINFRA, "/dev/urandom: short read");
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	snprintf(out, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+		 b[14], b[15]);
+	return LAB_OK;
+}
+
+int store_run_begin(struct store *s, const struct store_run_info *ri, int64_t *run_id,
+		    struct lab_err *e)
+{
+	char uuid[37], now[32];
+	if (ri->uuid) {
+		if (!*ri->uuid || strlen(ri->uuid) >= sizeof uuid)
+			return LAB_ERR(e, LAB_EUSAGE, "bad run uuid '%.40s' (1..36 characters)",
+				       ri->uuid);
+		lab_strlcpy(uuid, ri->uuid, sizeof uuid);
+	} else {
+		int rc = store_uuid4(uuid, e);
+		if (rc)
+			return rc;
+	}
+	now_iso(now);
+	sqlite3_stmt *q = stmt(s, ST_RUN_INSERT, e);
+	if (!q)
+		return LAB_EINFRA;
+	bind_text(q, 1, uuid);
+	bind_text(q, 2, ri->plan);
+	bind_text(q, 3, ri->lab);
+	bind_text(q, 4, ri->source);
+	bind_text(q, 5, now);
+	bind_text(q, 6, ri->config_json);
+	bind_text(q, 7, ri->note);
+	int rc = step_done(s, q, "starting a run", e);
+	if (rc == LAB_OK)
+		*run_id = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+static int update_changed(struct store *s, sqlite3_stmt *q, const char *what, int64_t id,
+			  struct lab_err *e)
+{
+	int rc = step_done(s, q, what, e);
+	if (rc == LAB_OK && sqlite3_changes(s->db) == 0)
+		return LAB_ERR(e, LAB_EUSAGE, "%s: no row with id %" PRId64, what, id);
+	return rc;
+}
+
+int store_run_finish(struct store *s, int64_t run_id, const char *status, struct lab_err *e)
+{
+	char now[32];
+	if (!in_list(status, run_status_ok))
+		return LAB_ERR(e, LAB_EUSAGE, "bad run status '%s'", status ? status : "(null)");
+	now_iso(now);
+	sqlite3_stmt *q = stmt(s, ST_RUN_FINISH, e);
+	if (!q)
+		return LAB_EINFRA;
+	sqlite3_bind_int64(q, 1, run_id);
+	bind_text(q, 2, status);
+	bind_text(q, 3, strcmp(status, "running") ? now : NULL);
+	return update_changed(s, q, "finishing a run", run_id, e);
+}
+
+int store_job_begin(struct store *s, const struct store_job_info *ji, int64_t *job_id,
+		    struct lab_err *e)
+{
+	char now[32];
+	if (!in_list(ji->mode, mode_ok))
+		return LAB_ERR(e, LAB_EUSAGE, "unknown mode '%s' (fua, cache-nofua, fua-cqe, cache-nofua-cqe)",
+			       ji->mode ? ji->mode : "(null)");
+	if (!ji->suite || !*ji->suite)
+		return LAB_ERR(e, LAB_EUSAGE, "job without a suite");
+	now_iso(now);
+	sqlite3_stmt *q = stmt(s, ST_JOB_INSERT, e);
+	if (!q)
+		return LAB_EINFRA;
+	sqlite3_bind_int64(q, 1, ji->run_id);
+	bind_id(q, 2, ji->board_id);
+	sqlite3_bind_int64(q, 3, ji->part_id);
+	bind_id(q, 4, ji->kernel_id);
+	bind_text(q, 5, ji->suite);
+	bind_text(q, 6, ji->mode);
+	sqlite3_bind_int(q, 7, ji->seq);
+	bind_text(q, 8, now);
+	bind_text(q, 9, ji->kernel_cmdline);
+	int rc = step_done(s, q, "starting a job", e);
+	if (rc == LAB_OK)
+		*job_id = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+int store_job_verified(struct store *s, int64_t job_id, int fua, int write_cache, int cqe,
+		       const char *verified_mode, struct lab_err *e)
+{
+	sqlite3_stmt *q = stmt(s, ST_JOB_VERIFIED, e);
+	if (!q)
+		return LAB_EINFRA;
+	sqlite3_bind_int64(q, 1, job_id);
+	bind_opt_i64(q, 2, fua);
+	bind_opt_i64(q, 3, write_cache);
+	bind_opt_i64(q, 4, cqe);
+	bind_text(q, 5, verified_mode);
+	return update_changed(s, q, "recording the verified mode", job_id, e);
+}
+
+int store_job_finish(struct store *s, int64_t job_id, const char *status, struct lab_err *e)
+{
+	char now[32];
+	struct unit u;
+	if (!in_list(status, job_status_ok))
+		return LAB_ERR(e, LAB_EUSAGE, "bad job status '%s'", status ? status : "(null)");
+	now_iso(now);
+	int rc = unit_begin(s, &u, e);
+	if (rc)
+		return rc;
+	sqlite3_stmt *q = stmt(s, ST_JOB_FINISH, e);
+	if (!q) {
+		rc = LAB_EINFRA;
+	} else {
+		sqlite3_bind_int64(q, 1, job_id);
+		bind_text(q, 2, status);
+		bind_text(q, 3, now);
+		rc = update_changed(s, q, "finishing a job", job_id, e);
+	}
+	/* A sample measured in the wrong mode is never a result. */
+	if (rc == LAB_OK && strcmp(status, "mode-mismatch") == 0) {
+		if (!(q = stmt(s, ST_JOB_DROP_ITERS, e))) {
+			rc = LAB_EINFRA;
+		} else {
+			sqlite3_bind_int64(q, 1, job_id);
+			rc = step_done(s, q, "dropping mismatched iterations", e);
+		}
+	}
+	return unit_end(s, &u, rc, e);
+}
+
+/* ---- iterations --------------------------------------------------------------- */
+
+static int check_iteration(const char *workload, int n, double duration_s,
+			   const struct store_sample *samples, size_t nsamples,
+			   const struct store_counter *counters, size_t ncounters, struct lab_err *e)
+{
+	if (!workload || !*workload)
+		return LAB_ERR(e, LAB_EUSAGE, "iteration without a workload");
+	if (n < 1)
+		return LAB_ERR(e, LAB_EUSAGE, "%s: iteration number %d (must be >= 1)", workload, n);
+	if (!isfinite(duration_s) || duration_s < 0)
+		return LAB_ERR(e, LAB_EUSAGE, "%s #%d: bad duration %g s", workload, n, duration_s);
+	for (size_t i = 0; i < nsamples; i++) {
+		const struct store_sample *sm = &samples[i];
+		if (!sm->metric || !*sm->metric || !sm->unit || !*sm->unit)
+			return LAB_ERR(e, LAB_EUSAGE, "%s #%d: sample %zu without metric or unit",
+				       workload, n, i);
+		if (!isfinite(sm->value))
+			return LAB_ERR(e, LAB_EUSAGE, "%s #%d: %s is %g, not a finite number",
+				       workload, n, sm->metric, sm->value);
+	}
+	for (size_t i = 0; i < ncounters; i++) {
+		if (!counters[i].name || !*counters[i].name)
+			return LAB_ERR(e, LAB_EUSAGE, "%s #%d: counter %zu without a name", workload,
+				       n, i);
+		if (counters[i].value < 0)
+			return LAB_ERR(e, LAB_EUSAGE, "%s #%d: counter %s is negative (%" PRId64 ")",
+				       workload, n, counters[i].name, counters[i].value);
+	}
+	return LAB_OK;
+}
+
+int store_iteration_write(struct store *s, int64_t job_id, const char *workload, int n,
+			  double duration_s, int warmup, const struct store_sample *samples,
+			  size_t nsamples, const struct store_counter *counters, size_t ncounters,
+			  int64_t *iteration_id, struct lab_err *e)
+{
+	char now[32];
+	struct unit u;
+	int rc = check_iteration(workload, n, duration_s, samples, nsamples, counters, ncounters,
+				 e);
+	if (rc)
+		return rc;
+	if ((rc = unit_begin(s, &u, e)))
+		return rc;
+	now_iso(now);
+	sqlite3_stmt *q = stmt(s, ST_ITER_INSERT, e);
+	if (!q) {
+		rc = LAB_EINFRA;
+		goto out;
+	}
+	sqlite3_bind_int64(q, 1, job_id);
+	bind_text(q, 2, workload);
+	sqlite3_bind_int(q, 3, n);
+	bind_text(q, 4, now);
+	sqlite3_bind_double(q, 5, duration_s);
+	sqlite3_bind_int(q, 6, warmup ? 1 : 0);
+	if ((rc = step_done(s, q, "inserting an iteration", e)))
+		goto out;
+	int64_t it = sqlite3_last_insert_rowid(s->db);
+	for (size_t i = 0; i < nsamples; i++) {
+		if (!(q = stmt(s, ST_SAMPLE_INSERT, e))) {
+			rc = LAB_EINFRA;
+			goto out;
+		}
+		sqlite3_bind_int64(q, 1, it);
+		bind_text(q, 2, samples[i].metric);
+		sqlite3_bind_double(q, 3, samples[i].value);
+		bind_text(q, 4, samples[i].unit);
+		if ((rc = step_done(s, q, "inserting a sample", e)))
+			goto out;
+	}
+	for (size_t i = 0; i < ncounters; i++) {
+		if (!(q = stmt(s, ST_COUNTER_INSERT, e))) {
+			rc = LAB_EINFRA;
+			goto out;
+		}
+		sqlite3_bind_int64(q, 1, it);
+		bind_text(q, 2, counters[i].name);
+		sqlite3_bind_int64(q, 3, counters[i].value);
+		if ((rc = step_done(s, q, "inserting a counter", e)))
+			goto out;
+	}
+	if (iteration_id)
+		*iteration_id = it;
+out:
+	return unit_end(s, &u, rc, e);
+}
+
+/* ---- events, transcripts, artifacts ---------------------------------------- */
+
+int store_event(struct store *s, int64_t run_id, int64_t job_id, int64_t board_id,
+		const char *kind, const char *stage, const char *message, struct lab_err *e)
+{
+	char now[32];
+	if (!kind || !*kind)
+		return LAB_ERR(e, LAB_EUSAGE, "event without a kind");
+	now_iso(now);
+	sqlite3_stmt *q = stmt(s, ST_EVENT_INSERT, e);
+	if (!q)
+		return LAB_EINFRA;
+	bind_id(q, 1, run_id);
+	bind_id(q, 2, job_id);
+	bind_id(q, 3, board_id);
+	bind_text(q, 4, now);
+	bind_text(q, 5, kind);
+	bind_text(q, 6, stage);
+	bind_text(q, 7, message ? message : "");
+	return step_done(s, q, "recording an event", e);
+}
+
+int store_transcript(struct store *s, int64_t run_id, int64_t job_id, int64_t board_id,
+		     const char *path, const char *sha256, int64_t bytes, int boot_n,
+		     struct lab_err *e)
+{
+	if (!path || !sha256 || bytes < 0)
+		return LAB_ERR(e, LAB_EUSAGE, "transcript without path, hash or size");
+	sqlite3_stmt *q = stmt(s, ST_TRANSCRIPT_INSERT, e);
+	if (!q)
+		return LAB_EINFRA;
+	bind_id(q, 1, run_id);
+	bind_id(q, 2, job_id);
+	bind_id(q, 3, board_id);
+	bind_text(q, 4, path);
+	bind_text(q, 5, sha256);
+	sqlite3_bind_int64(q, 6, bytes);
+	sqlite3_bind_int(q, 7, boot_n);
+	return step_done(s, q, "recording a transcript", e);
+}
+
+int store_artifact(struct store *s, int64_t run_id, int64_t job_id, const char *kind,
+		   const char *path, const char *sha256, struct lab_err *e)
+{
+	if (!kind || !path || !sha256)
+		return LAB_ERR(e, LAB_EUSAGE, "artifact without kind, path or hash");
+	sqlite3_stmt *q = stmt(s, ST_ARTIFACT_INSERT, e);
+	if (!q)
+		return LAB_EINFRA;
+	bind_id(q, 1, run_id);
+	bind_id(q, 2, job_id);
+	bind_text(q, 3, kind);
+	bind_text(q, 4, path);
+	bind_text(q, 5, sha256);
+	return step_done(s, q, "recording an artifact", e);
+}
+
+/* ---- check ---------------------------------------------------------------------- */
+
+#define CHECK_MAX_LINES 200
+
+int store_check(struct store *s, struct lab_buf *report, int *problems, struct lab_err *e)
+{
+	sqlite3_stmt *q;
+	*problems = 0;
+	int r = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(100)", -1, &q, NULL);
+	if (r != SQLITE_OK)
+		return db_fail(s, e, r, "quick_check");
+	while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(q, 0);
+		if (t && strcmp(t, "ok") == 0)
+			continue;
+		if ((*problems)++ < CHECK_MAX_LINES)
+			lab_buf_printf(report, "integrity: %s\n", t ? t : "?");
+	}
+	sqlite3_finalize(q);
+	if (r != SQLITE_DONE) {
+		if ((r & 0xff) == SQLITE_CORRUPT || (r & 0xff) == SQLITE_NOTADB) {
+			(*problems)++;
+			lab_buf_printf(report, "integrity: %s\n", sqlite3_errstr(r));
+			return LAB_OK;
+		}
+		return db_fail(s, e, r, "quick_check");
+	}
+	r = sqlite3_prepare_v2(s->db, "PRAGMA foreign_key_check", -1, &q, NULL);
+	if (r != SQLITE_OK)
+		return db_fail(s, e, r, "foreign_key_check");
+	while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+		if ((*problems)++ < CHECK_MAX_LINES)
+			lab_buf_printf(report, "foreign key: %s row %lld refers to a missing %s row\n",
+				       (const char *)sqlite3_column_text(q, 0),
+				       (long long)sqlite3_column_int64(q, 1),
+				       (const char *)sqlite3_column_text(q, 2));
+	}
+	sqlite3_finalize(q);
+	if (r != SQLITE_DONE)
+		return db_fail(s, e, r, "foreign_key_check");
+	if (*problems > CHECK_MAX_LINES)
+		lab_buf_printf(report, "... and %d more\n", *problems - CHECK_MAX_LINES);
+	return LAB_OK;
+}

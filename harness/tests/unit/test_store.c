@@ -1,0 +1,415 @@
+/* Results store: migrations (empty, from v1), round trip, atomic iterations
+ * (fault injected mid-way), bulk savepoints, NaN rejection, newer schema,
+ * corrupt and foreign files, disk full, mode mismatch. */
+#include "store.h"
+#include "tap.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[] = "/tmp/emmclab-test-store-XXXXXX";
+
+static char *tpath(const char *name)
+{
+	return xasprintf("%s/%s", tmpdir, name);
+}
+
+static int64_t q_int(struct store *s, const char *sql)
+{
+	sqlite3_stmt *q;
+	int64_t v = -1;
+	if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) != SQLITE_OK)
+		return -2;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+static int raw_exec(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	if (sqlite3_open(path, &db) != SQLITE_OK)
+		return -1;
+	int r = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	sqlite3_close(db);
+	return r;
+}
+
+/* A run with one job, ready for iterations. */
+static int64_t make_job(struct store *s, const char *label, const char *mode)
+{
+	struct lab_err e = {0};
+	struct store_part p;
+	int64_t part, board, kernel, run, job;
+	store_part_init(&p);
+	p.label = label;
+	p.cid = "150100444a54533452082a8b23009f00";
+	p.cache_kib = 512;
+	int rc = store_part_upsert(s, &p, &part, &e);
+	rc |= store_board_upsert(s, "rk3399-1", "rk3399", "sdhci-of-arasan", "lab1", &board, &e);
+	rc |= store_kernel_upsert(s, "6.1.0-fua", "abc", NULL, "img", &kernel, &e);
+	struct store_run_info ri = {.plan = "nightly", .lab = "lab1"};
+	rc |= store_run_begin(s, &ri, &run, &e);
+	struct store_job_info ji = {.run_id = run, .board_id = board, .part_id = part,
+				    .kernel_id = kernel, .suite = "androbench", .mode = mode};
+	rc |= store_job_begin(s, &ji, &job, &e);
+	if (rc) {
+		fprintf(stderr, "# make_job: %s\n", e.msg);
+		return 0;
+	}
+	return job;
+}
+
+static void test_fresh(void)
+{
+	struct lab_err e = {0};
+	struct store *s;
+	char *p = tpath("fresh/sub/lab.db"); /* parent directories are created */
+	int rc = store_open(p, 0, &s, &e);
+	is_int(rc, LAB_OK, "open creates a fresh database");
+	if (rc) {
+		fprintf(stderr, "# %s\n", e.msg);
+		free(p);
+		return;
+	}
+	is_int(store_schema_version(s), store_schema_latest(), "fresh database is at the latest schema");
+	ok(store_schema_latest() >= 2, "at least two migrations embedded");
+	is_int(q_int(s, "PRAGMA user_version"), store_schema_latest(), "user_version stored");
+	is_int(q_int(s, "PRAGMA application_id"), 0x454d4c42, "application_id is ours");
+	is_int(q_int(s, "PRAGMA foreign_keys"), 1, "foreign keys on");
+	is_int(q_int(s, "PRAGMA synchronous"), 1, "synchronous NORMAL");
+	sqlite3_stmt *q;
+	sqlite3_prepare_v2(store_db(s), "PRAGMA journal_mode", -1, &q, NULL);
+	sqlite3_step(q);
+	is_str((const char *)sqlite3_column_text(q, 0), "wal", "journal mode WAL");
+	sqlite3_finalize(q);
+	is_int(q_int(s, "SELECT count(*) FROM sample_flat"), 0, "sample_flat view exists");
+	struct lab_buf rep;
+	int problems = -1;
+	lab_buf_init(&rep, 0);
+	is_int(store_check(s, &rep, &problems, &e), LAB_OK, "check runs");
+	is_int(problems, 0, "fresh database checks clean");
+	lab_buf_free(&rep);
+	store_close(s);
+	/* Reopening is idempotent. */
+	is_int(store_open(p, STORE_NO_MIGRATE, &s, &e), LAB_OK, "reopen with NO_MIGRATE");
+	store_close(s);
+	free(p);
+}
+
+static void test_from_v1(void)
+{
+	struct lab_err e = {0};
+	struct store *s;
+	char *p = tpath("v1.db");
+	int rc = store_open(p, STORE_AS_IS, &s, &e);
+	is_int(rc, LAB_OK, "open as-is");
+	if (rc)
+		return;
+	is_int(store_schema_version(s), 0, "empty file has version 0");
+	is_int(store_migrate(s, 1, &e), LAB_OK, "migrate to 1 only");
+	is_int(store_schema_version(s), 1, "now version 1");
+	is_int(q_int(s, "SELECT count(*) FROM sqlite_master WHERE name = 'sample_flat'"), 0,
+	       "v1 has no sample_flat");
+	int64_t job = make_job(s, "DUT1", "fua");
+	ok(job > 0, "v1: job written through the API");
+	struct store_sample sm[2] = {{"seq_write", 199.94, "MiB/s"}, {"rand_write", 68.6, "MiB/s"}};
+	struct store_counter ct[1] = {{"reliable_writes", 461}};
+	int64_t it;
+	is_int(store_iteration_write(s, job, "androbench", 1, 12.5, 0, sm, 2, ct, 1, &it, &e), LAB_OK,
+	       "v1: iteration written");
+	store_close(s);
+
+	rc = store_open(p, STORE_NO_MIGRATE, &s, &e);
+	is_int(rc, LAB_EINFRA, "NO_MIGRATE refuses an old schema");
+	ok(strstr(e.msg, "older") != NULL, "message says older: %s", e.msg);
+	lab_err_clear(&e);
+	rc = store_open(p, STORE_READONLY, &s, &e);
+	is_int(rc, LAB_EINFRA, "READONLY refuses an old schema");
+	lab_err_clear(&e);
+
+	rc = store_open(p, 0, &s, &e);
+	is_int(rc, LAB_OK, "open migrates v1 -> latest");
+	if (rc)
+		return;
+	is_int(store_schema_version(s), store_schema_latest(), "migrated");
+	is_int(q_int(s, "SELECT count(*) FROM sample_flat WHERE part_label = 'DUT1' AND mode = 'fua'"
+		     " AND board = 'rk3399-1' AND kernel = '6.1.0-fua'"), 2, "v1 samples visible in sample_flat");
+	is_int(q_int(s, "SELECT value FROM counter WHERE name = 'reliable_writes'"), 461, "counter survived");
+	is_int(q_int(s, "SELECT count(*) FROM sample WHERE value_text IS NULL"), 2, "new column NULL for old rows");
+	is_int(store_migrate(s, 1, &e), LAB_EUSAGE, "no downgrade");
+	lab_err_clear(&e);
+	is_int(store_migrate(s, store_schema_latest() + 1, &e), LAB_EUSAGE, "no unknown target");
+	store_close(s);
+	free(p);
+}
+
+static void test_round_trip(void)
+{
+	struct lab_err e = {0};
+	struct store *s;
+	char *p = tpath("rt.db");
+	if (store_open(p, 0, &s, &e)) {
+		ok(0, "open: %s", e.msg);
+		return;
+	}
+	int64_t job = make_job(s, "DUT5 industrial", "cache-nofua-cqe");
+	struct store_sample sm[3] = {{"seq_read", 266.8, "MiB/s"},
+				     {"wall_time", 437.55, "s"},
+				     {"p99_latency", 1234.5678901234567, "us"}};
+	int64_t it;
+	is_int(store_iteration_write(s, job, "fscopy", 1, 437.55, 1, sm, 3, NULL, 0, &it, &e), LAB_OK,
+	       "iteration written");
+	is_int(store_job_verified(s, job, 0, 1, 1, "cache-nofua-cqe", &e), LAB_OK, "verified");
+	is_int(store_job_finish(s, job, "ok", &e), LAB_OK, "job finished");
+	sqlite3_stmt *q;
+	sqlite3_prepare_v2(store_db(s),
+			   "SELECT value, unit, warmup, verified_mode, job_status, run_uuid FROM sample_flat"
+			   " WHERE metric = 'p99_latency'", -1, &q, NULL);
+	ok(sqlite3_step(q) == SQLITE_ROW, "row read back");
+	ok(sqlite3_column_double(q, 0) == 1234.5678901234567, "double exact");
+	is_str((const char *)sqlite3_column_text(q, 1), "us", "unit");
+	is_int(sqlite3_column_int(q, 2), 1, "warmup flag");
+	is_str((const char *)sqlite3_column_text(q, 3), "cache-nofua-cqe", "verified mode");
+	is_str((const char *)sqlite3_column_text(q, 4), "ok", "job status");
+	const char *uuid = (const char *)sqlite3_column_text(q, 5);
+	ok(uuid && strlen(uuid) == 36 && uuid[14] == '4' && strchr("89ab", uuid[19]),
+	   "generated uuid is v4: %s", uuid ? uuid : "(null)");
+	sqlite3_finalize(q);
+
+	/* Same identity again: same part row, unknown facts filled in. */
+	struct store_part pp;
+	int64_t part2;
+	store_part_init(&pp);
+	pp.label = "DUT5 industrial";
+	pp.cid = "150100444a54533452082a8b23009f00";
+	pp.ext_csd_rev = 8;
+	is_int(store_part_upsert(s, &pp, &part2, &e), LAB_OK, "upsert again");
+	is_int(q_int(s, "SELECT count(*) FROM part"), 1, "one part row");
+	is_int(q_int(s, "SELECT ext_csd_rev FROM part"), 8, "new fact added");
+	is_int(q_int(s, "SELECT cache_kib FROM part"), 512, "known fact kept");
+
+	/* Bad inputs: usage errors, nothing written. */
+	struct store_sample nan_s[2] = {{"seq_read", 1.0, "MiB/s"}, {"seq_write", NAN, "MiB/s"}};
+	int64_t before = q_int(s, "SELECT count(*) FROM iteration");
+	is_int(store_iteration_write(s, job, "fscopy", 2, 1.0, 0, nan_s, 2, NULL, 0, &it, &e),
+	       LAB_EUSAGE, "NaN rejected");
+	ok(strstr(e.msg, "seq_write") != NULL, "message names the metric: %s", e.msg);
+	lab_err_clear(&e);
+	nan_s[1].value = INFINITY;
+	is_int(store_iteration_write(s, job, "fscopy", 2, 1.0, 0, nan_s, 2, NULL, 0, &it, &e),
+	       LAB_EUSAGE, "inf rejected");
+	lab_err_clear(&e);
+	is_int(store_iteration_write(s, job, "fscopy", 2, -1.0, 0, sm, 1, NULL, 0, &it, &e),
+	       LAB_EUSAGE, "negative duration rejected");
+	lab_err_clear(&e);
+	is_int(store_iteration_write(s, job, "fscopy", 1, 1.0, 0, sm, 1, NULL, 0, &it, &e),
+	       LAB_EUSAGE, "duplicate iteration number is a constraint (usage) error");
+	lab_err_clear(&e);
+	is_int(store_iteration_write(s, 99999, "fscopy", 1, 1.0, 0, sm, 1, NULL, 0, &it, &e),
+	       LAB_EUSAGE, "unknown job rejected by foreign key");
+	lab_err_clear(&e);
+	is_int(q_int(s, "SELECT count(*) FROM iteration"), before, "no iteration left behind");
+	struct store_job_info bad = {.run_id = 1, .part_id = 1, .suite = "x", .mode = "turbo"};
+	int64_t jb;
+	is_int(store_job_begin(s, &bad, &jb, &e), LAB_EUSAGE, "unknown mode rejected");
+	lab_err_clear(&e);
+	is_int(store_run_finish(s, 1, "great", &e), LAB_EUSAGE, "unknown run status rejected");
+	lab_err_clear(&e);
+	is_int(store_run_finish(s, 1, "complete", &e), LAB_OK, "run finished");
+	is_int(store_event(s, 1, job, 0, "quarantine", "boot", "3 failures", &e), LAB_OK, "event");
+	is_int(store_transcript(s, 1, job, 0, "t/boot1.log", "00", 10, 1, &e), LAB_OK, "transcript");
+	is_int(store_artifact(s, 1, job, "kernel", "Image", "00", &e), LAB_OK, "artifact");
+	store_close(s);
+	free(p);
+}
+
+static void test_atomic(void)
+{
+	struct lab_err e = {0};
+	struct store *s;
+	char *p = tpath("atomic.db");
+	if (store_open(p, 0, &s, &e)) {
+		ok(0, "open: %s", e.msg);
+		return;
+	}
+	int64_t job = make_job(s, "DUT2", "fua");
+	/* Fault injected after the iteration row and two samples are in. */
+	sqlite3_exec(store_db(s),
+		     "CREATE TEMP TRIGGER boom AFTER INSERT ON sample WHEN NEW.metric = 'm3'"
+		     " BEGIN SELECT RAISE(FAIL, 'injected fault'); END", NULL, NULL, NULL);
+	struct store_sample sm[4] = {{"m1", 1, "s"}, {"m2", 2, "s"}, {"m3", 3, "s"}, {"m4", 4, "s"}};
+	int64_t it;
+	int rc = store_iteration_write(s, job, "w", 1, 1.0, 0, sm, 4, NULL, 0, &it, &e);
+	ok(rc != LAB_OK, "fault mid-iteration fails (%s)", e.msg);
+	lab_err_clear(&e);
+	is_int(q_int(s, "SELECT count(*) FROM iteration"), 0, "no iteration row left");
+	is_int(q_int(s, "SELECT count(*) FROM sample"), 0, "no sample left");
+	ok(sqlite3_get_autocommit(store_db(s)), "no transaction left open");
+
+	/* Failure in the counters, after all samples. */
+	struct store_counter ct[2] = {{"flushes", 1}, {"flushes", 2}};
+	rc = store_iteration_write(s, job, "w", 1, 1.0, 0, sm, 2, ct, 2, &it, &e);
+	ok(rc != LAB_OK, "duplicate counter fails");
+	lab_err_clear(&e);
+	is_int(q_int(s, "SELECT count(*) FROM sample"), 0, "samples rolled back with the counter");
+
+	/* Bulk: many iterations in one transaction; a failing one leaves the others. */
+	is_int(store_begin(s, &e), LAB_OK, "bulk begin");
+	is_int(store_iteration_write(s, job, "w", 1, 1.0, 0, sm, 2, NULL, 0, &it, &e), LAB_OK, "bulk 1");
+	rc = store_iteration_write(s, job, "w", 2, 1.0, 0, sm, 4, NULL, 0, &it, &e);
+	ok(rc != LAB_OK, "bulk 2 fails at the injected fault");
+	lab_err_clear(&e);
+	is_int(store_iteration_write(s, job, "w", 3, 1.0, 0, sm, 2, NULL, 0, &it, &e), LAB_OK, "bulk 3");
+	ok(!sqlite3_get_autocommit(store_db(s)), "outer transaction still open");
+	is_int(store_commit(s, &e), LAB_OK, "bulk commit");
+	is_int(q_int(s, "SELECT sum(n) FROM iteration"), 4, "iterations 1 and 3 (not 2)");
+	is_int(q_int(s, "SELECT count(*) FROM iteration"), 2, "iterations 1 and 3 stored");
+	is_int(q_int(s, "SELECT count(*) FROM sample"), 4, "their samples stored");
+
+	/* Mode mismatch drops the job's results. */
+	is_int(store_job_finish(s, job, "mode-mismatch", &e), LAB_OK, "mode-mismatch");
+	is_int(q_int(s, "SELECT count(*) FROM sample"), 0, "mismatched samples gone");
+	is_int(q_int(s, "SELECT count(*) FROM job WHERE status = 'mode-mismatch'"), 1, "job kept with status");
+	store_close(s);
+	free(p);
+}
+
+static void test_disk_full(void)
+{
+	struct lab_err e = {0};
+	struct store *s;
+	char *p = tpath("full.db");
+	if (store_open(p, 0, &s, &e)) {
+		ok(0, "open: %s", e.msg);
+		return;
+	}
+	int64_t job = make_job(s, "DUT3", "cache-nofua");
+	int64_t pages = q_int(s, "PRAGMA page_count");
+	char pragma[64];
+	snprintf(pragma, sizeof pragma, "PRAGMA max_page_count = %lld", (long long)pages + 3);
+	sqlite3_exec(store_db(s), pragma, NULL, NULL, NULL);
+	struct store_sample sm[50];
+	char names[50][16];
+	for (int i = 0; i < 50; i++) {
+		snprintf(names[i], sizeof names[i], "metric_%02d", i);
+		sm[i] = (struct store_sample){names[i], i * 1.5, "MiB/s"};
+	}
+	int rc = LAB_OK, n;
+	int64_t it;
+	for (n = 1; n < 1000 && rc == LAB_OK; n++)
+		rc = store_iteration_write(s, job, "w", n, 1.0, 0, sm, 50, NULL, 0, &it, &e);
+	is_int(rc, LAB_EINFRA, "database full is an infrastructure error");
+	ok(strstr(e.msg, "full") != NULL, "message says full: %s", e.msg);
+	lab_err_clear(&e);
+	int64_t iters = q_int(s, "SELECT count(*) FROM iteration");
+	is_int(iters, n - 2, "every completed iteration kept, the failed one absent");
+	is_int(q_int(s, "SELECT count(*) FROM sample"), iters * 50, "no partial iteration");
+	ok(sqlite3_get_autocommit(store_db(s)), "no transaction left open");
+	store_close(s);
+	if (store_open(p, 0, &s, &e) == LAB_OK) {
+		is_int(q_int(s, "SELECT count(*) FROM sample"), iters * 50, "data intact after reopen");
+		struct lab_buf rep;
+		int problems = -1;
+		lab_buf_init(&rep, 0);
+		store_check(s, &rep, &problems, &e);
+		is_int(problems, 0, "database consistent after the failure");
+		lab_buf_free(&rep);
+		store_close(s);
+	}
+	free(p);
+}
+
+static int file_hash(const char *path, char hex[65])
+{
+	struct lab_err e = {0};
+	return lab_sha256_file(path, hex, &e);
+}
+
+static void test_refusals(void)
+{
+	struct lab_err e = {0};
+	struct store *s;
+	char before[65], after[65];
+	struct stat st;
+
+	/* Newer schema. */
+	char *p = tpath("newer.db");
+	if (store_open(p, 0, &s, &e) == LAB_OK)
+		store_close(s);
+	char sql[64];
+	snprintf(sql, sizeof sql, "PRAGMA user_version = %d", store_schema_latest() + 5);
+	raw_exec(p, sql);
+	file_hash(p, before);
+	is_int(store_open(p, 0, &s, &e), LAB_EINFRA, "newer schema refused");
+	char want[160];
+	snprintf(want, sizeof want,
+		 "database schema version %d is newer than this emmclab (%d); upgrade emmclab",
+		 store_schema_latest() + 5, store_schema_latest());
+	is_str(e.msg, want, "newer-schema message");
+	file_hash(p, after);
+	is_str(after, before, "newer database untouched");
+	char *wal = xasprintf("%s-wal", p);
+	ok(stat(wal, &st) < 0, "no WAL file created");
+	free(wal);
+	lab_err_clear(&e);
+	free(p);
+
+	/* Not a database. */
+	p = tpath("corrupt.db");
+	lab_write_file_atomic(p, "this is a text file, not SQLite\n", 32, &e);
+	file_hash(p, before);
+	is_int(store_open(p, 0, &s, &e), LAB_EINFRA, "corrupt file refused");
+	ok(strstr(e.msg, "not an SQLite database") != NULL, "corrupt message: %s", e.msg);
+	file_hash(p, after);
+	is_str(after, before, "corrupt file untouched");
+	lab_err_clear(&e);
+	free(p);
+
+	/* Another application's database. */
+	p = tpath("other.db");
+	raw_exec(p, "CREATE TABLE t(x)");
+	is_int(store_open(p, 0, &s, &e), LAB_EINFRA, "foreign database refused");
+	ok(strstr(e.msg, "not an emmclab database") != NULL, "foreign message: %s", e.msg);
+	lab_err_clear(&e);
+	free(p);
+
+	/* Paths that cannot hold a database. */
+	p = tpath("corrupt.db/lab.db"); /* parent is a regular file */
+	is_int(store_open(p, 0, &s, &e), LAB_EINFRA, "parent is a file");
+	ok(e.msg[0] != '\0', "message: %s", e.msg);
+	lab_err_clear(&e);
+	free(p);
+	is_int(store_open(tmpdir, 0, &s, &e), LAB_EINFRA, "a directory is not a database");
+	lab_err_clear(&e);
+	p = tpath("missing.db");
+	is_int(store_open(p, STORE_READONLY, &s, &e), LAB_EINFRA, "read-only open of a missing file");
+	ok(strstr(e.msg, "no such database") != NULL, "missing message: %s", e.msg);
+	ok(stat(p, &st) < 0, "read-only open created nothing");
+	lab_err_clear(&e);
+	free(p);
+}
+
+int main(void)
+{
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_fresh();
+	test_from_v1();
+	test_round_trip();
+	test_atomic();
+	test_disk_full();
+	test_refusals();
+	char *cmd = xasprintf("rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "# could not remove %s\n", tmpdir);
+	free(cmd);
+	return tap_done();
+}

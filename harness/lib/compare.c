@@ -1,0 +1,438 @@
+/*
+ * compare.c - build comparison rows from the results model.
+ *
+ * Groups are folded into cells (context + compared value) through a hash on
+ * interned pointers, cells are sorted by context, then each context yields
+ * one row per requested pair.
+ */
+#include "compare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE ((size_t)-1)
+
+/* Pooled context fields all point here, so cells compare by pointer. */
+static const char empty[] = "";
+
+struct cell {
+	/* context */
+	size_t part, run;
+	const char *board, *kernel, *mode, *workload, *metric;
+	/* compared value */
+	const char *dim;
+	double *v;
+	size_t n, cap, nwarm;
+	const char *unit;
+	bool mixed, excluded;
+};
+
+struct cpriv {
+	struct cell *cells;
+	size_t ncells, cap;
+	size_t *slot;
+	size_t nslot;
+	char **labels; /* owned strings ("run 12") */
+	size_t nlabels;
+};
+
+static const char *const by_names[] = {"mode", "part", "kernel", "run", "baseline"};
+
+const char *compare_by_name(enum compare_by by)
+{
+	return (size_t)by < LAB_ARRAY_SIZE(by_names) ? by_names[by] : "?";
+}
+
+int compare_by_parse(const char *s, enum compare_by *by)
+{
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(by_names) - 1; i++) /* baseline: only via --baseline */
+		if (strcmp(s, by_names[i]) == 0) {
+			*by = (enum compare_by)i;
+			return LAB_OK;
+		}
+	return LAB_EUSAGE;
+}
+
+void compare_opts_init(struct compare_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->by = COMPARE_BY_MODE;
+	o->alpha = 0.05;
+	o->min_effect = 0.01;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h;
+}
+
+static uint64_t cell_hash(const struct cell *c)
+{
+	uint64_t h = 1469598103934665603ULL;
+	h = mix(h, c->part);
+	h = mix(h, c->run);
+	h = mix(h, (uintptr_t)c->board);
+	h = mix(h, (uintptr_t)c->kernel);
+	h = mix(h, (uintptr_t)c->mode);
+	h = mix(h, (uintptr_t)c->workload);
+	h = mix(h, (uintptr_t)c->metric);
+	h = mix(h, (uintptr_t)c->dim);
+	return h;
+}
+
+static bool cell_eq(const struct cell *a, const struct cell *b)
+{
+	return a->part == b->part && a->run == b->run && a->board == b->board &&
+	       a->kernel == b->kernel && a->mode == b->mode && a->workload == b->workload &&
+	       a->metric == b->metric && a->dim == b->dim;
+}
+
+static void slots_grow(struct cpriv *p)
+{
+	size_t n = p->nslot ? p->nslot * 2 : 1024;
+	size_t *ns = xcalloc(n, sizeof *ns);
+	for (size_t i = 0; i < p->ncells; i++) {
+		size_t j = cell_hash(&p->cells[i]) & (n - 1);
+		while (ns[j])
+			j = (j + 1) & (n - 1);
+		ns[j] = i + 1;
+	}
+	free(p->slot);
+	p->slot = ns;
+	p->nslot = n;
+}
+
+static struct cell *cell_get(struct cpriv *p, const struct cell *k)
+{
+	if (p->ncells * 2 >= p->nslot)
+		slots_grow(p);
+	size_t j = cell_hash(k) & (p->nslot - 1);
+	while (p->slot[j]) {
+		struct cell *c = &p->cells[p->slot[j] - 1];
+		if (cell_eq(c, k))
+			return c;
+		j = (j + 1) & (p->nslot - 1);
+	}
+	if (p->ncells == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 256;
+		p->cells = xreallocarray(p->cells, p->cap, sizeof *p->cells);
+	}
+	struct cell *c = &p->cells[p->ncells];
+	*c = *k;
+	c->v = NULL;
+	c->n = c->cap = c->nwarm = 0;
+	c->unit = NULL;
+	c->mixed = c->excluded = false;
+	p->slot[j] = ++p->ncells;
+	return c;
+}
+
+static void cell_add(struct cell *c, const struct results_group *g, bool exclude)
+{
+	if (!c->unit)
+		c->unit = g->unit;
+	else if (strcmp(c->unit, g->unit) != 0)
+		c->mixed = true;
+	if (c->n + g->n > c->cap) {
+		c->cap = c->cap * 2 > c->n + g->n ? c->cap * 2 : c->n + g->n + 8;
+		c->v = xreallocarray(c->v, c->cap, sizeof *c->v);
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		if (g->warm[i]) {
+			c->nwarm++;
+			if (exclude) {
+				c->excluded = true;
+				continue;
+			}
+		}
+		c->v[c->n++] = g->v[i];
+	}
+}
+
+struct sortctx {
+	const struct results *r;
+};
+
+static int cmp_cell(const void *x, const void *y, void *ctx)
+{
+	const struct cell *a = x, *b = y;
+	const struct results *r = ctx;
+	int c;
+	if (a->part != b->part) {
+		if (a->part == NONE || b->part == NONE)
+			return a->part == NONE ? -1 : 1;
+		if ((c = strcmp(r->parts[a->part].label, r->parts[b->part].label)))
+			return c;
+		return a->part < b->part ? -1 : 1;
+	}
+	if ((c = strcmp(a->board, b->board)) || (c = strcmp(a->kernel, b->kernel)))
+		return c;
+	int ra = results_mode_rank(a->mode), rb = results_mode_rank(b->mode);
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	if ((c = strcmp(a->mode, b->mode)) || (c = strcmp(a->workload, b->workload)) ||
+	    (c = strcmp(a->metric, b->metric)))
+		return c;
+	if (a->run != b->run)
+		return a->run < b->run ? -1 : 1;
+	return strcmp(a->dim, b->dim);
+}
+
+static bool same_context(const struct cell *a, const struct cell *b)
+{
+	return a->part == b->part && a->run == b->run && a->board == b->board &&
+	       a->kernel == b->kernel && a->mode == b->mode && a->workload == b->workload &&
+	       a->metric == b->metric;
+}
+
+struct pair {
+	const char *a, *b;
+	bool need_both; /* emit only when both sides have data */
+};
+
+static void side_fill(struct compare_side *s, const struct cell *c, const char *label)
+{
+	memset(s, 0, sizeof *s);
+	s->label = label;
+	if (c) {
+		s->v = c->v;
+		s->n = c->n;
+		s->nwarmup = c->nwarm;
+		s->warmup_excluded = c->excluded;
+		s->unit = c->unit;
+		s->mixed_units = c->mixed;
+	}
+	stats_describe(s->v, s->n, 0.95, &s->d);
+}
+
+static void row_emit(struct compare_result *res, size_t *cap, const struct results *r,
+		     const struct cell *ctx, const struct cell *ca, const struct cell *cb,
+		     const char *la, const char *lb)
+{
+	if (res->nrows == *cap) {
+		*cap = *cap ? *cap * 2 : 64;
+		res->rows = xreallocarray(res->rows, *cap, sizeof *res->rows);
+	}
+	struct compare_row *w = &res->rows[res->nrows++];
+	memset(w, 0, sizeof *w);
+	w->part = ctx->part;
+	w->part_label = ctx->part == NONE ? "" : r->parts[ctx->part].label;
+	w->board = ctx->board;
+	w->kernel = ctx->kernel;
+	w->mode = ctx->mode;
+	w->workload = ctx->workload;
+	w->metric = ctx->metric;
+	side_fill(&w->a, ca, la);
+	side_fill(&w->b, cb, lb);
+	w->unit = w->a.unit ? w->a.unit : w->b.unit ? w->b.unit : "";
+	w->direction = stats_direction(w->metric, w->unit);
+	struct stats_cmp_opts so;
+	stats_cmp_opts_init(&so);
+	so.alpha = res->opts.alpha;
+	so.min_effect = res->opts.min_effect;
+	so.direction = w->direction;
+	stats_compare(w->a.v, w->a.n, w->b.v, w->b.n, &so, &w->cmp);
+	char note[96] = "";
+	if (!ca || !cb)
+		snprintf(note, sizeof note, "no %s data: no test", !ca ? la : lb);
+	else if (w->a.mixed_units || w->b.mixed_units)
+		snprintf(note, sizeof note, "mixed units: no test");
+	else if (strcmp(w->a.unit, w->b.unit) != 0)
+		snprintf(note, sizeof note, "mixed units (%s vs %s): no test", w->a.unit, w->b.unit);
+	if (note[0]) {
+		/* Nothing computed from mismatched data may be shown as a result. */
+		struct stats_cmp blank;
+		memset(&blank, 0, sizeof blank);
+		blank.change = blank.change_lo = blank.change_hi = NAN;
+		blank.welch.t = blank.welch.df = blank.welch.p = NAN;
+		blank.mwu.u = blank.mwu.p = NAN;
+		blank.verdict = VERDICT_NO_TEST;
+		lab_strlcpy(blank.note, note, sizeof blank.note);
+		w->cmp = blank;
+	}
+	switch (w->cmp.verdict) {
+	case VERDICT_BETTER:
+		res->nbetter++;
+		break;
+	case VERDICT_WORSE:
+		res->nworse++;
+		break;
+	case VERDICT_NO_DIFF:
+		res->nnodiff++;
+		break;
+	case VERDICT_CHANGED:
+		res->nchanged++;
+		break;
+	case VERDICT_NO_TEST:
+		res->nnotest++;
+		break;
+	}
+}
+
+static const struct cell *find_dim(const struct cell *c, size_t n, const char *dim)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(c[i].dim, dim) == 0)
+			return &c[i];
+	return NULL;
+}
+
+static const char *own(struct cpriv *p, char *s)
+{
+	p->labels = xreallocarray(p->labels, p->nlabels + 1, sizeof *p->labels);
+	p->labels[p->nlabels++] = s;
+	return s;
+}
+
+int compare_build(const struct results *r, const struct compare_opts *o,
+		  struct compare_result **out, struct lab_err *e)
+{
+	enum compare_by by = o->by;
+	if ((by == COMPARE_BY_PART || by == COMPARE_BY_KERNEL) && (!o->a || !o->b))
+		return LAB_ERR(e, LAB_EUSAGE, "compare --by %s needs --a and --b (the two %ss)",
+			       compare_by_name(by), compare_by_name(by));
+	if ((o->a == NULL) != (o->b == NULL))
+		return LAB_ERR(e, LAB_EUSAGE, "compare: give both --a and --b, or neither");
+	if (by == COMPARE_BY_BASELINE && (!o->nbase_runs || !o->test_run))
+		return LAB_ERR(e, LAB_EUSAGE, "baseline comparison without baseline runs");
+
+	struct cpriv *p = xcalloc(1, sizeof *p);
+	struct compare_result *res = xcalloc(1, sizeof *res);
+	res->opts = *o;
+	res->priv = p;
+
+	/* Run labels ("run 12") are the compared value for by run. */
+	const char **run_label = xcalloc(r->nruns + 1, sizeof *run_label);
+	for (size_t i = 0; i < r->nruns; i++)
+		run_label[i] = own(p, xasprintf("run %lld", (long long)r->runs[i].id));
+
+	for (size_t gi = 0; gi < r->ngroups; gi++) {
+		const struct results_group *g = &r->groups[gi];
+		struct cell k;
+		memset(&k, 0, sizeof k);
+		k.part = g->part;
+		k.run = NONE;
+		k.board = g->board;
+		k.kernel = g->kernel;
+		k.mode = g->mode;
+		k.workload = g->workload;
+		k.metric = g->metric;
+		switch (by) {
+		case COMPARE_BY_MODE:
+			k.dim = g->mode;
+			k.mode = empty;
+			break;
+		case COMPARE_BY_PART:
+			k.dim = r->parts[g->part].label;
+			k.part = NONE;
+			k.board = k.kernel = empty;
+			break;
+		case COMPARE_BY_KERNEL:
+			k.dim = g->kernel;
+			k.kernel = k.board = empty;
+			break;
+		case COMPARE_BY_RUN:
+			k.dim = run_label[g->run];
+			break;
+		case COMPARE_BY_BASELINE: {
+			int64_t id = r->runs[g->run].id;
+			bool in_base = false;
+			for (size_t i = 0; i < o->nbase_runs; i++)
+				in_base |= o->base_runs[i] == id;
+			if (id == o->test_run)
+				k.dim = "run";
+			else if (in_base)
+				k.dim = "baseline";
+			else
+				continue;
+			k.board = k.kernel = empty;
+			break;
+		}
+		}
+		struct cell *c = cell_get(p, &k);
+		cell_add(c, g, o->exclude_warmup);
+	}
+	qsort_r(p->cells, p->ncells, sizeof *p->cells, cmp_cell, (void *)r);
+
+	/* The pairs to emit per context. */
+	struct pair pairs[4];
+	size_t npairs = 0;
+	char *ra = NULL, *rb = NULL;
+	if (o->a) {
+		if (by == COMPARE_BY_RUN) {
+			int64_t ia, ib;
+			if (lab_parse_i64(o->a, &ia) || lab_parse_i64(o->b, &ib)) {
+				free(run_label);
+				compare_free(res);
+				return LAB_ERR(e, LAB_EUSAGE, "compare --by run: --a and --b are run ids");
+			}
+			ra = xasprintf("run %lld", (long long)ia);
+			rb = xasprintf("run %lld", (long long)ib);
+			own(p, ra);
+			own(p, rb);
+			pairs[npairs++] = (struct pair){ra, rb, false};
+		} else {
+			pairs[npairs++] = (struct pair){o->a, o->b, false};
+		}
+	} else if (by == COMPARE_BY_MODE) {
+		pairs[npairs++] = (struct pair){"fua", "cache-nofua", false};
+		pairs[npairs++] = (struct pair){"fua-cqe", "cache-nofua-cqe", false};
+		pairs[npairs++] = (struct pair){"fua", "fua-cqe", true};
+	} else if (by == COMPARE_BY_RUN) {
+		/* The two newest runs that have samples. */
+		size_t have[2], nh = 0;
+		for (size_t i = r->nruns; i-- > 0 && nh < 2;)
+			if (r->runs[i].nsamples)
+				have[nh++] = i;
+		if (nh < 2) {
+			free(run_label);
+			compare_free(res);
+			return LAB_ERR(e, LAB_EUSAGE, "compare --by run: fewer than two runs with samples");
+		}
+		pairs[npairs++] = (struct pair){run_label[have[1]], run_label[have[0]], false};
+	} else if (by == COMPARE_BY_BASELINE) {
+		pairs[npairs++] = (struct pair){"baseline", "run", false};
+	}
+
+	size_t cap = 0;
+	for (size_t i = 0; i < p->ncells;) {
+		size_t j = i + 1;
+		while (j < p->ncells && same_context(&p->cells[i], &p->cells[j]))
+			j++;
+		for (size_t q = 0; q < npairs; q++) {
+			const struct cell *ca = find_dim(&p->cells[i], j - i, pairs[q].a);
+			const struct cell *cb = find_dim(&p->cells[i], j - i, pairs[q].b);
+			if (!ca && !cb)
+				continue;
+			if (pairs[q].need_both && (!ca || !cb))
+				continue;
+			row_emit(res, &cap, r, &p->cells[i], ca, cb, pairs[q].a, pairs[q].b);
+		}
+		i = j;
+	}
+	free(run_label);
+	*out = res;
+	return LAB_OK;
+}
+
+void compare_free(struct compare_result *c)
+{
+	if (!c)
+		return;
+	struct cpriv *p = c->priv;
+	if (p) {
+		for (size_t i = 0; i < p->ncells; i++)
+			free(p->cells[i].v);
+		free(p->cells);
+		free(p->slot);
+		for (size_t i = 0; i < p->nlabels; i++)
+			free(p->labels[i]);
+		free(p->labels);
+		free(p);
+	}
+	free(c->rows);
+	free(c);
+}

@@ -1,0 +1,631 @@
+/*
+ * results.c - load samples from the store into the results model.
+ *
+ * One pass over sample x iteration x job with the filters in SQL; strings
+ * are interned so a group is found by hashing pointers, which keeps a year
+ * of nightly samples (~900k rows) well under a second.
+ */
+#include "results.h"
+#include "stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- string pool -------------------------------------------------------- */
+
+struct spool {
+	char **slot; /* open addressing, power of two */
+	size_t cap, n;
+};
+
+static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= c[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static void spool_grow(struct spool *sp)
+{
+	size_t ncap = sp->cap ? sp->cap * 2 : 256;
+	char **ns = xcalloc(ncap, sizeof *ns);
+	for (size_t i = 0; i < sp->cap; i++) {
+		if (!sp->slot[i])
+			continue;
+		uint64_t h = hash_bytes(sp->slot[i], strlen(sp->slot[i]), 1469598103934665603ULL);
+		size_t j = h & (ncap - 1);
+		while (ns[j])
+			j = (j + 1) & (ncap - 1);
+		ns[j] = sp->slot[i];
+	}
+	free(sp->slot);
+	sp->slot = ns;
+	sp->cap = ncap;
+}
+
+static const char *spool_intern(struct spool *sp, const char *s)
+{
+	if (!s)
+		s = "";
+	if (sp->n * 2 >= sp->cap)
+		spool_grow(sp);
+	size_t len = strlen(s);
+	uint64_t h = hash_bytes(s, len, 1469598103934665603ULL);
+	size_t j = h & (sp->cap - 1);
+	while (sp->slot[j]) {
+		if (strcmp(sp->slot[j], s) == 0)
+			return sp->slot[j];
+		j = (j + 1) & (sp->cap - 1);
+	}
+	sp->slot[j] = xstrndup(s, len);
+	sp->n++;
+	return sp->slot[j];
+}
+
+static void spool_free(struct spool *sp)
+{
+	for (size_t i = 0; i < sp->cap; i++)
+		free(sp->slot[i]);
+	free(sp->slot);
+}
+
+/* ---- group index -------------------------------------------------------- */
+
+struct gkey {
+	size_t run, part;
+	const char *board, *kernel, *mode, *suite, *workload, *metric, *unit;
+};
+
+struct priv {
+	struct spool pool;
+	size_t *gslot; /* group index + 1; 0 = empty */
+	size_t gcap;
+	size_t galloc; /* allocated entries of results.groups */
+};
+
+static uint64_t gkey_hash(const struct gkey *k)
+{
+	return hash_bytes(k, sizeof *k, 1469598103934665603ULL);
+}
+
+static bool gkey_eq(const struct results_group *g, const struct gkey *k)
+{
+	return g->run == k->run && g->part == k->part && g->board == k->board &&
+	       g->kernel == k->kernel && g->mode == k->mode && g->suite == k->suite &&
+	       g->workload == k->workload && g->metric == k->metric && g->unit == k->unit;
+}
+
+static void gindex_grow(struct results *r, struct priv *pv)
+{
+	size_t ncap = pv->gcap ? pv->gcap * 2 : 1024;
+	size_t *ns = xcalloc(ncap, sizeof *ns);
+	for (size_t i = 0; i < r->ngroups; i++) {
+		const struct results_group *g = &r->groups[i];
+		struct gkey k = {g->run, g->part, g->board, g->kernel, g->mode,
+				 g->suite, g->workload, g->metric, g->unit};
+		size_t j = gkey_hash(&k) & (ncap - 1);
+		while (ns[j])
+			j = (j + 1) & (ncap - 1);
+		ns[j] = i + 1;
+	}
+	free(pv->gslot);
+	pv->gslot = ns;
+	pv->gcap = ncap;
+}
+
+static struct results_group *group_get(struct results *r, struct priv *pv, const struct gkey *k)
+{
+	if (r->ngroups * 2 >= pv->gcap)
+		gindex_grow(r, pv);
+	size_t j = gkey_hash(k) & (pv->gcap - 1);
+	while (pv->gslot[j]) {
+		struct results_group *g = &r->groups[pv->gslot[j] - 1];
+		if (gkey_eq(g, k))
+			return g;
+		j = (j + 1) & (pv->gcap - 1);
+	}
+	if (r->ngroups == pv->galloc) {
+		pv->galloc = pv->galloc ? pv->galloc * 2 : 256;
+		r->groups = xreallocarray(r->groups, pv->galloc, sizeof *r->groups);
+	}
+	struct results_group *g = &r->groups[r->ngroups];
+	memset(g, 0, sizeof *g);
+	g->run = k->run;
+	g->part = k->part;
+	g->board = k->board;
+	g->kernel = k->kernel;
+	g->mode = k->mode;
+	g->suite = k->suite;
+	g->workload = k->workload;
+	g->metric = k->metric;
+	g->unit = k->unit;
+	g->warmup_dev = NAN;
+	pv->gslot[j] = ++r->ngroups;
+	return g;
+}
+
+static void group_push(struct results_group *g, double v, int iter, int warm)
+{
+	if (g->n == g->cap) {
+		g->cap = g->cap ? g->cap * 2 : 8;
+		g->v = xreallocarray(g->v, g->cap, sizeof *g->v);
+		g->iter = xreallocarray(g->iter, g->cap, sizeof *g->iter);
+		g->warm = xreallocarray(g->warm, g->cap, sizeof *g->warm);
+	}
+	g->v[g->n] = v;
+	g->iter[g->n] = iter;
+	g->warm[g->n] = (unsigned char)(warm != 0);
+	g->n++;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static const char *const mode_order[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe"};
+
+int results_mode_rank(const char *mode)
+{
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(mode_order); i++)
+		if (mode && strcmp(mode, mode_order[i]) == 0)
+			return (int)i;
+	return (int)LAB_ARRAY_SIZE(mode_order);
+}
+
+static int db_err(struct lab_err *e, sqlite3 *db, const char *what)
+{
+	return LAB_ERR(e, LAB_EINFRA, "results: %s: %s", what, sqlite3_errmsg(db));
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	return t ? (const char *)t : "";
+}
+
+int results_filter_add(struct results_filter *f, char *arg, struct lab_err *e)
+{
+	char *eq = strchr(arg, '=');
+	if (!eq || eq == arg || !eq[1])
+		return LAB_ERR(e, LAB_EUSAGE, "filter '%s': expected FIELD=VALUE", arg);
+	*eq = '\0';
+	const char *v = eq + 1;
+	static const char *const fields[] = {"run", "part", "board", "kernel", "mode", "suite",
+					     "workload", "metric", "source", NULL};
+	if (strcmp(arg, "run") == 0) {
+		int64_t id;
+		if (lab_parse_i64(v, &id) || id <= 0)
+			return LAB_ERR(e, LAB_EUSAGE, "filter run=%s: not a run id", v);
+		f->run_id = id;
+	} else if (strcmp(arg, "part") == 0) {
+		f->part = v;
+	} else if (strcmp(arg, "board") == 0) {
+		f->board = v;
+	} else if (strcmp(arg, "kernel") == 0) {
+		f->kernel = v;
+	} else if (strcmp(arg, "mode") == 0) {
+		f->mode = v;
+	} else if (strcmp(arg, "suite") == 0) {
+		f->suite = v;
+	} else if (strcmp(arg, "workload") == 0) {
+		f->workload = v;
+	} else if (strcmp(arg, "metric") == 0) {
+		f->metric = v;
+	} else if (strcmp(arg, "source") == 0) {
+		f->source = v;
+	} else {
+		const char *best = NULL;
+		int bd = 3;
+		for (size_t i = 0; fields[i]; i++) {
+			int d = lab_edit_distance(arg, fields[i]);
+			if (d < bd) {
+				bd = d;
+				best = fields[i];
+			}
+		}
+		int rc = LAB_ERR(e, LAB_EUSAGE, "filter: unknown field '%s'%s%s%s", arg,
+				 best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+		*eq = '=';
+		return rc;
+	}
+	return LAB_OK;
+}
+
+int results_latest_run(struct store *s, int64_t *run_id, struct lab_err *e)
+{
+	sqlite3 *db = store_db(s);
+	sqlite3_stmt *st;
+	*run_id = 0;
+	if (sqlite3_prepare_v2(db, "SELECT id FROM run ORDER BY started_at DESC, id DESC LIMIT 1", -1,
+			       &st, NULL) != SQLITE_OK)
+		return db_err(e, db, "latest run");
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*run_id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return LAB_OK;
+}
+
+const struct results_run *results_run_by_id(const struct results *r, int64_t id)
+{
+	for (size_t i = 0; i < r->nruns; i++)
+		if (r->runs[i].id == id)
+			return &r->runs[i];
+	return NULL;
+}
+
+struct idx {
+	int64_t id;
+	size_t i;
+};
+
+static int cmp_idx(const void *a, const void *b)
+{
+	int64_t x = ((const struct idx *)a)->id, y = ((const struct idx *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+static bool idx_find(const struct idx *ix, size_t n, int64_t id, size_t *out)
+{
+	struct idx key = {id, 0};
+	const struct idx *f = bsearch(&key, ix, n, sizeof *ix, cmp_idx);
+	if (!f)
+		return false;
+	*out = f->i;
+	return true;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+static int load_runs(struct results *r, struct priv *pv, sqlite3 *db, const struct results_filter *f,
+		     struct lab_err *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id, uuid, plan, lab, source, started_at, finished_at, status "
+			       "FROM run ORDER BY started_at, id",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(e, db, "loading runs");
+	size_t cap = 0;
+	struct results_run *all = NULL;
+	size_t nall = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (nall == cap) {
+			cap = cap ? cap * 2 : 64;
+			all = xreallocarray(all, cap, sizeof *all);
+		}
+		struct results_run *u = &all[nall++];
+		memset(u, 0, sizeof *u);
+		u->id = sqlite3_column_int64(st, 0);
+		u->uuid = spool_intern(&pv->pool, col_text(st, 1));
+		u->plan = spool_intern(&pv->pool, col_text(st, 2));
+		u->lab = spool_intern(&pv->pool, col_text(st, 3));
+		u->source = spool_intern(&pv->pool, col_text(st, 4));
+		u->started_at = spool_intern(&pv->pool, col_text(st, 5));
+		u->finished_at = spool_intern(&pv->pool, col_text(st, 6));
+		u->status = spool_intern(&pv->pool, col_text(st, 7));
+	}
+	sqlite3_finalize(st);
+
+	/* Position of upto_run: only runs started at or before it, the last N of them. */
+	size_t end = nall;
+	if (f->upto_run) {
+		size_t k;
+		for (k = 0; k < nall && all[k].id != f->upto_run; k++)
+			;
+		if (k == nall) {
+			free(all);
+			return LAB_ERR(e, LAB_EUSAGE, "no run with id %lld", (long long)f->upto_run);
+		}
+		end = k + 1;
+	}
+	r->runs = xcalloc(nall ? nall : 1, sizeof *r->runs);
+	for (size_t i = end; i-- > 0;) {
+		const struct results_run *u = &all[i];
+		if (f->run_id && u->id != f->run_id)
+			continue;
+		if (f->nrun_ids) {
+			bool in = false;
+			for (size_t j = 0; j < f->nrun_ids; j++)
+				in |= f->run_ids[j] == u->id;
+			if (!in)
+				continue;
+		}
+		if (f->source && strcmp(f->source, u->source) != 0)
+			continue;
+		if (f->complete_only && strcmp(u->status, "complete") != 0 &&
+		    strncmp(u->source, "import", 6) != 0)
+			continue;
+		if (f->last_runs && r->nruns >= f->last_runs)
+			break;
+		r->runs[r->nruns++] = *u;
+	}
+	free(all);
+	/* Collected newest first: put them back in date order. */
+	for (size_t i = 0; i < r->nruns / 2; i++) {
+		struct results_run t = r->runs[i];
+		r->runs[i] = r->runs[r->nruns - 1 - i];
+		r->runs[r->nruns - 1 - i] = t;
+	}
+	if (f->run_id && r->nruns == 0)
+		return LAB_ERR(e, LAB_EUSAGE, "no run with id %lld", (long long)f->run_id);
+	return LAB_OK;
+}
+
+/* " AND j.run_id IN (1,2,3)" when the selection is not every run. */
+static int run_clause(const struct results *r, sqlite3 *db, struct lab_buf *b, struct lab_err *e)
+{
+	sqlite3_stmt *st;
+	int64_t total = 0;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM run", -1, &st, NULL) != SQLITE_OK)
+		return db_err(e, db, "counting runs");
+	if (sqlite3_step(st) == SQLITE_ROW)
+		total = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if ((int64_t)r->nruns == total)
+		return LAB_OK;
+	lab_buf_printf(b, " AND j.run_id IN (");
+	for (size_t i = 0; i < r->nruns; i++)
+		lab_buf_printf(b, "%s%lld", i ? "," : "", (long long)r->runs[i].id);
+	lab_buf_printf(b, "%s)", r->nruns ? "" : "NULL");
+	return LAB_OK;
+}
+
+static int load_parts(struct results *r, struct priv *pv, sqlite3 *db, struct lab_err *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT id, label, cid FROM part ORDER BY label, cid, id", -1, &st,
+			       NULL) != SQLITE_OK)
+		return db_err(e, db, "loading parts");
+	size_t cap = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (r->nparts == cap) {
+			cap = cap ? cap * 2 : 32;
+			r->parts = xreallocarray(r->parts, cap, sizeof *r->parts);
+		}
+		struct results_part *p = &r->parts[r->nparts++];
+		p->id = sqlite3_column_int64(st, 0);
+		p->label = spool_intern(&pv->pool, col_text(st, 1));
+		p->cid = spool_intern(&pv->pool, col_text(st, 2));
+	}
+	sqlite3_finalize(st);
+	return LAB_OK;
+}
+
+static int load_counts(struct results *r, struct priv *pv, sqlite3 *db, const struct idx *rix,
+		       const char *runs_sql, struct lab_err *e)
+{
+	sqlite3_stmt *st;
+	char *sql = xasprintf("SELECT j.run_id, j.status, count(*) FROM job j WHERE 1%s "
+			      "GROUP BY j.run_id, j.status", runs_sql);
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	free(sql);
+	if (rc != SQLITE_OK)
+		return db_err(e, db, "counting jobs");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		size_t i;
+		if (!idx_find(rix, r->nruns, sqlite3_column_int64(st, 0), &i))
+			continue;
+		struct results_run *u = &r->runs[i];
+		const char *status = col_text(st, 1);
+		int n = sqlite3_column_int(st, 2);
+		u->jobs_total += n;
+		if (strcmp(status, "ok") == 0)
+			u->jobs_ok += n;
+		else if (strcmp(status, "infra") == 0)
+			u->jobs_infra += n;
+		else if (strcmp(status, "mode-mismatch") == 0)
+			u->jobs_mismatch += n;
+		else if (strcmp(status, "skipped") == 0)
+			u->jobs_skipped += n;
+		else
+			u->jobs_other += n;
+	}
+	sqlite3_finalize(st);
+
+	sql = xasprintf("SELECT j.run_id, j.job_id, j.at, j.kind, j.stage, COALESCE(b.name, ''), "
+			"j.message FROM event j LEFT JOIN board b ON b.id = j.board_id WHERE 1%s "
+			"ORDER BY j.at, j.id", runs_sql);
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	free(sql);
+	if (rc != SQLITE_OK)
+		return db_err(e, db, "loading events");
+	size_t cap = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		size_t i;
+		if (!idx_find(rix, r->nruns, sqlite3_column_int64(st, 0), &i))
+			continue;
+		const char *kind = col_text(st, 3);
+		if (strcmp(kind, "info") != 0)
+			r->runs[i].events_infra++;
+		if (strcmp(kind, "mode-mismatch") == 0)
+			r->runs[i].events_mismatch++;
+		if (r->nevents >= RESULTS_MAX_EVENTS) {
+			r->nevents_dropped++;
+			continue;
+		}
+		if (r->nevents == cap) {
+			cap = cap ? cap * 2 : 64;
+			r->events = xreallocarray(r->events, cap, sizeof *r->events);
+		}
+		struct results_event *ev = &r->events[r->nevents++];
+		ev->run_id = sqlite3_column_int64(st, 0);
+		ev->job_id = sqlite3_column_int64(st, 1);
+		ev->at = spool_intern(&pv->pool, col_text(st, 2));
+		ev->kind = spool_intern(&pv->pool, kind);
+		ev->stage = spool_intern(&pv->pool, col_text(st, 4));
+		ev->board = spool_intern(&pv->pool, col_text(st, 5));
+		ev->message = spool_intern(&pv->pool, col_text(st, 6));
+	}
+	sqlite3_finalize(st);
+	return LAB_OK;
+}
+
+static int cmp_group(const void *x, const void *y, void *ctx)
+{
+	const struct results_group *a = x, *b = y;
+	const struct results *r = ctx;
+	int c;
+	if (a->part != b->part) {
+		c = strcmp(r->parts[a->part].label, r->parts[b->part].label);
+		if (c)
+			return c;
+		return a->part < b->part ? -1 : 1;
+	}
+	if ((c = strcmp(a->board, b->board)) || (c = strcmp(a->kernel, b->kernel)) ||
+	    (c = strcmp(a->workload, b->workload)) || (c = strcmp(a->metric, b->metric)))
+		return c;
+	int ra = results_mode_rank(a->mode), rb = results_mode_rank(b->mode);
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	if ((c = strcmp(a->mode, b->mode)) || (c = strcmp(a->unit, b->unit)) ||
+	    (c = strcmp(a->suite, b->suite)))
+		return c;
+	return a->run < b->run ? -1 : a->run > b->run;
+}
+
+/* Values in iteration order, then the warm-up flag on the first. */
+static void group_finish(struct results_group *g)
+{
+	for (size_t i = 1; i < g->n; i++) {
+		double v = g->v[i];
+		int it = g->iter[i];
+		unsigned char w = g->warm[i];
+		size_t j = i;
+		while (j > 0 && g->iter[j - 1] > it) {
+			g->v[j] = g->v[j - 1];
+			g->iter[j] = g->iter[j - 1];
+			g->warm[j] = g->warm[j - 1];
+			j--;
+		}
+		g->v[j] = v;
+		g->iter[j] = it;
+		g->warm[j] = w;
+	}
+	g->direction = stats_direction(g->metric, g->unit);
+	if (stats_warmup(g->v, g->n, g->direction, &g->warmup_dev))
+		g->warm[0] = 1;
+}
+
+int results_load(struct store *s, const struct results_filter *f, struct results **out,
+		 struct lab_err *e)
+{
+	static const struct results_filter none;
+	if (!f)
+		f = &none;
+	sqlite3 *db = store_db(s);
+	struct results *r = xcalloc(1, sizeof *r);
+	struct priv *pv = xcalloc(1, sizeof *pv);
+	r->priv = pv;
+	int rc;
+	struct lab_buf runs_sql;
+	lab_buf_init(&runs_sql, 0);
+	struct idx *rix = NULL, *pix = NULL;
+	sqlite3_stmt *st = NULL;
+
+	if ((rc = load_runs(r, pv, db, f, e)) || (rc = load_parts(r, pv, db, e)) ||
+	    (rc = run_clause(r, db, &runs_sql, e)))
+		goto fail;
+	rix = xcalloc(r->nruns + 1, sizeof *rix);
+	for (size_t i = 0; i < r->nruns; i++)
+		rix[i] = (struct idx){r->runs[i].id, i};
+	qsort(rix, r->nruns, sizeof *rix, cmp_idx);
+	pix = xcalloc(r->nparts + 1, sizeof *pix);
+	for (size_t i = 0; i < r->nparts; i++)
+		pix[i] = (struct idx){r->parts[i].id, i};
+	qsort(pix, r->nparts, sizeof *pix, cmp_idx);
+	if ((rc = load_counts(r, pv, db, rix, lab_buf_cstr(&runs_sql), e)))
+		goto fail;
+
+	char *sql = xasprintf(
+		"SELECT j.run_id, j.part_id, COALESCE(b.name, ''), COALESCE(k.version, ''), j.mode, "
+		"j.suite, i.workload, i.n, i.warmup, s.metric, s.unit, s.value "
+		"FROM sample s JOIN iteration i ON i.id = s.iteration_id "
+		"JOIN job j ON j.id = i.job_id "
+		"LEFT JOIN board b ON b.id = j.board_id LEFT JOIN kernel k ON k.id = j.kernel_id "
+		"WHERE j.status != 'mode-mismatch' "
+		"AND (j.verified_mode IS NULL OR j.verified_mode = j.mode)%s"
+		"%s%s%s%s%s%s%s",
+		lab_buf_cstr(&runs_sql),
+		f->part ? " AND j.part_id IN (SELECT id FROM part WHERE label = ?1)" : "",
+		f->board ? " AND b.name = ?2" : "", f->kernel ? " AND k.version = ?3" : "",
+		f->mode ? " AND j.mode = ?4" : "", f->suite ? " AND j.suite = ?5" : "",
+		f->workload ? " AND i.workload = ?6" : "", f->metric ? " AND s.metric = ?7" : "");
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	free(sql);
+	if (rc != SQLITE_OK) {
+		rc = db_err(e, db, "loading samples");
+		goto fail;
+	}
+	const char *binds[] = {f->part, f->board, f->kernel, f->mode, f->suite, f->workload, f->metric};
+	for (int i = 0; i < 7; i++)
+		if (binds[i])
+			sqlite3_bind_text(st, i + 1, binds[i], -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct gkey k;
+		memset(&k, 0, sizeof k); /* hashed as bytes: padding must be zero */
+		if (!idx_find(rix, r->nruns, sqlite3_column_int64(st, 0), &k.run) ||
+		    !idx_find(pix, r->nparts, sqlite3_column_int64(st, 1), &k.part))
+			continue;
+		k.board = spool_intern(&pv->pool, col_text(st, 2));
+		k.kernel = spool_intern(&pv->pool, col_text(st, 3));
+		k.mode = spool_intern(&pv->pool, col_text(st, 4));
+		k.suite = spool_intern(&pv->pool, col_text(st, 5));
+		k.workload = spool_intern(&pv->pool, col_text(st, 6));
+		k.metric = spool_intern(&pv->pool, col_text(st, 9));
+		k.unit = spool_intern(&pv->pool, col_text(st, 10));
+		struct results_group *g = group_get(r, pv, &k);
+		group_push(g, sqlite3_column_double(st, 11), sqlite3_column_int(st, 7),
+			   sqlite3_column_int(st, 8));
+		r->runs[k.run].nsamples++;
+		r->nsamples++;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = db_err(e, db, "reading samples");
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	for (size_t i = 0; i < r->ngroups; i++)
+		group_finish(&r->groups[i]);
+	qsort_r(r->groups, r->ngroups, sizeof *r->groups, cmp_group, r);
+	free(pv->gslot); /* the index is invalid after sorting */
+	pv->gslot = NULL;
+	pv->gcap = 0;
+	free(rix);
+	free(pix);
+	lab_buf_free(&runs_sql);
+	*out = r;
+	return LAB_OK;
+fail:
+	sqlite3_finalize(st);
+	free(rix);
+	free(pix);
+	lab_buf_free(&runs_sql);
+	results_free(r);
+	return rc;
+}
+
+void results_free(struct results *r)
+{
+	if (!r)
+		return;
+	struct priv *pv = r->priv;
+	for (size_t i = 0; i < r->ngroups; i++) {
+		free(r->groups[i].v);
+		free(r->groups[i].iter);
+		free(r->groups[i].warm);
+	}
+	free(r->groups);
+	free(r->runs);
+	free(r->parts);
+	free(r->events);
+	if (pv) {
+		spool_free(&pv->pool);
+		free(pv->gslot);
+		free(pv);
+	}
+	free(r);
+}

@@ -1,0 +1,98 @@
+/*
+ * results.h - the results model: samples loaded from the store into groups.
+ *
+ * A group is one (run, part, board, kernel, mode, workload, metric, unit)
+ * series, values in iteration order.  Imported data has no board or kernel:
+ * those fields are "" (never NULL).  Strings are interned and owned by the
+ * struct results; everything is freed by results_free().  Samples of jobs
+ * whose verified mode differs from the requested one are never loaded (they
+ * are infrastructure errors, counted in the run's job counts).
+ *
+ * Warm-up: per group, the first value (lowest iteration) is flagged when
+ * stats_warmup() says so, or when the store marked its iteration as warm-up.
+ * Flags are always computed; excluding them is the consumer's choice.
+ *
+ * Read-only on the store; no printing.  Not thread-safe (one loop thread).
+ */
+#ifndef EMMCLAB_RESULTS_H
+#define EMMCLAB_RESULTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "store.h"
+#include "util.h"
+
+struct results_run {
+	int64_t id;
+	const char *uuid, *plan, *lab, *source, *started_at, *finished_at, *status;
+	int jobs_total, jobs_ok, jobs_infra, jobs_mismatch, jobs_skipped, jobs_other;
+	int events_infra;  /* events whose kind is not "info" */
+	int events_mismatch; /* events of kind mode-mismatch */
+	size_t nsamples;   /* loaded samples (after filters) */
+};
+
+struct results_part {
+	int64_t id;
+	const char *label, *cid; /* cid "" when unknown (imported) */
+};
+
+struct results_event {
+	int64_t run_id, job_id;
+	const char *at, *kind, *stage, *board, *message;
+};
+
+struct results_group {
+	size_t run;      /* index into runs[] */
+	size_t part;     /* index into parts[] */
+	const char *board, *kernel, *mode, *suite, *workload, *metric, *unit;
+	double *v;
+	int *iter;                /* iteration number of each value */
+	unsigned char *warm;      /* 1 when that value is a flagged warm-up */
+	size_t n, cap;
+	double warmup_dev;        /* relative deviation of the first value (NaN if not computed) */
+	int direction;            /* stats_direction(metric, unit) */
+};
+
+struct results {
+	struct results_run *runs;       /* ordered by started_at, then id */
+	size_t nruns;
+	struct results_part *parts;     /* ordered by label */
+	size_t nparts;
+	struct results_group *groups;   /* ordered: part, board, kernel, workload, metric, mode, run */
+	size_t ngroups;
+	struct results_event *events;   /* of the loaded runs, by time; capped at RESULTS_MAX_EVENTS */
+	size_t nevents;
+	size_t nevents_dropped;
+	size_t nsamples;
+	void *priv;                     /* string pool and indexes */
+};
+
+#define RESULTS_MAX_EVENTS 10000
+
+struct results_filter {
+	int64_t run_id;        /* 0: any run */
+	const int64_t *run_ids; /* optional explicit set (used when nrun_ids > 0) */
+	size_t nrun_ids;
+	int64_t upto_run;      /* with last_runs: the last_runs runs started at or before this one */
+	size_t last_runs;      /* 0: no limit */
+	bool complete_only;    /* only runs with status complete (and imports) */
+	const char *part, *board, *kernel, *mode, *suite, *workload, *metric, *source;
+};
+
+/* Parse "FIELD=VALUE" (field: run, part, board, kernel, mode, suite, workload,
+ * metric, source) into f; the strings point into `arg`, which must outlive f. */
+int results_filter_add(struct results_filter *f, char *arg, struct lab_err *e);
+
+int results_load(struct store *s, const struct results_filter *f, struct results **out,
+		 struct lab_err *e);
+void results_free(struct results *r);
+
+/* The mode's position in the fixed order fua, cache-nofua, fua-cqe,
+ * cache-nofua-cqe; other modes sort after them. */
+int results_mode_rank(const char *mode);
+const struct results_run *results_run_by_id(const struct results *r, int64_t id);
+/* Id of the newest run in the store (by started_at), 0 when none. */
+int results_latest_run(struct store *s, int64_t *run_id, struct lab_err *e);
+
+#endif

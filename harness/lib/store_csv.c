@@ -677,7 +677,8 @@ int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **o
 	f->comments = comments.len ? xstrndup(comments.data, comments.len) : NULL;
 	lab_buf_free(&comments);
 	drop_duplicates(&c);
-	qsort(f->bad, f->nbad, sizeof *f->bad, cmp_bad);
+	if (f->nbad)
+		qsort(f->bad, f->nbad, sizeof *f->bad, cmp_bad);
 	f->exact = !anomalies && f->nbad_total == 0 && check_exact(f, buf, len);
 	*out = f;
 	return LAB_OK;

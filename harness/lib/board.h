@@ -102,4 +102,23 @@ void board_abort(struct board *b);
 void board_health_fail(struct board *b, const char *why);
 void board_health_ok(struct board *b);
 
+/* ---- additions for `emmclab board` and the runner (H6b) ---- */
+struct console;
+/* The board's console (created by board_new, opened on first use). */
+struct console *board_console(struct board *b);
+/* Open the console without booting (interactive use) and start a transcript in
+ * transcript_dir (NULL: the lab's); closed by board_power_off/board_free. */
+int board_console_open(struct board *b, const char *transcript_dir, struct lab_err *e);
+/* Every byte received from the console, after the transcript (interactive console). */
+typedef void (*board_tap_cb)(struct board *b, const char *buf, size_t n, void *arg);
+void board_set_tap(struct board *b, board_tap_cb tap, void *arg);
+/* Power without booting (`emmclab board NAME power on|off|cycle|state`): power_op is
+ * an enum power_op (power.h); cb gets rc, the power state (enum power_state) and a message. */
+typedef void (*board_power_cb)(struct board *b, int rc, int state, const char *msg, void *arg);
+int board_power(struct board *b, int power_op, board_power_cb cb, void *arg);
+/* Restore persisted health (failures so far, quarantined) when a run starts. */
+void board_health_restore(struct board *b, int failures, bool quarantined);
+/* Boots started (= transcripts written) so far. */
+int board_boot_count(const struct board *b);
+
 #endif

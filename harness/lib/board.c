@@ -1,0 +1,1155 @@
+/*
+ * board.c - one board as a state machine on the loop (see board.h).
+ *
+ * A boot attempt: [deploy before power] -> power cycle -> (first output within
+ * first_output) -> [U-Boot: interrupt + sync within bootloader] -> [deploy at
+ * U-Boot, or boot from the board's own storage with the mode's bootargs] ->
+ * shell (login/prompt within boot, shell within login) -> agent present.
+ * Each stage's failure is classified (enum board_fail), reported as an event,
+ * and the attempt is retried after a power cycle up to type.retries times.
+ *
+ * Whether the board stops in U-Boot: always when the deploy method works at
+ * the U-Boot prompt; otherwise when the type has a U-Boot prompt configured
+ * (uboot.prompt not empty) and the deploy method does not boot the kernel
+ * itself, so the mode's command line can be put into bootargs.
+ */
+#include "board.h"
+#include "console.h"
+#include "deploy.h"
+#include "expect.h"
+#include "power.h"
+#include "shell.h"
+#include "uboot.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define AGENT_RESEND_TRIES 3
+#define AGENT_RESEND_BATCH 64
+#define AGENT_MAX_SEQ 200000
+#define DEFAULT_TIMEOUT_MS 60000
+
+enum b_op { OP_NONE, OP_BOOT, OP_SHELL, OP_AGENT, OP_PUT, OP_OFF, OP_POWER };
+
+struct board {
+	struct loop *loop;
+	const struct lab_cfg *lab;
+	const struct board_cfg *cfg;
+	const struct board_type *type;
+	struct board_events ev;
+	void *ev_arg;
+
+	struct console *con;
+	struct expect *x;
+	struct power *pw;
+	struct deploy *dep;
+	struct uboot *ub;
+	struct shell *sh;
+	struct uboot_cfg ub_default;   /* used when the board has no type */
+	struct shell_cfg sh_default;
+
+	enum board_state state;
+	int failures;
+	bool quarantined;
+	board_tap_cb tap;
+	void *tap_arg;
+
+	/* current operation */
+	enum b_op op;
+	board_done_cb done_cb;
+	board_cmd_cb cmd_cb;
+	board_msg_cb msg_cb;
+	board_power_cb power_cb;
+	void *cb_arg;
+	struct loop_timer done_timer, first_output;
+	int rc;
+	enum board_fail fail;
+	char msg[600];
+	int cmd_status;
+	struct lab_buf cmd_out;
+	int power_state;
+
+	/* boot */
+	const struct kernel_cfg *kernel;
+	char *extra;
+	char *bootargs;
+	char *tdir;
+	char *workdir;
+	int attempt;
+	int boot_n;
+	bool got_output;
+	struct transcript *tr;
+	bool offline_phase;      /* deploy before power is running */
+
+	/* agent */
+	char **lines;        /* by seq: raw protocol line, until delivered */
+	bool *bad;           /* seq seen with a bad CRC */
+	uint64_t nlines_cap;
+	uint64_t next_seq;   /* next seq to deliver */
+	uint64_t max_seen;
+	uint64_t done_seq;   /* 0 until the done line arrived (parsed OK) */
+	bool done_ok;
+	int resend_tries;
+	unsigned corrupt;
+	uint64_t agent_timeout;
+	uint64_t agent_deadline_ms;
+	char agent_err[256];
+	struct proto_msg *pm;
+};
+
+static const char *const state_names[BOARD_STATE_COUNT] = {
+	"off", "powering", "bootloader", "deploy", "booting", "shell", "running", "powering-off",
+	"quarantined",
+};
+
+static const char *const fail_names[FAIL_COUNT] = {
+	"none", "power", "no-console", "no-output", "bootloader-hang", "deploy", "kernel-panic",
+	"boot-timeout", "login-timeout", "command-timeout", "agent-protocol", "mode-mismatch",
+	"quarantined",
+};
+
+const char *board_state_name(enum board_state s)
+{
+	return (unsigned)s < BOARD_STATE_COUNT ? state_names[s] : "?";
+}
+
+const char *board_fail_name(enum board_fail f)
+{
+	return (unsigned)f < FAIL_COUNT ? fail_names[f] : "?";
+}
+
+static void boot_attempt(struct board *b);
+static void power_cycle(struct board *b);
+static void attempt_failed(struct board *b, enum board_fail f, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- small helpers ---- */
+
+static uint64_t tmo(uint64_t v, uint64_t def)
+{
+	return v ? v : def;
+}
+
+static const struct timeouts_cfg *timeouts(const struct board *b)
+{
+	static const struct timeouts_cfg none;
+	return b->type ? &b->type->timeouts : &none;
+}
+
+static const struct uboot_cfg *ub_cfg(struct board *b)
+{
+	return b->type ? &b->type->uboot : &b->ub_default;
+}
+
+static const struct shell_cfg *sh_cfg(struct board *b)
+{
+	return b->type ? &b->type->shell : &b->sh_default;
+}
+
+static void set_state(struct board *b, enum board_state s)
+{
+	if (b->state == s)
+		return;
+	b->state = s;
+	if (b->ev.state)
+		b->ev.state(b, s, b->ev_arg);
+}
+
+static void emit(struct board *b, const char *kind, const char *stage, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void emit(struct board *b, const char *kind, const char *stage, const char *fmt, ...)
+{
+	char m[700];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof m, fmt, ap);
+	va_end(ap);
+	if (b->tr)
+		transcript_mark(b->tr, "== %s%s%s: %s ==", kind, stage ? " in " : "", stage ? stage : "", m);
+	if (b->ev.event)
+		b->ev.event(b, kind, stage, m, b->ev_arg);
+}
+
+static void on_done_timer(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct board *b = arg;
+	enum b_op op = b->op;
+	void *a = b->cb_arg;
+	b->op = OP_NONE;
+	switch (op) {
+	case OP_SHELL: {
+		board_cmd_cb cb = b->cmd_cb;
+		b->cmd_cb = NULL;
+		if (cb)
+			cb(b, b->rc, b->cmd_status, b->cmd_out.data ? b->cmd_out.data : "", b->cmd_out.len, a);
+		break;
+	}
+	case OP_POWER: {
+		board_power_cb cb = b->power_cb;
+		b->power_cb = NULL;
+		if (cb)
+			cb(b, b->rc, b->power_state, b->msg[0] ? b->msg : NULL, a);
+		break;
+	}
+	case OP_NONE:
+		break;
+	default: {
+		board_done_cb cb = b->done_cb;
+		b->done_cb = NULL;
+		if (cb)
+			cb(b, b->rc, b->fail, b->msg[0] ? b->msg : NULL, a);
+		break;
+	}
+	}
+}
+
+/* Complete the current operation on the next loop pass. */
+static void complete(struct board *b, int rc, enum board_fail f, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void complete(struct board *b, int rc, enum board_fail f, const char *fmt, ...)
+{
+	b->rc = rc;
+	b->fail = rc == LAB_OK ? FAIL_NONE : f;
+	b->msg[0] = '\0';
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(b->msg, sizeof b->msg, fmt, ap);
+		va_end(ap);
+	}
+	loop_timer_stop(b->loop, &b->first_output);
+	loop_timer_start(b->loop, &b->done_timer, 0);
+}
+
+static void close_transcript(struct board *b, bool report)
+{
+	if (!b->tr)
+		return;
+	console_attach_transcript(b->con, NULL);
+	char sha[65] = "";
+	uint64_t bytes = 0;
+	struct lab_err e = {0};
+	char *path = xstrdup(transcript_path(b->tr));
+	int rc = transcript_close(b->tr, sha, &bytes, &e);
+	b->tr = NULL;
+	if (report && rc == LAB_OK && b->ev.transcript)
+		b->ev.transcript(b, path, sha, bytes, b->boot_n, b->ev_arg);
+	free(path);
+}
+
+static int open_transcript(struct board *b, const char *dir, struct lab_err *e)
+{
+	close_transcript(b, true);
+	if (!dir || !dir[0])
+		dir = b->lab && b->lab->transcripts && b->lab->transcripts[0] ? b->lab->transcripts : ".";
+	if (lab_mkdir_p(dir, 0755) != 0)
+		return LAB_ERR(e, LAB_EINFRA, "%s: cannot create transcript directory %s", b->cfg->name, dir);
+	b->boot_n++;
+	char ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof ts, "%Y%m%dT%H%M%SZ", &tm);
+	char *path = xasprintf("%s/%s-%d-%s.log", dir, b->cfg->name, b->boot_n, ts);
+	uint64_t max = b->lab && b->lab->transcript_max ? b->lab->transcript_max : 64u * 1024 * 1024;
+	int rc = transcript_open(path, max, &b->tr, e);
+	free(path);
+	if (rc)
+		return rc;
+	console_attach_transcript(b->con, b->tr);
+	return LAB_OK;
+}
+
+/* Stop everything in flight (drivers that cannot be cancelled are recreated). */
+static void stop_activity(struct board *b)
+{
+	loop_timer_stop(b->loop, &b->first_output);
+	if (b->ub)
+		uboot_cancel(b->ub);
+	if (b->sh)
+		shell_cancel(b->sh);
+	if (b->x) {
+		expect_clear(b->x);
+		expect_set_line_cb(b->x, NULL, NULL);
+	}
+	if (b->dep && b->dep->busy) {
+		deploy_free(b->dep);
+		b->dep = NULL;
+	}
+	if (b->pw && b->pw->busy) {
+		power_free(b->pw);
+		b->pw = NULL;
+	}
+}
+
+static int ensure_power(struct board *b, struct lab_err *e)
+{
+	if (b->pw)
+		return LAB_OK;
+	if (!b->cfg->power)
+		return LAB_ERR(e, LAB_EUSAGE, "%s: no power: block in the lab", b->cfg->name);
+	int rc = power_new(b->loop, b->cfg->name, b->cfg->power, &b->pw, e);
+	if (rc == LAB_OK && timeouts(b)->power_ms)
+		b->pw->timeout_ms = timeouts(b)->power_ms;
+	return rc;
+}
+
+static int ensure_deploy(struct board *b, struct lab_err *e)
+{
+	if (b->dep || !b->cfg->deploy)
+		return LAB_OK;
+	return deploy_new(b->loop, b->cfg->name, b->cfg->deploy, &b->dep, e);
+}
+
+static int ensure_console(struct board *b, struct lab_err *e)
+{
+	if (console_is_up(b->con))
+		return LAB_OK;
+	return console_open(b->con, e);
+}
+
+/* ---- console events ---- */
+
+static void on_first_output_timeout(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct board *b = arg;
+	if (b->op == OP_BOOT && !b->got_output)
+		attempt_failed(b, FAIL_NO_OUTPUT, "no console output within %llu ms of power-on",
+			       (unsigned long long)tmo(timeouts(b)->first_output_ms, 30000));
+}
+
+static void on_con_data(struct console *c, const char *buf, size_t n, void *arg)
+{
+	LAB_UNUSED(c);
+	struct board *b = arg;
+	if (b->tap)
+		b->tap(b, buf, n, b->tap_arg);
+	if (b->state == BOARD_POWERING_OFF || (b->state == BOARD_OFF && b->op != OP_NONE))
+		return; /* noise from a board being switched off belongs to nobody */
+	if (!b->got_output && b->op == OP_BOOT && b->state != BOARD_POWERING) {
+		b->got_output = true;
+		loop_timer_stop(b->loop, &b->first_output);
+	}
+	expect_feed(b->x, buf, n);
+}
+
+static void on_con_state(struct console *c, bool up, const char *msg, void *arg)
+{
+	LAB_UNUSED(c);
+	struct board *b = arg;
+	if (!up && b->state != BOARD_OFF && b->state != BOARD_POWERING &&
+	    b->state != BOARD_POWERING_OFF)
+		emit(b, "info", board_state_name(b->state), "console lost: %s", msg ? msg : "?");
+}
+
+/* ---- boot ---- */
+
+static enum board_fail classify_shell(struct board *b)
+{
+	switch (shell_failure(b->sh)) {
+	case SHELL_FAIL_PANIC:
+		return FAIL_KERNEL_PANIC;
+	case SHELL_FAIL_BOOT_TIMEOUT:
+		return b->got_output ? FAIL_BOOT_TIMEOUT : FAIL_NO_OUTPUT;
+	case SHELL_FAIL_LOGIN_TIMEOUT:
+	case SHELL_FAIL_LOGIN_REFUSED:
+		return FAIL_LOGIN_TIMEOUT;
+	case SHELL_FAIL_COMMAND_TIMEOUT:
+		return FAIL_COMMAND_TIMEOUT;
+	default:
+		return FAIL_BOOT_TIMEOUT;
+	}
+}
+
+static void boot_success(struct board *b)
+{
+	set_state(b, BOARD_SHELL);
+	if (b->tr)
+		transcript_mark(b->tr, "== shell ready (attempt %d) ==", b->attempt);
+	complete(b, LAB_OK, FAIL_NONE, NULL);
+}
+
+static void on_agent_ready(struct shell *s, int rc, int status, const char *out, size_t len, void *arg)
+{
+	LAB_UNUSED(s);
+	LAB_UNUSED(out);
+	LAB_UNUSED(len);
+	struct board *b = arg;
+	if (rc != LAB_OK) {
+		enum board_fail f = shell_failure(b->sh) == SHELL_FAIL_PANIC ? FAIL_KERNEL_PANIC :
+			rc == LAB_ETIMEOUT ? FAIL_COMMAND_TIMEOUT : FAIL_DEPLOY;
+		attempt_failed(b, f, "agent: %s", shell_errmsg(b->sh));
+		return;
+	}
+	if (status == 1)
+		emit(b, "info", "shell", "agent pushed to %s", sh_cfg(b)->agent_path);
+	boot_success(b);
+}
+
+static void on_shell_attached(struct shell *s, int rc, int status, const char *out, size_t len,
+			      void *arg)
+{
+	LAB_UNUSED(s);
+	LAB_UNUSED(status);
+	LAB_UNUSED(out);
+	LAB_UNUSED(len);
+	struct board *b = arg;
+	if (rc != LAB_OK) {
+		attempt_failed(b, classify_shell(b), "%s", shell_errmsg(b->sh));
+		return;
+	}
+	set_state(b, BOARD_SHELL);
+	const struct shell_cfg *sc = sh_cfg(b);
+	if (sc->agent_path && sc->agent_path[0]) {
+		uint64_t t = tmo(timeouts(b)->command_ms, DEFAULT_TIMEOUT_MS) * 10;
+		if (shell_ensure_agent(b->sh, t, on_agent_ready, b) == LAB_OK)
+			return;
+		attempt_failed(b, FAIL_DEPLOY, "cannot check the agent");
+		return;
+	}
+	boot_success(b);
+}
+
+static void start_booting(struct board *b)
+{
+	set_state(b, BOARD_BOOTING);
+	const struct timeouts_cfg *t = timeouts(b);
+	if (shell_attach(b->sh, tmo(t->boot_ms, 120000), tmo(t->login_ms, 60000), on_shell_attached, b)) {
+		attempt_failed(b, FAIL_BOOT_TIMEOUT, "shell session busy");
+		return;
+	}
+}
+
+static void on_ub_booted(struct uboot *u, int rc, const char *out, size_t len, void *arg)
+{
+	LAB_UNUSED(u);
+	LAB_UNUSED(out);
+	LAB_UNUSED(len);
+	struct board *b = arg;
+	if (rc == LAB_OK) {
+		start_booting(b);
+		return;
+	}
+	attempt_failed(b, rc == LAB_EFOUND ? FAIL_DEPLOY : FAIL_BOOTLOADER_HANG, "%s",
+		       uboot_errmsg(b->ub));
+}
+
+static void on_deployed(struct deploy *d, int rc, const char *msg, void *arg)
+{
+	LAB_UNUSED(d);
+	struct board *b = arg;
+	if (rc != LAB_OK) {
+		attempt_failed(b, FAIL_DEPLOY, "%s", msg ? msg : "deploy failed");
+		return;
+	}
+	unsigned fl = b->dep->drv->flags;
+	if (b->offline_phase) {
+		/* deployed offline: now power the board */
+		b->offline_phase = false;
+		power_cycle(b);
+		return;
+	}
+	if (fl & DEPLOY_BOOTS) {
+		start_booting(b);
+		return;
+	}
+	if (fl & DEPLOY_AT_UBOOT) {
+		/* deployed at U-Boot (e.g. written the eMMC over the network): boot from it */
+		set_state(b, BOARD_BOOTLOADER);
+		if (uboot_boot_local(b->ub, b->bootargs, tmo(timeouts(b)->bootloader_ms, 60000),
+				     on_ub_booted, b))
+			attempt_failed(b, FAIL_BOOTLOADER_HANG, "U-Boot session busy or bad bootargs");
+		return;
+	}
+	start_booting(b);
+}
+
+static bool wants_uboot(struct board *b)
+{
+	unsigned fl = b->dep ? b->dep->drv->flags : 0;
+	if (fl & DEPLOY_AT_UBOOT)
+		return true;
+	if (fl & DEPLOY_BOOTS)
+		return false;
+	const struct uboot_cfg *u = ub_cfg(b);
+	return u->prompt && u->prompt[0];
+}
+
+static void run_deploy(struct board *b)
+{
+	set_state(b, BOARD_DEPLOY);
+	struct deploy_ctx ctx = {
+		.kernel = b->kernel,
+		.bootargs = b->bootargs,
+		.uboot = b->ub,
+		.workdir = b->workdir,
+	};
+	if (deploy_run(b->dep, &ctx, on_deployed, b) != LAB_OK)
+		attempt_failed(b, FAIL_DEPLOY, "deploy method busy");
+}
+
+static void on_uboot_ready(struct uboot *u, int rc, const char *out, size_t len, void *arg)
+{
+	LAB_UNUSED(u);
+	LAB_UNUSED(out);
+	LAB_UNUSED(len);
+	struct board *b = arg;
+	if (rc != LAB_OK) {
+		attempt_failed(b, b->got_output ? FAIL_BOOTLOADER_HANG : FAIL_NO_OUTPUT, "%s",
+			       uboot_errmsg(b->ub));
+		return;
+	}
+	if (b->tr)
+		transcript_mark(b->tr, "== U-Boot prompt reached ==");
+	if (b->dep && (b->dep->drv->flags & DEPLOY_AT_UBOOT)) {
+		run_deploy(b);
+		return;
+	}
+	if (uboot_boot_local(b->ub, b->bootargs, tmo(timeouts(b)->bootloader_ms, 60000), on_ub_booted,
+			     b))
+		attempt_failed(b, FAIL_DEPLOY, "cannot boot from U-Boot: bad bootargs (quotes?) or "
+			       "uboot.env entry");
+}
+
+static void on_powered(struct power *p, int rc, int state, const char *msg, void *arg)
+{
+	LAB_UNUSED(p);
+	LAB_UNUSED(state);
+	struct board *b = arg;
+	if (rc != LAB_OK) {
+		attempt_failed(b, FAIL_POWER, "%s", msg ? msg : "power cycle failed");
+		return;
+	}
+	console_set_expect_down(b->con, false);
+	if (b->tr)
+		transcript_mark(b->tr, "== power on ==");
+	const struct timeouts_cfg *t = timeouts(b);
+	if (!b->got_output)
+		loop_timer_start(b->loop, &b->first_output, tmo(t->first_output_ms, 30000));
+	unsigned fl = b->dep ? b->dep->drv->flags : 0;
+	if (wants_uboot(b)) {
+		set_state(b, BOARD_BOOTLOADER);
+		/* the interrupt budget includes the wait for first output */
+		uint64_t budget = tmo(t->bootloader_ms, 60000) + tmo(t->first_output_ms, 30000);
+		if (uboot_interrupt(b->ub, budget, on_uboot_ready, b))
+			attempt_failed(b, FAIL_BOOTLOADER_HANG, "U-Boot session busy");
+		return;
+	}
+	if (b->dep && !(fl & DEPLOY_BEFORE_POWER)) {
+		run_deploy(b);
+		return;
+	}
+	start_booting(b);
+}
+
+static void power_cycle(struct board *b)
+{
+	struct lab_err e = {0};
+	if (ensure_power(b, &e)) {
+		complete(b, LAB_EUSAGE, FAIL_POWER, "%s", e.msg);
+		return;
+	}
+	expect_flush(b->x);
+	set_state(b, BOARD_POWERING);
+	console_set_expect_down(b->con, true);
+	if (b->tr)
+		transcript_mark(b->tr, "== power cycle ==");
+	if (power_request(b->pw, POWER_CYCLE, on_powered, b) != LAB_OK)
+		attempt_failed(b, FAIL_POWER, "power driver busy");
+}
+
+/* One attempt: transcript, console, [offline deploy], power cycle. */
+static void boot_attempt(struct board *b)
+{
+	struct lab_err e = {0};
+	stop_activity(b);
+	b->attempt++;
+	b->got_output = false;
+	b->offline_phase = false;
+	if (open_transcript(b, b->tdir, &e)) {
+		attempt_failed(b, FAIL_NO_CONSOLE, "transcript: %s", e.msg);
+		return;
+	}
+	transcript_mark(b->tr, "== boot %d, attempt %d ==", b->boot_n, b->attempt);
+	if (ensure_console(b, &e)) {
+		attempt_failed(b, FAIL_NO_CONSOLE, "%s", e.msg);
+		return;
+	}
+	if (ensure_deploy(b, &e)) {
+		/* a configuration error: retrying would not help */
+		complete(b, LAB_EUSAGE, FAIL_DEPLOY, "%s", e.msg);
+		return;
+	}
+	if (b->dep && (b->dep->drv->flags & DEPLOY_BEFORE_POWER)) {
+		b->offline_phase = true;
+		run_deploy(b);
+		return;
+	}
+	power_cycle(b);
+}
+
+static void attempt_failed(struct board *b, enum board_fail f, const char *fmt, ...)
+{
+	if (b->op != OP_BOOT || loop_timer_pending(&b->done_timer))
+		return;
+	char m[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof m, fmt, ap);
+	va_end(ap);
+	const char *stage = board_state_name(b->state);
+	emit(b, board_fail_name(f), stage, "attempt %d: %s", b->attempt, m);
+	stop_activity(b);
+	int64_t retries = b->type ? b->type->retries : 0;
+	if (retries < 0)
+		retries = 0;
+	if (b->attempt <= retries) {
+		emit(b, "retry", stage, "power cycle and boot again (attempt %d of %lld) after %s",
+		     b->attempt + 1, (long long)retries + 1, board_fail_name(f));
+		boot_attempt(b);
+		return;
+	}
+	complete(b, LAB_EINFRA, f, "%s (%s, %d attempt%s)", m, board_fail_name(f), b->attempt,
+		 b->attempt == 1 ? "" : "s");
+}
+
+static char *join_args(const char *a, const char *b)
+{
+	bool ha = a && a[0], hb = b && b[0];
+	return xasprintf("%s%s%s", ha ? a : "", ha && hb ? " " : "", hb ? b : "");
+}
+
+int board_boot(struct board *b, const struct kernel_cfg *kernel, const char *extra_cmdline,
+	       const char *transcript_dir, board_done_cb cb, void *arg)
+{
+	if (b->op != OP_NONE)
+		return LAB_EUSAGE;
+	b->op = OP_BOOT;
+	b->done_cb = cb;
+	b->cb_arg = arg;
+	if (b->quarantined) {
+		complete(b, LAB_EINFRA, FAIL_QUARANTINED, "%s is quarantined after %d consecutive failures",
+			 b->cfg->name, b->failures);
+		return LAB_OK;
+	}
+	b->kernel = kernel;
+	free(b->extra);
+	b->extra = xstrdup(extra_cmdline ? extra_cmdline : "");
+	free(b->bootargs);
+	b->bootargs = join_args(kernel ? kernel->cmdline : NULL, extra_cmdline);
+	free(b->tdir);
+	b->tdir = transcript_dir ? xstrdup(transcript_dir) : NULL;
+	free(b->workdir);
+	const char *base = transcript_dir && transcript_dir[0] ? transcript_dir :
+		b->lab && b->lab->transcripts && b->lab->transcripts[0] ? b->lab->transcripts : ".";
+	b->workdir = xasprintf("%s/%s-work", base, b->cfg->name);
+	lab_mkdir_p(b->workdir, 0755);
+	b->attempt = 0;
+	boot_attempt(b);
+	return LAB_OK;
+}
+
+/* ---- shell commands ---- */
+
+static int shell_ready(struct board *b)
+{
+	if (b->op != OP_NONE)
+		return LAB_EUSAGE;
+	if (b->state != BOARD_SHELL)
+		return LAB_EUSAGE;
+	return LAB_OK;
+}
+
+static void on_cmd_done(struct shell *s, int rc, int status, const char *out, size_t len, void *arg)
+{
+	LAB_UNUSED(s);
+	struct board *b = arg;
+	lab_buf_free(&b->cmd_out);
+	lab_buf_init(&b->cmd_out, 0);
+	lab_buf_append(&b->cmd_out, out, len);
+	lab_buf_cstr(&b->cmd_out);
+	b->cmd_status = status;
+	set_state(b, BOARD_SHELL);
+	if (rc != LAB_OK) {
+		enum board_fail f = shell_failure(b->sh) == SHELL_FAIL_PANIC ? FAIL_KERNEL_PANIC :
+			rc == LAB_ETIMEOUT ? FAIL_COMMAND_TIMEOUT : FAIL_NONE;
+		emit(b, f ? board_fail_name(f) : "info", "running", "%s", shell_errmsg(b->sh));
+	}
+	complete(b, rc, FAIL_NONE, rc ? "%s" : NULL, shell_errmsg(b->sh));
+}
+
+int board_shell(struct board *b, const char *cmd, uint64_t timeout_ms, board_cmd_cb cb, void *arg)
+{
+	int rc = shell_ready(b);
+	if (rc)
+		return rc;
+	rc = shell_run(b->sh, cmd, tmo(timeout_ms, tmo(timeouts(b)->command_ms, DEFAULT_TIMEOUT_MS)),
+		       on_cmd_done, b);
+	if (rc)
+		return rc;
+	b->op = OP_SHELL;
+	b->cmd_cb = cb;
+	b->cb_arg = arg;
+	set_state(b, BOARD_RUNNING);
+	return LAB_OK;
+}
+
+static void on_put_done(struct shell *s, int rc, int status, const char *out, size_t len, void *arg)
+{
+	LAB_UNUSED(s);
+	LAB_UNUSED(status);
+	LAB_UNUSED(out);
+	LAB_UNUSED(len);
+	struct board *b = arg;
+	set_state(b, BOARD_SHELL);
+	enum board_fail f = rc == LAB_OK ? FAIL_NONE :
+		shell_failure(b->sh) == SHELL_FAIL_PANIC ? FAIL_KERNEL_PANIC :
+		rc == LAB_ETIMEOUT ? FAIL_COMMAND_TIMEOUT : FAIL_DEPLOY;
+	complete(b, rc, f, rc ? "%s" : NULL, shell_errmsg(b->sh));
+}
+
+int board_put_file(struct board *b, const char *local_path, const char *remote_path,
+		   board_done_cb cb, void *arg)
+{
+	int rc = shell_ready(b);
+	if (rc)
+		return rc;
+	uint64_t t = tmo(timeouts(b)->command_ms, DEFAULT_TIMEOUT_MS) * 10;
+	rc = shell_put_file(b->sh, local_path, remote_path, 0, t, on_put_done, b);
+	if (rc)
+		return rc;
+	b->op = OP_PUT;
+	b->done_cb = cb;
+	b->cb_arg = arg;
+	set_state(b, BOARD_RUNNING);
+	return LAB_OK;
+}
+
+/* ---- the agent ---- */
+
+static void agent_reset(struct board *b)
+{
+	if (b->lines)
+		for (uint64_t i = 0; i < b->nlines_cap; i++)
+			free(b->lines[i]);
+	free(b->lines);
+	free(b->bad);
+	b->lines = NULL;
+	b->bad = NULL;
+	b->nlines_cap = 0;
+	b->next_seq = 1;
+	b->max_seen = 0;
+	b->done_seq = 0;
+	b->done_ok = false;
+	b->resend_tries = 0;
+	b->corrupt = 0;
+	b->agent_err[0] = '\0';
+}
+
+static bool seq_room(struct board *b, uint64_t seq)
+{
+	if (seq == 0 || seq > AGENT_MAX_SEQ)
+		return false;
+	if (seq >= b->nlines_cap) {
+		uint64_t n = b->nlines_cap ? b->nlines_cap : 64;
+		while (n <= seq)
+			n *= 2;
+		b->lines = xreallocarray(b->lines, n, sizeof *b->lines);
+		b->bad = xreallocarray(b->bad, n, sizeof *b->bad);
+		memset(b->lines + b->nlines_cap, 0, (n - b->nlines_cap) * sizeof *b->lines);
+		memset(b->bad + b->nlines_cap, 0, (n - b->nlines_cap) * sizeof *b->bad);
+		b->nlines_cap = n;
+	}
+	return true;
+}
+
+static void deliver_ready(struct board *b)
+{
+	while (b->next_seq < b->nlines_cap && b->lines[b->next_seq]) {
+		char *raw = b->lines[b->next_seq];
+		b->lines[b->next_seq] = NULL;
+		b->next_seq++;
+		if (proto_parse(raw, strlen(raw), b->pm) == PROTO_OK) {
+			if (strcmp(b->pm->kind, "error") == 0 && !b->agent_err[0]) {
+				const char *em = proto_get(b->pm, "msg");
+				const char *ec = proto_get(b->pm, "code");
+				snprintf(b->agent_err, sizeof b->agent_err, "%s: %s", ec ? ec : "error",
+					 em ? em : "");
+			}
+			if (b->msg_cb)
+				b->msg_cb(b, b->pm, b->cb_arg);
+		}
+		free(raw);
+	}
+}
+
+static void on_agent_line(struct shell *s, const char *line, size_t len, void *arg)
+{
+	LAB_UNUSED(s);
+	struct board *b = arg;
+	if (!memmem(line, len, PROTO_MAGIC, strlen(PROTO_MAGIC)))
+		return;
+	int st = proto_parse(line, len, b->pm);
+	if (st == PROTO_BAD_CRC && b->pm->seq > 0 && seq_room(b, b->pm->seq)) {
+		b->bad[b->pm->seq] = true;
+		if (b->pm->seq > b->max_seen)
+			b->max_seen = b->pm->seq;
+		b->corrupt++;
+		return;
+	}
+	if (st != PROTO_OK) {
+		b->corrupt++;
+		return;
+	}
+	uint64_t seq = b->pm->seq;
+	if (!seq_room(b, seq) || seq < b->next_seq || b->lines[seq])
+		return; /* duplicate (a resend of a line we have) or absurd */
+	if (seq > b->max_seen)
+		b->max_seen = seq;
+	if (strcmp(b->pm->kind, "done") == 0) {
+		int64_t n = -1;
+		b->done_seq = seq;
+		b->done_ok = proto_get(b->pm, "status") && strcmp(proto_get(b->pm, "status"), "ok") == 0;
+		if (proto_get_i64(b->pm, "lines", &n) == 0 && n >= 0 && (uint64_t)n + 1 != seq)
+			b->corrupt++; /* inconsistent: the missing check below decides */
+	}
+	/* keep the line (without anything before the magic) until its turn */
+	const char *m = memmem(line, len, PROTO_MAGIC, strlen(PROTO_MAGIC));
+	b->lines[seq] = xstrndup(m, len - (size_t)(m - line));
+	deliver_ready(b);
+}
+
+static void agent_run(struct board *b, const char *cmd);
+
+/* Seqs still missing; returns how many were written to out (max cap). */
+static size_t agent_missing(struct board *b, uint64_t *out, size_t cap)
+{
+	size_t n = 0;
+	uint64_t last = b->done_seq ? b->done_seq : b->max_seen + 1;
+	for (uint64_t s = b->next_seq; s <= last && n < cap; s++)
+		if (s >= b->nlines_cap || !b->lines[s])
+			out[n++] = s;
+	return n;
+}
+
+static void on_agent_cmd(struct shell *s, int rc, int status, const char *out, size_t len, void *arg)
+{
+	LAB_UNUSED(s);
+	LAB_UNUSED(status);
+	LAB_UNUSED(out);
+	LAB_UNUSED(len);
+	struct board *b = arg;
+	if (rc != LAB_OK) {
+		set_state(b, BOARD_SHELL);
+		enum board_fail f = shell_failure(b->sh) == SHELL_FAIL_PANIC ? FAIL_KERNEL_PANIC :
+			rc == LAB_ETIMEOUT ? FAIL_COMMAND_TIMEOUT : FAIL_AGENT_PROTOCOL;
+		emit(b, board_fail_name(f), "running", "agent: %s", shell_errmsg(b->sh));
+		complete(b, LAB_EINFRA, f, "agent: %s", shell_errmsg(b->sh));
+		return;
+	}
+	uint64_t miss[AGENT_RESEND_BATCH];
+	size_t n = agent_missing(b, miss, LAB_ARRAY_SIZE(miss));
+	if (n == 0 && b->done_seq) {
+		set_state(b, BOARD_SHELL);
+		if (b->done_ok)
+			complete(b, LAB_OK, FAIL_NONE, NULL);
+		else
+			complete(b, LAB_EINFRA, FAIL_AGENT_PROTOCOL, "agent finished with status=error%s%s",
+				 b->agent_err[0] ? ": " : "", b->agent_err);
+		return;
+	}
+	if (b->resend_tries >= AGENT_RESEND_TRIES || lab_now_ms() >= b->agent_deadline_ms) {
+		set_state(b, BOARD_SHELL);
+		char list[256] = "";
+		for (size_t i = 0; i < n && i < 16; i++) {
+			char one[24];
+			snprintf(one, sizeof one, "%s%llu", i ? " " : "", (unsigned long long)miss[i]);
+			lab_strlcat(list, one, sizeof list);
+		}
+		const char *what = b->done_seq ? "lines still missing" : "no valid `done` line";
+		emit(b, "agent-protocol", "running", "%s after %d resend requests: seq %s", what,
+		     b->resend_tries, list);
+		complete(b, LAB_EINFRA, FAIL_AGENT_PROTOCOL, "agent: %s after %d resend requests (seq %s)",
+			 what, b->resend_tries, list);
+		return;
+	}
+	b->resend_tries++;
+	struct lab_buf c;
+	lab_buf_init(&c, 0);
+	lab_buf_printf(&c, "%s resend", sh_cfg(b)->agent_path);
+	for (size_t i = 0; i < n; i++)
+		lab_buf_printf(&c, " %llu", (unsigned long long)miss[i]);
+	emit(b, "info", "running", "agent: re-requesting %zu line%s (try %d)", n, n == 1 ? "" : "s",
+	     b->resend_tries);
+	agent_run(b, lab_buf_cstr(&c));
+	lab_buf_free(&c);
+}
+
+static void agent_run(struct board *b, const char *cmd)
+{
+	uint64_t now = lab_now_ms();
+	uint64_t left = b->agent_deadline_ms > now ? b->agent_deadline_ms - now : 1;
+	if (shell_run_lines(b->sh, cmd, left, on_agent_line, on_agent_cmd, b) != LAB_OK)
+		complete(b, LAB_EINFRA, FAIL_AGENT_PROTOCOL, "agent: shell session busy");
+}
+
+int board_agent(struct board *b, const char *args, uint64_t timeout_ms, board_msg_cb msg_cb,
+		board_done_cb done_cb, void *arg)
+{
+	int rc = shell_ready(b);
+	if (rc)
+		return rc;
+	const struct shell_cfg *sc = sh_cfg(b);
+	if (!sc->agent_path || !sc->agent_path[0])
+		return LAB_EUSAGE;
+	agent_reset(b);
+	if (!b->pm)
+		b->pm = xmalloc(sizeof *b->pm);
+	b->op = OP_AGENT;
+	b->msg_cb = msg_cb;
+	b->done_cb = done_cb;
+	b->cb_arg = arg;
+	b->agent_timeout = tmo(timeout_ms, tmo(timeouts(b)->command_ms, DEFAULT_TIMEOUT_MS));
+	b->agent_deadline_ms = lab_now_ms() + b->agent_timeout;
+	set_state(b, BOARD_RUNNING);
+	char *cmd;
+	if (sc->block_device && sc->block_device[0])
+		cmd = xasprintf("%s --device %s %s", sc->agent_path, sc->block_device, args ? args : "");
+	else
+		cmd = xasprintf("%s %s", sc->agent_path, args ? args : "");
+	agent_run(b, cmd);
+	free(cmd);
+	return LAB_OK;
+}
+
+/* ---- power ---- */
+
+static void on_powered_off(struct power *p, int rc, int state, const char *msg, void *arg)
+{
+	LAB_UNUSED(p);
+	LAB_UNUSED(state);
+	struct board *b = arg;
+	if (b->tr)
+		transcript_mark(b->tr, "== power off%s ==", rc ? " failed" : "");
+	close_transcript(b, true);
+	set_state(b, BOARD_OFF);
+	if (rc)
+		emit(b, "power", "powering-off", "%s", msg ? msg : "power off failed");
+	complete(b, rc, rc ? FAIL_POWER : FAIL_NONE, rc ? "%s" : NULL, msg ? msg : "power off failed");
+}
+
+int board_power_off(struct board *b, board_done_cb cb, void *arg)
+{
+	if (b->op != OP_NONE)
+		return LAB_EUSAGE;
+	struct lab_err e = {0};
+	stop_activity(b);
+	b->op = OP_OFF;
+	b->done_cb = cb;
+	b->cb_arg = arg;
+	if (ensure_power(b, &e)) {
+		close_transcript(b, true);
+		complete(b, e.rc ? e.rc : LAB_EUSAGE, FAIL_POWER, "%s", e.msg);
+		return LAB_OK;
+	}
+	set_state(b, BOARD_POWERING_OFF);
+	console_set_expect_down(b->con, true);
+	if (power_request(b->pw, POWER_OFF, on_powered_off, b) != LAB_OK) {
+		b->op = OP_NONE;
+		return LAB_EUSAGE;
+	}
+	return LAB_OK;
+}
+
+static void on_power_op(struct power *p, int rc, int state, const char *msg, void *arg)
+{
+	LAB_UNUSED(p);
+	struct board *b = arg;
+	b->power_state = state;
+	if (state == POWER_IS_OFF)
+		set_state(b, BOARD_OFF);
+	snprintf(b->msg, sizeof b->msg, "%s", msg ? msg : "");
+	b->rc = rc;
+	loop_timer_start(b->loop, &b->done_timer, 0);
+}
+
+int board_power(struct board *b, int power_op, board_power_cb cb, void *arg)
+{
+	if (b->op != OP_NONE)
+		return LAB_EUSAGE;
+	struct lab_err e = {0};
+	int rc = ensure_power(b, &e);
+	if (rc)
+		return rc;
+	if (power_request(b->pw, (enum power_op)power_op, on_power_op, b) != LAB_OK)
+		return LAB_EUSAGE;
+	b->op = OP_POWER;
+	b->power_cb = cb;
+	b->cb_arg = arg;
+	b->msg[0] = '\0';
+	if (power_op == POWER_OFF)
+		console_set_expect_down(b->con, true);
+	return LAB_OK;
+}
+
+void board_abort(struct board *b)
+{
+	stop_activity(b);
+	loop_timer_stop(b->loop, &b->done_timer);
+	b->op = OP_NONE;
+	b->done_cb = NULL;
+	b->cmd_cb = NULL;
+	b->power_cb = NULL;
+	close_transcript(b, true);
+}
+
+/* ---- health ---- */
+
+void board_health_fail(struct board *b, const char *why)
+{
+	b->failures++;
+	int64_t after = b->type ? b->type->quarantine_after : 0;
+	if (!b->quarantined && after > 0 && b->failures >= after) {
+		b->quarantined = true;
+		set_state(b, BOARD_QUARANTINED);
+		emit(b, "quarantine", NULL, "%d consecutive failures (quarantine_after %lld); last: %s",
+		     b->failures, (long long)after, why ? why : "?");
+	}
+}
+
+void board_health_ok(struct board *b)
+{
+	b->failures = 0;
+}
+
+void board_health_restore(struct board *b, int failures, bool quarantined)
+{
+	b->failures = failures;
+	b->quarantined = quarantined;
+}
+
+bool board_quarantined(const struct board *b)
+{
+	return b->quarantined;
+}
+
+int board_failures(const struct board *b)
+{
+	return b->failures;
+}
+
+/* ---- lifecycle ---- */
+
+int board_new(struct loop *l, const struct lab_cfg *lab, const struct board_cfg *cfg,
+	      const struct board_events *ev, void *arg, struct board **out, struct lab_err *e)
+{
+	if (!cfg->console)
+		return LAB_ERR(e, LAB_EUSAGE, "%s: no console: block in the lab", cfg->name);
+	struct board *b = xcalloc(1, sizeof *b);
+	b->loop = l;
+	b->lab = lab;
+	b->cfg = cfg;
+	b->type = cfg->type;
+	if (ev)
+		b->ev = *ev;
+	b->ev_arg = arg;
+	b->state = BOARD_OFF;
+	b->next_seq = 1;
+	b->ub_default.prompt = (char *)"=> ";
+	b->ub_default.autoboot_pattern = (char *)"Hit any key to stop autoboot";
+	b->ub_default.interrupt_key = (char *)" ";
+	b->sh_default.user = (char *)"root";
+	loop_timer_init(&b->done_timer, on_done_timer, b);
+	loop_timer_init(&b->first_output, on_first_output_timeout, b);
+	lab_buf_init(&b->cmd_out, 0);
+	static const struct console_events cev = {.data = on_con_data, .state = on_con_state};
+	int rc = console_new(l, cfg->name, cfg->console, &cev, b, &b->con, e);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	/* boot logs are long: 64 KiB of text per match is plenty for prompts and markers */
+	b->x = expect_new(l, 0);
+	b->ub = uboot_new(l, b->con, b->x, ub_cfg(b), cfg->name);
+	b->sh = shell_new(l, b->con, b->x, sh_cfg(b), cfg->name);
+	/* configuration errors surface now rather than at the first boot */
+	if ((rc = ensure_power(b, e)) != LAB_OK || (rc = ensure_deploy(b, e)) != LAB_OK) {
+		board_free(b);
+		return rc;
+	}
+	*out = b;
+	return LAB_OK;
+}
+
+void board_free(struct board *b)
+{
+	if (!b)
+		return;
+	stop_activity(b);
+	loop_timer_stop(b->loop, &b->done_timer);
+	close_transcript(b, false);
+	uboot_free(b->ub);
+	shell_free(b->sh);
+	if (b->con)
+		console_free(b->con);
+	expect_free(b->x);
+	power_free(b->pw);
+	deploy_free(b->dep);
+	agent_reset(b);
+	free(b->pm);
+	free(b->extra);
+	free(b->bootargs);
+	free(b->tdir);
+	free(b->workdir);
+	lab_buf_free(&b->cmd_out);
+	free(b);
+}
+
+const char *board_name(const struct board *b)
+{
+	return b->cfg->name;
+}
+
+const struct board_cfg *board_cfg(const struct board *b)
+{
+	return b->cfg;
+}
+
+enum board_state board_get_state(const struct board *b)
+{
+	return b->quarantined && b->op == OP_NONE ? BOARD_QUARANTINED : b->state;
+}
+
+int board_boot_count(const struct board *b)
+{
+	return b->boot_n;
+}
+
+struct console *board_console(struct board *b)
+{
+	return b->con;
+}
+
+int board_console_open(struct board *b, const char *transcript_dir, struct lab_err *e)
+{
+	int rc = ensure_console(b, e);
+	if (rc)
+		return rc;
+	rc = open_transcript(b, transcript_dir, e);
+	if (rc == LAB_OK)
+		transcript_mark(b->tr, "== interactive console ==");
+	return rc;
+}
+
+void board_set_tap(struct board *b, board_tap_cb tap, void *arg)
+{
+	b->tap = tap;
+	b->tap_arg = arg;
+}

@@ -162,6 +162,9 @@ void config_free(struct lab_cfg *c);
 /* Print the resolved configuration as YAML (emmclab check). */
 void config_print(FILE *f, const struct lab_cfg *c);
 
+/* Markdown tables of every configuration key, from the option tables (docs). */
+void config_schema_md(FILE *f);
+
 const struct board_cfg *config_board(const struct lab_cfg *c, const char *name);
 const struct suite_cfg *config_suite(const struct lab_cfg *c, const char *name);
 const struct kernel_cfg *config_kernel(const struct lab_cfg *c, const char *name);

@@ -932,7 +932,10 @@ static int load_plan_files(struct loader *L)
 	const struct cfg_node *p = L->plan;
 	const struct cfg_node *lab = cfg_map_get(p, "lab");
 	int rc = LAB_OK;
-	if (lab && lab->kind == CFG_SCALAR && lab->value[0]) {
+	/* a file holding both the plan and a lab section (e.g. `emmclab check` output)
+	 * is self-contained: its plan.lab is only a record of where the lab came from */
+	bool self_contained = L->lab && strcmp(L->lab->file, p->file) == 0;
+	if (lab && lab->kind == CFG_SCALAR && lab->value[0] && !self_contained) {
 		char *path = config_path(p->file, lab->value);
 		rc = load_file(L, path, lab);
 		free(path);

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CONFIG_MAX_FILES 256
 
@@ -409,12 +410,26 @@ static char *dir_of(const char *file)
 	return xstrndup(file, (size_t)(slash - file));
 }
 
+/* Make a path absolute against the current directory, so the resolved
+ * configuration means the same from anywhere (the runner, a printed copy). */
+static char *absolute(char *p)
+{
+	char cwd[PATH_MAX];
+	if (p[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+		return p;
+	char *joined = xasprintf("%s/%s", cwd, p);
+	free(p);
+	p = clean_path(joined);
+	free(joined);
+	return p;
+}
+
 /* Resolve a string member in place relative to `file` (empty stays empty). */
 static void resolve_in_place(char **p, const char *file)
 {
 	if (*p == NULL || (*p)[0] == '\0')
 		return;
-	char *r = config_path(file, *p);
+	char *r = absolute(config_path(file, *p));
 	free(*p);
 	*p = r;
 }
@@ -1074,7 +1089,7 @@ int config_load(const char *const *paths, size_t npaths, struct lab_cfg **out, s
 	struct lab_cfg *c = xcalloc(1, sizeof *c);
 	struct cfg_node **type_boards = xcalloc(L.types.n + 1, sizeof *type_boards);
 	struct cfg_node *defaults = NULL;
-	c->base_dir = dir_of(paths[0]);
+	c->base_dir = absolute(dir_of(paths[0]));
 	c->types = xcalloc(L.types.n + 1, sizeof *c->types);
 	c->kernels = xcalloc(L.kernels.n + 1, sizeof *c->kernels);
 	c->suites = xcalloc(L.suites.n + 1, sizeof *c->suites);

@@ -59,6 +59,7 @@ struct uboot {
 	int rc;
 	struct lab_buf out;
 	char err[512];
+	char tailbuf[400];
 };
 
 static void ub_type(struct uboot *u);
@@ -164,12 +165,28 @@ static int send(struct uboot *u, const char *s)
 	return 0;
 }
 
-/* Keep the tail of U-Boot's output for error messages. */
-static const char *tail(const char *s, size_t len, size_t max)
+/* The tail of U-Boot's output for error messages: trailing blank lines
+ * dropped, at most max bytes, newlines shown as " / ". */
+static const char *tail(struct uboot *u, size_t max)
 {
+	char *buf = u->tailbuf;
+	size_t cap = sizeof u->tailbuf;
+	const char *s = u->out.data ? u->out.data : "";
+	size_t len = u->out.len;
 	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
 		len--;
-	return len > max ? s + len - max : s;
+	const char *p = len > max ? s + len - max : s;
+	size_t o = 0;
+	for (; p < s + len && o + 4 < cap; p++) {
+		if (*p == '\n') {
+			memcpy(buf + o, " / ", 3);
+			o += 3;
+		} else {
+			buf[o++] = *p;
+		}
+	}
+	buf[o] = '\0';
+	return buf;
 }
 
 /* ---- typing with echo verification ---- */
@@ -216,14 +233,14 @@ static void on_result(struct expect *x, const struct expect_match *m, void *arg)
 			finish(u, LAB_OK, NULL);
 		} else {
 			finish(u, LAB_EFOUND, "%s: boot command failed: %s", u->board,
-			       tail(u->out.data, u->out.len, 200));
+			       tail(u, 200));
 		}
 		return;
 	}
 	if (!okm) {
 		const char *label = u->op == OP_SCRIPT && u->cur > 0 ? u->steps[u->cur - 1].label : "command";
 		finish(u, LAB_EFOUND, "%s: U-Boot %s failed: %s", u->board, label,
-		       tail(u->out.data, u->out.len, 300));
+		       tail(u, 300));
 		return;
 	}
 	if (u->op == OP_SCRIPT) {
@@ -452,6 +469,12 @@ static void on_deadline(struct loop *l, struct loop_timer *t, void *arg)
 	LAB_UNUSED(t);
 	struct uboot *u = arg;
 	const char *what = "operation";
+	if (u->wait != W_NONE && u->tries > 0 && (u->retyping || u->step.cb == on_echo_timeout)) {
+		finish(u, LAB_EINFRA, "%s: U-Boot echo never matched the typed line after %d tries "
+		       "(characters dropped? slow the typing: uboot.char_delay/chunk): %.80s",
+		       u->board, u->tries, u->line);
+		return;
+	}
 	switch (u->op) {
 	case OP_INTERRUPT:
 		what = u->keys ? "no U-Boot prompt after interrupting autoboot" :

@@ -1,0 +1,248 @@
+/* test_uboot.c - the U-Boot session against a scripted board on a pty. */
+#include "console.h"
+#include "expect.h"
+#include "fakeboard.h"
+#include "tap.h"
+#include "uboot.h"
+
+struct rig {
+	struct loop *l;
+	struct fakeboard fb;
+	struct console *con;
+	struct expect *x;
+	struct uboot_cfg cfg;
+	struct uboot *ub;
+	/* last result */
+	bool done;
+	int rc;
+	char out[8192];
+};
+
+static void on_data(struct console *c, const char *buf, size_t n, void *arg)
+{
+	LAB_UNUSED(c);
+	struct rig *r = arg;
+	expect_feed(r->x, buf, n);
+}
+
+static void on_ub(struct uboot *u, int rc, const char *out, size_t len, void *arg)
+{
+	LAB_UNUSED(u);
+	LAB_UNUSED(len);
+	struct rig *r = arg;
+	r->done = true;
+	r->rc = rc;
+	lab_strlcpy(r->out, out, sizeof r->out);
+}
+
+static void rig_init(struct rig *r)
+{
+	memset(r, 0, sizeof *r);
+	r->l = loop_new();
+	if (fb_init(&r->fb, r->l))
+		abort();
+	char yaml[256];
+	snprintf(yaml, sizeof yaml, "driver: pty\npath: %s\n", r->fb.path);
+	struct cfg_node *n = NULL;
+	struct lab_err e = {0};
+	if (cfg_parse_buffer("test", yaml, strlen(yaml), &n, &e))
+		abort();
+	static const struct console_events ev = {.data = on_data};
+	if (console_new(r->l, "fake", n, &ev, r, &r->con, &e) || console_open(r->con, &e)) {
+		fprintf(stderr, "console: %s\n", e.msg);
+		abort();
+	}
+	cfg_free(n);
+	r->x = expect_new(r->l, 0);
+	r->cfg.autoboot_pattern = (char *)"Hit any key to stop autoboot";
+	r->cfg.interrupt_key = (char *)" ";
+	r->cfg.prompt = (char *)"=> ";
+	r->ub = uboot_new(r->l, r->con, r->x, &r->cfg, "fake");
+}
+
+static void rig_fini(struct rig *r)
+{
+	uboot_free(r->ub);
+	console_free(r->con);
+	expect_free(r->x);
+	fb_fini(&r->fb);
+	loop_free(r->l);
+}
+
+static bool wait_done(struct rig *r, uint64_t ms)
+{
+	bool ok = fb_run_until(r->l, &r->done, ms);
+	r->done = false;
+	return ok;
+}
+
+static void test_interrupt_and_commands(void)
+{
+	struct rig r;
+	rig_init(&r);
+	fb_power_on(&r.fb);
+	ok(uboot_interrupt(r.ub, 5000, on_ub, &r) == LAB_OK, "interrupt started");
+	ok(uboot_busy(r.ub), "busy while interrupting");
+	is_int(uboot_run(r.ub, "version", 1000, on_ub, &r), LAB_EUSAGE, "second operation refused");
+	ok(wait_done(&r, 6000), "interrupt completed");
+	is_int(r.rc, LAB_OK, "autoboot interrupted and synchronised");
+	is_int(r.fb.mode, FB_UBOOT, "board sits at the U-Boot prompt");
+
+	uboot_run(r.ub, "version", 2000, on_ub, &r);
+	ok(wait_done(&r, 3000), "version ran");
+	is_int(r.rc, LAB_OK, "version succeeded");
+	ok(strstr(r.out, "U-Boot 2023.04") != NULL, "output captured: '%s'", r.out);
+	ok(strstr(r.out, "@@UB") == NULL, "no marker in the output");
+
+	uboot_run(r.ub, "false", 2000, on_ub, &r);
+	wait_done(&r, 3000);
+	is_int(r.rc, LAB_EFOUND, "failing command reported as failed");
+
+	uboot_run(r.ub, "frobnicate", 2000, on_ub, &r);
+	wait_done(&r, 3000);
+	is_int(r.rc, LAB_EFOUND, "unknown command fails");
+	ok(strstr(uboot_errmsg(r.ub), "Unknown command") != NULL, "message names U-Boot's answer: %s",
+	   uboot_errmsg(r.ub));
+
+	uboot_setenv(r.ub, "bootargs", "console=ttyS2,1500000 mmc_block.fua=off", 2000, on_ub, &r);
+	wait_done(&r, 3000);
+	is_int(r.rc, LAB_OK, "setenv");
+	is_str(fb_getenv(&r.fb, "bootargs"), "console=ttyS2,1500000 mmc_block.fua=off", "value set verbatim");
+	is_int(uboot_setenv(r.ub, "x", "it's", 1000, on_ub, &r), LAB_EUSAGE, "quote in value refused");
+	is_int(uboot_setenv(r.ub, "a b", "v", 1000, on_ub, &r), LAB_EUSAGE, "bad name refused");
+
+	uboot_sync(r.ub, 2000, on_ub, &r);
+	wait_done(&r, 3000);
+	is_int(r.rc, LAB_OK, "resync at the prompt");
+	is_int((int)uboot_retypes(r.ub), 0, "no retypes without drops");
+	rig_fini(&r);
+}
+
+static void test_drops(void)
+{
+	struct rig r;
+	rig_init(&r);
+	/* one character lost once: the echo check catches it and the line is retyped */
+	fb_power_on(&r.fb);
+	uboot_interrupt(r.ub, 5000, on_ub, &r);
+	wait_done(&r, 6000);
+	is_int(r.rc, LAB_OK, "at the prompt");
+	int before = r.fb.commands;
+	r.fb.drop_once_at = r.fb.in_count + 5;
+	uboot_setenv(r.ub, "serverip", "192.168.1.10", 3000, on_ub, &r);
+	ok(wait_done(&r, 8000), "setenv completed");
+	is_int(r.rc, LAB_OK, "setenv succeeded after a retype");
+	is_int((int)uboot_retypes(r.ub), 1, "one retype");
+	is_str(fb_getenv(&r.fb, "serverip"), "192.168.1.10", "the value is right");
+	is_int(r.fb.commands - before, 1, "the mangled line was never executed");
+	ok(r.fb.ctrl_c >= 2, "Ctrl-C sent to discard the mangled line");
+
+	/* a 16-byte FIFO and no pacing: every long line loses characters */
+	r.fb.fifo = 16;
+	uboot_run(r.ub, "echo a-long-line-that-overflows-the-fifo", 30000, on_ub, &r);
+	ok(wait_done(&r, 30000), "completed");
+	is_int(r.rc, LAB_EINFRA, "gives up after bounded retries");
+	ok(strstr(uboot_errmsg(r.ub), "char_delay") != NULL, "message suggests pacing: %s",
+	   uboot_errmsg(r.ub));
+	/* paced typing (chunks of 8, 5 ms apart) gets through the same FIFO */
+	r.cfg.char_delay_ms = 5;
+	r.cfg.chunk = 8;
+	unsigned rt = uboot_retypes(r.ub);
+	uboot_run(r.ub, "echo a-long-line-that-overflows-the-fifo", 3000, on_ub, &r);
+	ok(wait_done(&r, 8000), "completed");
+	is_int(r.rc, LAB_OK, "paced typing works");
+	ok(strstr(r.out, "a-long-line-that-overflows-the-fifo") != NULL, "output right");
+	is_int((int)(uboot_retypes(r.ub) - rt), 0, "no retypes when paced");
+	rig_fini(&r);
+}
+
+static void test_netboot(void)
+{
+	struct rig r;
+	rig_init(&r);
+	fb_power_on(&r.fb);
+	uboot_interrupt(r.ub, 5000, on_ub, &r);
+	wait_done(&r, 6000);
+	struct uboot_netboot nb = {
+		.dhcp = true, .serverip = "10.0.0.1", .kernel = "dut1/Image", .initrd = "dut1/initrd",
+		.dtb = "dut1/board.dtb", .bootargs = "console=ttyS2 mmc_block.fua=on mmc_core.disable_cqe=1",
+	};
+	is_int(uboot_netboot(r.ub, &nb, 20000, on_ub, &r), LAB_OK, "netboot started");
+	ok(wait_done(&r, 20000), "netboot completed");
+	is_int(r.rc, LAB_OK, "kernel started");
+	ok(r.rc == LAB_OK || !fprintf(stderr, "# %s\n", uboot_errmsg(r.ub)), "no error");
+	is_str(r.fb.last_cmdline, "console=ttyS2 mmc_block.fua=on mmc_core.disable_cqe=1",
+	       "bootargs reached the kernel");
+	is_str(fb_getenv(&r.fb, "emmclab_initrd_size"), "2222", "initrd size saved before the dtb load");
+	is_str(fb_getenv(&r.fb, "serverip"), "10.0.0.1", "serverip kept after dhcp");
+
+	/* a missing file fails at its step */
+	fb_power_off(&r.fb);
+	fb_power_on(&r.fb);
+	uboot_interrupt(r.ub, 5000, on_ub, &r);
+	wait_done(&r, 6000);
+	nb.kernel = "dut1/missing-Image";
+	uboot_netboot(r.ub, &nb, 20000, on_ub, &r);
+	wait_done(&r, 20000);
+	is_int(r.rc, LAB_EFOUND, "tftp failure reported");
+	ok(strstr(uboot_errmsg(r.ub), "tftp kernel") && strstr(uboot_errmsg(r.ub), "File not found"),
+	   "message names the step and U-Boot's words: %s", uboot_errmsg(r.ub));
+
+	/* a failing boot command comes back to U-Boot */
+	uboot_boot(r.ub, "booti bad", 5000, on_ub, &r);
+	wait_done(&r, 6000);
+	is_int(r.rc, LAB_EFOUND, "failed boot command detected");
+	ok(strstr(uboot_errmsg(r.ub), "Bad Linux ARM64 Image magic") != NULL, "why: %s",
+	   uboot_errmsg(r.ub));
+
+	/* local boot with the mode's arguments appended to the board's own bootargs */
+	uboot_boot_local(r.ub, "mmc_block.fua=off", 5000, on_ub, &r);
+	wait_done(&r, 6000);
+	is_int(r.rc, LAB_OK, "local boot started the kernel");
+	is_str(r.fb.last_cmdline, "console=ttyS0 root=/dev/mmcblk0p2 mmc_block.fua=off",
+	       "extra arguments appended");
+	rig_fini(&r);
+}
+
+static void test_faults(void)
+{
+	struct rig r;
+	rig_init(&r);
+	r.fb.uboot_hang = true;
+	fb_power_on(&r.fb);
+	uint64_t t0 = lab_now_ms();
+	uboot_interrupt(r.ub, 1500, on_ub, &r);
+	ok(wait_done(&r, 5000), "completed");
+	is_int(r.rc, LAB_ETIMEOUT, "a hanging U-Boot times out");
+	ok(lab_now_ms() - t0 < 3000, "within its budget");
+	ok(uboot_errmsg(r.ub)[0] != '\0', "message: %s", uboot_errmsg(r.ub));
+
+	r.fb.uboot_hang = false;
+	r.fb.no_output = true;
+	fb_power_off(&r.fb);
+	fb_power_on(&r.fb);
+	uboot_interrupt(r.ub, 800, on_ub, &r);
+	wait_done(&r, 3000);
+	is_int(r.rc, LAB_ETIMEOUT, "silent board times out");
+	ok(strstr(uboot_errmsg(r.ub), "no autoboot prompt") != NULL, "says nothing came: %s",
+	   uboot_errmsg(r.ub));
+
+	/* cancel: no callback */
+	r.fb.no_output = false;
+	fb_power_off(&r.fb);
+	fb_power_on(&r.fb);
+	uboot_interrupt(r.ub, 5000, on_ub, &r);
+	uboot_cancel(r.ub);
+	ok(!uboot_busy(r.ub), "idle after cancel");
+	ok(!fb_run_until(r.l, &r.done, 600), "no callback after cancel");
+	rig_fini(&r);
+}
+
+int main(void)
+{
+	test_interrupt_and_commands();
+	test_drops();
+	test_netboot();
+	test_faults();
+	return tap_done();
+}

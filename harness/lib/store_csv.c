@@ -635,7 +635,7 @@ int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **o
 		}
 		if (!header_seen) {
 			if (rec.err) {
-				rc = lab_err_set(e, LAB_EUSAGE, "%s:%d: bad header: %s", f->name,
+				rc = lab_err_set(e, LAB_EUSAGE, "%s:%d: bad header: %s", name,
 						 rec.line, rec.err);
 				break;
 			}
@@ -651,7 +651,7 @@ int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **o
 				rc = lab_err_set(e, LAB_EUSAGE,
 						 "%s:%d: unknown layout, header '%s' (known: "
 						 "board,controller,queue_fua,workload,run,mib_per_s and "
-						 "dut,module,mode,run,seconds)", f->name, rec.line, ex);
+						 "dut,module,mode,run,seconds)", name, rec.line, ex);
 				break;
 			}
 			f->header = xstrndup(buf + rec.start, rec.end - rec.start);
@@ -667,7 +667,7 @@ int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **o
 	rec_clear(&rec);
 	if (rc == LAB_OK && !header_seen)
 		rc = lab_err_set(e, LAB_EUSAGE, "%s: no header line (empty file or only comments)",
-				 f->name);
+				 name);
 	if (rc) {
 		lab_buf_free(&comments);
 		csv_free(f);

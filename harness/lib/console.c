@@ -22,10 +22,10 @@
 
 /* Strong references: the core is a static archive, so the list is what pulls each
  * driver object into a program. */
-extern const struct console_driver console_pty;
+extern const struct console_driver console_serial, console_tcp, console_pty, console_exec;
 
 static const struct console_driver *const all_console[] = {
-	&console_pty,
+	&console_serial, &console_tcp, &console_pty, &console_exec,
 };
 static const struct console_driver *console_list[LAB_ARRAY_SIZE(all_console) + 1];
 

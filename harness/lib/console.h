@@ -84,6 +84,10 @@ const struct console_driver *console_driver_find(const char *name);
 /* For drivers, from open(): the fd is connecting; wait for writability (at most timeout_ms,
  * 0 = 10 s) and then call the driver's connected() hook. */
 void console_connect_pending(struct console *c, uint64_t timeout_ms);
+/* tcp driver, rfc2217: the value the server last confirmed for COM-PORT-OPTION command
+ * cmd (1 baud rate, 2 data size, 3 parity 1..5 = none/odd/even/mark/space, 4 stop size,
+ * 5 control); 0 = no answer yet or not a tcp console. */
+uint32_t console_tcp_comport(struct console *c, int cmd);
 /* The driver of this console and a description of its transport (for messages). */
 const struct console_driver *console_get_driver(const struct console *c);
 

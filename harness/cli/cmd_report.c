@@ -1,0 +1,145 @@
+/* cmd_report.c - `emmclab report`: render a run (or all runs) in one format. */
+#include "cli.h"
+#include "report.h"
+#include "store.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { O_DB = 1000, O_RUN, O_ALL, O_FORMAT, O_BASE, O_WARM, O_ALPHA, O_MIN, O_THR, O_TITLE, O_FILTER };
+
+static int num(const char *opt, const char *v, double lo, double hi, double *out)
+{
+	if (lab_parse_double(v, out) || !(*out >= lo && *out <= hi)) {
+		fprintf(stderr, "emmclab: report: %s wants a number in [%g, %g], not '%s'\n", opt, lo, hi, v);
+		return 2;
+	}
+	return 0;
+}
+
+int cmd_report(struct cli *cli, int argc, char **argv)
+{
+	LAB_UNUSED(cli);
+	static const struct option longopts[] = {
+		{"db", required_argument, NULL, O_DB},
+		{"run", required_argument, NULL, O_RUN},
+		{"all", no_argument, NULL, O_ALL},
+		{"format", required_argument, NULL, O_FORMAT},
+		{"baseline", optional_argument, NULL, O_BASE},
+		{"exclude-warmup", no_argument, NULL, O_WARM},
+		{"alpha", required_argument, NULL, O_ALPHA},
+		{"min-effect", required_argument, NULL, O_MIN},
+		{"threshold", required_argument, NULL, O_THR},
+		{"title", required_argument, NULL, O_TITLE},
+		{"filter", required_argument, NULL, O_FILTER},
+		{"output", required_argument, NULL, 'o'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *db = NULL, *format = "text", *out = NULL;
+	struct report_opts o;
+	report_opts_init(&o);
+	struct lab_err e = {0};
+	double d;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_DB:
+			db = optarg;
+			break;
+		case O_RUN:
+			if (lab_parse_i64(optarg, &o.run_id) || o.run_id <= 0) {
+				fprintf(stderr, "emmclab: report: --run wants a run id, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case O_ALL:
+			o.all = true;
+			break;
+		case O_FORMAT:
+			format = optarg;
+			break;
+		case O_BASE:
+			o.baseline = optarg ? optarg : BASELINE_DEFAULT;
+			break;
+		case O_WARM:
+			o.exclude_warmup = true;
+			break;
+		case O_ALPHA:
+			if (num("--alpha", optarg, 1e-6, 0.5, &o.alpha))
+				return 2;
+			break;
+		case O_MIN:
+			if (num("--min-effect (percent)", optarg, 0, 1000, &d))
+				return 2;
+			o.min_effect = d / 100;
+			break;
+		case O_THR:
+			if (num("--threshold (percent)", optarg, 0, 1000, &d))
+				return 2;
+			o.regress_threshold = d / 100;
+			break;
+		case O_TITLE:
+			o.title = optarg;
+			break;
+		case O_FILTER:
+			if (results_filter_add(&o.filter, optarg, &e))
+				return cli_error(&e);
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		default:
+			fprintf(stderr, "emmclab: report: unknown or incomplete option '%s'\n", argv[optind - 1]);
+			return cli_usage("report");
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "emmclab: report: unexpected argument '%s'\n", argv[optind]);
+		return cli_usage("report");
+	}
+	if (o.all && o.run_id) {
+		fprintf(stderr, "emmclab: report: --run and --all exclude each other\n");
+		return 2;
+	}
+	if (!report_renderer_find(format)) {
+		fprintf(stderr, "emmclab: report: unknown format '%s' (text|markdown|html|json|csv|junit)\n", format);
+		return 2;
+	}
+	struct store *s;
+	if (store_open(store_default_path(db), STORE_NO_MIGRATE, &s, &e))
+		return cli_error(&e);
+	struct report_model *m = NULL;
+	int rc = report_build(s, &o, &m, &e);
+	if (!rc) {
+		if (out) {
+			char *buf = NULL;
+			size_t len = 0;
+			FILE *mf = open_memstream(&buf, &len);
+			if (!mf) {
+				rc = lab_err_set(&e, LAB_EINFRA, "out of memory");
+			} else {
+				rc = report_render(m, format, mf, &e);
+				fclose(mf);
+				if (!rc)
+					rc = lab_write_file_atomic(out, buf, len, &e);
+				free(buf);
+			}
+		} else {
+			rc = report_render(m, format, stdout, &e);
+		}
+	}
+	int regressions = m ? m->sum.regressions : 0;
+	report_free(m);
+	store_close(s);
+	if (rc)
+		return cli_error(&e);
+	if (regressions > 0) {
+		fprintf(stderr, "emmclab: %d regression%s against baseline '%s'\n", regressions,
+			regressions == 1 ? "" : "s", o.baseline);
+		return 1;
+	}
+	return 0;
+}

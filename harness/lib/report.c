@@ -1,0 +1,375 @@
+/*
+ * report.c - the report model, the renderer table and shared formatting.
+ */
+#include "report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const struct report_renderer *const report_renderers[] = {
+	&report_text, &report_markdown, &report_html, &report_json, &report_csv, &report_junit, NULL,
+};
+
+const struct report_renderer *report_renderer_find(const char *name)
+{
+	for (size_t i = 0; report_renderers[i]; i++)
+		if (strcmp(report_renderers[i]->name, name) == 0)
+			return report_renderers[i];
+	return NULL;
+}
+
+static int bad_format(const char *format, struct lab_err *e)
+{
+	char names[128] = "";
+	for (size_t i = 0; report_renderers[i]; i++) {
+		if (i)
+			lab_strlcat(names, "|", sizeof names);
+		lab_strlcat(names, report_renderers[i]->name, sizeof names);
+	}
+	return LAB_ERR(e, LAB_EUSAGE, "unknown report format '%s' (one of %s)", format, names);
+}
+
+int report_render(const struct report_model *m, const char *format, FILE *f, struct lab_err *e)
+{
+	const struct report_renderer *r = report_renderer_find(format);
+	if (!r)
+		return bad_format(format, e);
+	int rc = r->render(m, f, e);
+	if (!rc && (fflush(f) != 0 || ferror(f)))
+		return LAB_ERR(e, LAB_EINFRA, "writing the %s report failed", format);
+	return rc;
+}
+
+void report_opts_init(struct report_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->alpha = 0.05;
+	o->min_effect = 0.01;
+	o->regress_threshold = REGRESS_DEFAULT_THRESHOLD;
+	o->trend_runs = 90;
+}
+
+static void summarize(struct report_model *m)
+{
+	struct report_summary *s = &m->sum;
+	const struct results *r = m->res;
+	memset(s, 0, sizeof *s);
+	s->regressions = -1;
+	for (size_t i = 0; i < r->nruns; i++) {
+		const struct results_run *u = &r->runs[i];
+		s->jobs_total += u->jobs_total;
+		s->jobs_ok += u->jobs_ok;
+		s->jobs_failed += u->jobs_infra + u->jobs_mismatch;
+		s->mode_mismatches += u->jobs_mismatch > u->events_mismatch ? u->jobs_mismatch
+									    : u->events_mismatch;
+		s->infra_errors += u->events_infra;
+	}
+	s->samples = r->nsamples;
+	for (size_t i = 0; i < r->ngroups; i++)
+		for (size_t k = 0; k < r->groups[i].n; k++)
+			s->warmups += r->groups[i].warm[k];
+	if (m->regress) {
+		s->regressions = (int)m->regress->nworse;
+		s->improvements = (int)m->regress->nbetter;
+	}
+}
+
+int report_build(struct store *s, const struct report_opts *o, struct report_model **out,
+		 struct lab_err *e)
+{
+	struct report_model *m = xcalloc(1, sizeof *m);
+	int rc;
+	if (o)
+		m->opts = *o;
+	else
+		report_opts_init(&m->opts);
+	o = &m->opts;
+	lab_utc_iso(m->generated_at, sizeof m->generated_at, (int64_t)time(NULL));
+
+	struct results_filter f = o->filter;
+	f.run_ids = NULL;
+	f.nrun_ids = 0;
+	f.upto_run = 0;
+	f.last_runs = 0;
+	f.run_id = 0;
+	if (!o->all) {
+		m->run_id = o->run_id;
+		if (!m->run_id && (rc = results_latest_run(s, &m->run_id, e)))
+			goto fail;
+		if (!m->run_id) {
+			rc = LAB_ERR(e, LAB_EUSAGE, "the results database holds no run yet");
+			goto fail;
+		}
+		f.run_id = m->run_id;
+	}
+	if ((rc = results_load(s, &f, &m->res, e)))
+		goto fail;
+	if (m->run_id) {
+		const struct results_run *u = results_run_by_id(m->res, m->run_id);
+		snprintf(m->scope, sizeof m->scope, "run %lld (%s%s%s, %s)", (long long)m->run_id,
+			 u->started_at, u->plan[0] ? ", plan " : "", u->plan, u->source);
+		/* Trends: this night and the ones before it. */
+		struct results_filter hf = o->filter;
+		hf.run_id = 0;
+		hf.run_ids = NULL;
+		hf.nrun_ids = 0;
+		hf.upto_run = m->run_id;
+		hf.last_runs = o->trend_runs ? o->trend_runs : 90;
+		hf.source = u->source;
+		if ((rc = results_load(s, &hf, &m->hist, e)))
+			goto fail;
+	} else {
+		snprintf(m->scope, sizeof m->scope, "all runs (%zu)", m->res->nruns);
+	}
+	struct compare_opts co;
+	compare_opts_init(&co);
+	co.alpha = o->alpha;
+	co.min_effect = o->min_effect;
+	co.exclude_warmup = o->exclude_warmup;
+	if ((rc = compare_build(m->res, &co, &m->modes, e)))
+		goto fail;
+	if (o->baseline) {
+		if (!m->run_id) {
+			rc = LAB_ERR(e, LAB_EUSAGE, "--baseline needs one run (--run ID), not --all");
+			goto fail;
+		}
+		struct regress_opts ro;
+		regress_opts_init(&ro);
+		ro.alpha = o->alpha;
+		ro.threshold = o->regress_threshold;
+		ro.exclude_warmup = o->exclude_warmup;
+		if ((rc = baseline_get(s, o->baseline, &m->base, e)) ||
+		    (rc = regress_build(s, m->run_id, o->baseline, &ro, &m->rres, &m->regress,
+					&m->base_runs, &m->nbase_runs, e)))
+			goto fail;
+	}
+	summarize(m);
+	*out = m;
+	return LAB_OK;
+fail:
+	report_free(m);
+	return rc;
+}
+
+void report_free(struct report_model *m)
+{
+	if (!m)
+		return;
+	compare_free(m->regress);
+	compare_free(m->modes);
+	results_free(m->rres);
+	results_free(m->hist);
+	results_free(m->res);
+	free(m->base_runs);
+	free(m);
+}
+
+int report_write_file(struct store *s, int64_t run_id, const char *format, const char *path,
+		      struct report_opts *o, struct lab_err *e)
+{
+	if (!report_renderer_find(format))
+		return bad_format(format, e);
+	struct report_opts def;
+	if (!o) {
+		report_opts_init(&def);
+		o = &def;
+	}
+	struct report_opts oo = *o;
+	oo.run_id = run_id;
+	if (run_id)
+		oo.all = false;
+	struct report_model *m;
+	int rc = report_build(s, &oo, &m, e);
+	if (rc)
+		return rc;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mf = open_memstream(&buf, &len);
+	if (!mf) {
+		report_free(m);
+		return LAB_ERR(e, LAB_EINFRA, "open_memstream failed");
+	}
+	rc = report_render(m, format, mf, e);
+	fclose(mf);
+	report_free(m);
+	if (!rc)
+		rc = lab_write_file_atomic(path, buf, len, e);
+	free(buf);
+	return rc;
+}
+
+int report_print_mode_table(struct store *s, int64_t run_id, FILE *f, struct lab_err *e)
+{
+	struct report_opts o;
+	report_opts_init(&o);
+	o.run_id = run_id;
+	struct report_model *m;
+	int rc = report_build(s, &o, &m, e);
+	if (rc)
+		return rc;
+	report_text_modes(m, f, 72);
+	report_free(m);
+	return LAB_OK;
+}
+
+/* ---- formatting helpers ---- */
+
+void report_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fprintf(f, "\\u%04x", *p);
+			else if (*p == '<') /* safe to embed in HTML <script> too */
+				fputs("\\u003c", f);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}
+
+void report_json_num(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.10g", v);
+	else
+		fputs("null", f);
+}
+
+void report_xml_str(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		switch (*p) {
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		case '\'':
+			fputs("&#39;", f);
+			break;
+		default:
+			/* control characters are not allowed in XML 1.0 */
+			if (*p < 0x20 && *p != '\n' && *p != '\t')
+				fputc('?', f);
+			else
+				fputc(*p, f);
+		}
+	}
+}
+
+void report_csv_str(FILE *f, const char *s)
+{
+	s = s ? s : "";
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+const char *report_pct(char *buf, size_t n, double frac)
+{
+	if (!isfinite(frac))
+		snprintf(buf, n, "n/a");
+	else
+		snprintf(buf, n, "%+.2f%%", 100.0 * frac);
+	return buf;
+}
+
+const char *report_num(char *buf, size_t n, double v)
+{
+	if (!isfinite(v)) {
+		snprintf(buf, n, "n/a");
+		return buf;
+	}
+	double a = fabs(v);
+	int dec = a >= 1000 ? 1 : a >= 100 ? 2 : a >= 10 ? 3 : a >= 1 ? 3 : 4;
+	if (a != 0 && a < 0.001) {
+		snprintf(buf, n, "%.3g", v);
+		return buf;
+	}
+	snprintf(buf, n, "%.*f", dec, v);
+	return buf;
+}
+
+const char *report_direction_text(int direction)
+{
+	return direction > 0 ? "higher is better" : direction < 0 ? "lower is better" : "direction unknown";
+}
+
+size_t report_summary_lines(const struct report_model *m, char lines[][128], size_t max)
+{
+	const struct report_summary *s = &m->sum;
+	size_t n = 0;
+	if (n < max) {
+		if (s->regressions < 0)
+			snprintf(lines[n++], 128, "regressions: not checked (no baseline)");
+		else
+			snprintf(lines[n++], 128, "regressions: %d against baseline '%s' (%d improved)",
+				 s->regressions, m->base.name, s->improvements);
+	}
+	if (n < max)
+		snprintf(lines[n++], 128, "infrastructure errors: %d", s->infra_errors);
+	if (n < max)
+		snprintf(lines[n++], 128, "jobs: %d ok, %d failed, %d total", s->jobs_ok, s->jobs_failed,
+			 s->jobs_total);
+	if (n < max)
+		snprintf(lines[n++], 128, "mode mismatches: %d", s->mode_mismatches);
+	if (n < max)
+		snprintf(lines[n++], 128, "samples: %zu (%zu flagged warm-up, %s)", s->samples, s->warmups,
+			 m->opts.exclude_warmup ? "excluded" : "kept");
+	return n;
+}
+
+const char *report_context(char *buf, size_t n, const struct compare_row *w)
+{
+	buf[0] = '\0';
+	const char *parts[] = {w->part_label, w->board, w->kernel};
+	for (size_t i = 0; i < 3; i++) {
+		if (!parts[i] || !parts[i][0])
+			continue;
+		if (buf[0])
+			lab_strlcat(buf, " / ", n);
+		lab_strlcat(buf, parts[i], n);
+	}
+	return buf;
+}
+
+const struct results_run *report_group_run(const struct results *r, const struct results_group *g)
+{
+	return &r->runs[g->run];
+}

@@ -1,0 +1,109 @@
+/*
+ * report.h - one report model, several renderers (text, markdown, html,
+ * json, csv, junit).
+ *
+ * report_build() loads the selected run (or every run), compares the modes,
+ * optionally checks against a regression baseline, and gathers the summary
+ * (regressions, infrastructure errors, jobs ok/failed, mode mismatches) that
+ * every renderer puts at the top.  Renderers are `const struct
+ * report_renderer` tables, one per file report_<name>.c, listed in report.c.
+ * Library code: renderers write only to the FILE * they are given.
+ */
+#ifndef EMMCLAB_REPORT_H
+#define EMMCLAB_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "baseline.h"
+#include "compare.h"
+#include "results.h"
+#include "store.h"
+#include "util.h"
+
+struct report_opts {
+	int64_t run_id;         /* 0: the newest run (unless all) */
+	bool all;               /* every run in the store */
+	const char *baseline;   /* NULL: no regression check */
+	double alpha;           /* default 0.05 */
+	double min_effect;      /* mode comparisons, default 0.01 */
+	double regress_threshold; /* default REGRESS_DEFAULT_THRESHOLD */
+	bool exclude_warmup;
+	const char *title;      /* NULL: "emmclab report" */
+	size_t trend_runs;      /* nights in the HTML trends, default 90 */
+	struct results_filter filter; /* further narrowing (part, mode, ...); run fields ignored */
+};
+void report_opts_init(struct report_opts *o);
+
+struct report_summary {
+	int regressions;        /* -1: no baseline given */
+	int improvements;       /* baseline comparisons that got better */
+	int infra_errors;       /* events that are not "info" */
+	int jobs_total, jobs_ok, jobs_failed, mode_mismatches;
+	size_t samples, warmups;
+};
+
+struct report_model {
+	struct report_opts opts;
+	char generated_at[32];
+	char scope[160];             /* "run 12 (2026-11-30T06:14:07Z, plan nightly)" or "all runs (3)" */
+	int64_t run_id;              /* 0 when all */
+	struct results *res;         /* the selected data */
+	struct compare_result *modes;/* mode comparisons on res */
+	struct results *hist;        /* trends (NULL: use res) */
+	struct results *rres;        /* baseline + run data, NULL without baseline */
+	struct compare_result *regress; /* baseline vs run, NULL without baseline */
+	struct baseline_info base;
+	int64_t *base_runs;
+	size_t nbase_runs;
+	struct report_summary sum;
+};
+
+int report_build(struct store *s, const struct report_opts *o, struct report_model **out,
+		 struct lab_err *e);
+void report_free(struct report_model *m);
+
+struct report_renderer {
+	const char *name;  /* --format value */
+	const char *ext;   /* file extension */
+	const char *mime;
+	int (*render)(const struct report_model *m, FILE *f, struct lab_err *e);
+};
+extern const struct report_renderer *const report_renderers[]; /* NULL-terminated */
+const struct report_renderer *report_renderer_find(const char *name);
+int report_render(const struct report_model *m, const char *format, FILE *f, struct lab_err *e);
+
+/* Build and render run_id (0: newest) into `path` atomically (tmp + rename). */
+int report_write_file(struct store *s, int64_t run_id, const char *format, const char *path,
+		      struct report_opts *o, struct lab_err *e);
+/* The FUA vs cache-no-FUA (and CQE) table per DUT, <= 72 columns, printed by
+ * `run` at the end of a night. */
+int report_print_mode_table(struct store *s, int64_t run_id, FILE *f, struct lab_err *e);
+
+/* ---- helpers shared by the renderers ---- */
+void report_json_str(FILE *f, const char *s);
+void report_json_num(FILE *f, double v);   /* null when not finite */
+void report_xml_str(FILE *f, const char *s); /* escapes & < > " ' (HTML and XML) */
+void report_csv_str(FILE *f, const char *s); /* RFC 4180 quoting when needed */
+/* "+12.34%" or "n/a" */
+const char *report_pct(char *buf, size_t n, double frac);
+/* Shortest sensible fixed-point for a measurement: 4 significant digits min. */
+const char *report_num(char *buf, size_t n, double v);
+const char *report_direction_text(int direction); /* "higher is better" ... */
+/* The summary as short lines (no newline), for renderers: fills up to max lines. */
+size_t report_summary_lines(const struct report_model *m, char lines[][128], size_t max);
+/* Group label "part / board / kernel" skipping empty parts. */
+const char *report_context(char *buf, size_t n, const struct compare_row *w);
+/* The run a group belongs to. */
+const struct results_run *report_group_run(const struct results *r, const struct results_group *g);
+
+extern const struct report_renderer report_text, report_markdown, report_html, report_json,
+	report_csv, report_junit;
+
+/* The comparisons as a JSON array (report schema emmclab-report/1). */
+void report_json_comparisons(FILE *f, const struct compare_result *cr);
+
+/* Text tables with every line cut to at most `width` columns. */
+void report_text_modes(const struct report_model *m, FILE *f, int width);
+
+#endif

@@ -54,6 +54,8 @@ static void klog_scan(const struct agent *a, struct klog_scan *s)
 
 			if (r < 0 && errno == EPIPE) /* overwritten under us: go on */
 				continue;
+			if (r < 0 && errno == EAGAIN) /* the end of the log */
+				s->readable = 1;
 			if (r <= 0)
 				break;
 			buf[r] = '\0';
@@ -70,10 +72,9 @@ static void klog_scan(const struct agent *a, struct klog_scan *s)
 			close(fd);
 			return;
 		}
-		while (fgets(buf, 8192, f)) {
-			s->readable = 1;
+		s->readable = 1;
+		while (fgets(buf, 8192, f))
 			klog_line(s, buf);
-		}
 		fclose(f);
 		return;
 	}

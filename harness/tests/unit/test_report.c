@@ -1,0 +1,234 @@
+/*
+ * Report model, renderers, baselines and the regression check on a real
+ * store: the published reference data plus four synthetic nightly lab runs
+ * (the last one 10% slower on one metric), infrastructure events, a
+ * mode-mismatch job and a hostile part label.
+ */
+#include "baseline.h"
+#include "report.h"
+#include "store.h"
+#include "tap.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_report_db.h"
+
+static char *render(const struct report_model *m, const char *fmt)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct lab_err e = {0};
+	int rc = report_render(m, fmt, f, &e);
+	fclose(f);
+	ok(rc == 0, "render %s (%s)", fmt, e.msg);
+	return buf;
+}
+
+/* Nightly run: part "emmc-A" in fua and cache-nofua, 5 iterations; `slow`
+ * scales cache-nofua seq_write. */
+static int64_t night(struct store *s, int k, double slow, bool infra)
+{
+	struct lab_err e = {0};
+	int64_t run, part, board, job;
+	testdb_run(s, "lab", &run);
+	testdb_part(s, "emmc-A <script>alert(1)</script>", &part);
+	store_board_upsert(s, "rk3399-1", "rk3399", "sdhci-of-arasan", "lab", &board, &e);
+	const char *modes[] = {"fua", "cache-nofua"};
+	for (int m = 0; m < 2; m++) {
+		struct store_job_info ji = {.run_id = run, .part_id = part, .board_id = board,
+					    .suite = "nightly", .mode = modes[m]};
+		store_job_begin(s, &ji, &job, &e);
+		store_job_verified(s, job, m == 0, 1, 0, modes[m], &e);
+		for (int it = 1; it <= 5; it++) {
+			double jit = ((it * 37 + k * 11) % 7 - 3) * 0.3;
+			double sw = (m ? 200.0 : 150.0) + jit;
+			if (m == 1)
+				sw *= slow;
+			struct store_sample smp[2] = {{"seq_write", sw, "MiB/s"},
+						      {"rand_write", (m ? 70.0 : 12.7) + jit * 0.1, "MiB/s"}};
+			int64_t iid;
+			store_iteration_write(s, job, "androbench", it, 1.0, 0, smp, 2, NULL, 0, &iid, &e);
+		}
+		store_job_finish(s, job, "ok", &e);
+	}
+	if (infra) {
+		/* A job whose verified mode differed: its samples never count. */
+		struct store_job_info ji = {.run_id = run, .part_id = part, .board_id = board,
+					    .suite = "nightly", .mode = "fua-cqe"};
+		store_job_begin(s, &ji, &job, &e);
+		store_job_verified(s, job, 1, 1, 0, "fua", &e);
+		store_event(s, run, job, board, "mode-mismatch", "verify", "requested fua-cqe, DUT runs fua", &e);
+		store_job_finish(s, job, "mode-mismatch", &e);
+		store_event(s, run, 0, board, "bootloader-hang", "uboot", "no prompt after 30 s & retry", &e);
+		store_event(s, run, 0, board, "info", "run", "started", &e);
+	}
+	store_run_finish(s, run, "complete", &e);
+	if (e.msg[0])
+		ok(0, "night %d: %s", k, e.msg);
+	return run;
+}
+
+static bool lines_within(const char *text, int width)
+{
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		int cols = 0;
+		for (size_t i = 0; i < len; i++)
+			cols += ((unsigned char)p[i] & 0xc0) != 0x80;
+		if (cols > width) {
+			ok(0, "line too long (%d): %.*s", cols, (int)len, p);
+			return false;
+		}
+		p += len + (nl ? 1 : 0);
+	}
+	return true;
+}
+
+static void test_reference_report(struct store *s)
+{
+	struct report_opts o;
+	report_opts_init(&o);
+	o.all = true;
+	struct report_model *m;
+	struct lab_err e = {0};
+	is_int(report_build(s, &o, &m, &e), 0, "build report over all runs");
+	is_int(m->sum.regressions, -1, "no baseline: regressions not checked");
+	char *t = render(m, "text");
+	ok(strstr(t, "+454.57%") != NULL, "text shows the published rand_write change");
+	ok(strstr(t, "+34.14%") != NULL, "text shows the published seq_write change");
+	ok(lines_within(t, 72), "text lines <= 72 columns");
+	free(t);
+	char *j = render(m, "json");
+	ok(strstr(j, "\"schema\":\"emmclab-report/1\"") == j + 1, "json starts with the schema");
+	ok(strstr(j, "\\u003cscript") != NULL && !strstr(j, "<script"), "json escapes < of the hostile label");
+	free(j);
+	char *h = render(m, "html");
+	ok(!strstr(h, "<script"), "html has no <script (hostile label escaped)");
+	ok(strstr(h, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL, "html shows the label escaped");
+	ok(!strstr(h, "http:") && !strstr(h, "https:") && !strstr(h, " src=") && !strstr(h, "href="),
+	   "html has no external references");
+	ok(strstr(h, "<svg") != NULL && strstr(h, "<polyline") != NULL, "html has box plots and trends");
+	free(h);
+	char *c = render(m, "csv");
+	ok(strncmp(c, "kind,part,", 10) == 0, "csv header");
+	free(c);
+	char *md = render(m, "markdown");
+	ok(strstr(md, "## Summary") != NULL, "markdown summary");
+	ok(strstr(md, "\\<script\\>") != NULL, "markdown escapes the label");
+	free(md);
+	char *x = render(m, "junit");
+	ok(strstr(x, "failures=\"0\"") != NULL, "junit: no failures without a baseline");
+	ok(strstr(x, "errors=\"2\"") != NULL, "junit: the two infra events of the lab runs are errors");
+	free(x);
+	FILE *f = fopen("/dev/null", "w");
+	lab_err_clear(&e);
+	is_int(report_render(m, "pdf", f, &e), LAB_EUSAGE, "unknown format refused");
+	ok(strstr(e.msg, "text|markdown|html|json|csv|junit") != NULL, "lists formats (%s)", e.msg);
+	fclose(f);
+	report_free(m);
+}
+
+static void test_regression(struct store *s, int64_t last, const char *dir)
+{
+	struct lab_err e = {0};
+	int n = -1;
+	is_int(regress_check(s, last, NULL, &n, NULL, &e), LAB_EUSAGE, "no baseline yet: usage error");
+	ok(strstr(e.msg, "baseline set") != NULL, "hint how to set one (%s)", e.msg);
+	lab_err_clear(&e);
+	is_int(baseline_set(s, "default", 0, 3, &e), 0, "baseline default = last 3");
+	is_int(baseline_set(s, "default", 5, 3, &e), LAB_EUSAGE, "run and last-n together refused");
+	lab_err_clear(&e);
+	is_int(baseline_set(s, "pinned", 999, 0, &e), LAB_EUSAGE, "pinning a missing run refused");
+	lab_err_clear(&e);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	is_int(regress_check(s, last, "default", &n, f, &e), 0, "regression check");
+	fclose(f);
+	is_int(n, 1, "one regression: seq_write cache-nofua 10% slower");
+	ok(strstr(buf, "regression: emmc-A") && strstr(buf, "cache-nofua androbench/seq_write: -9.86%"),
+	   "summary names it:\n%s", buf);
+	free(buf);
+
+	struct report_opts o;
+	report_opts_init(&o);
+	o.run_id = last;
+	o.baseline = "default";
+	struct report_model *m;
+	is_int(report_build(s, &o, &m, &e), 0, "report with baseline");
+	is_int(m->sum.regressions, 1, "summary: one regression");
+	is_int(m->sum.infra_errors, 2, "summary: mode-mismatch + bootloader-hang events");
+	is_int(m->sum.mode_mismatches, 1, "summary: one mode mismatch");
+	is_int(m->sum.jobs_failed, 1, "summary: one failed job");
+	is_int(m->sum.jobs_ok, 2, "summary: two ok jobs");
+	is_int(m->nbase_runs, 3, "three baseline runs");
+	char *x = render(m, "junit");
+	ok(strstr(x, "<failure type=\"regression\"") != NULL, "junit failure for the regression");
+	ok(strstr(x, "type=\"bootloader-hang\"") && strstr(x, "no prompt after 30 s &amp; retry"),
+	   "junit error for the infra event, escaped");
+	free(x);
+	char *t = render(m, "text");
+	ok(strstr(t, "REGRESSION: emmc-A") != NULL, "text names the regression");
+	ok(lines_within(t, 72), "text with baseline <= 72 columns");
+	free(t);
+	char *h = render(m, "html");
+	ok(strstr(h, "Against baseline") && !strstr(h, "<script"), "html baseline section, escaped");
+	free(h);
+	report_free(m);
+
+	/* Pinned baseline: run 3 is the last normal night. */
+	is_int(baseline_set(s, "pinned", last - 1, 0, &e), 0, "pin run");
+	is_int(regress_check(s, last, "pinned", &n, NULL, &e), 0, "check against pinned");
+	is_int(n, 1, "pinned baseline finds it too");
+	is_int(regress_check(s, last - 1, "pinned", &n, NULL, &e), LAB_EUSAGE, "run is its own baseline");
+	lab_err_clear(&e);
+	/* A normal night against the last 3 before it: nothing. */
+	is_int(regress_check(s, last - 1, "default", &n, NULL, &e), 0, "check a normal night");
+	is_int(n, 0, "no regression on a normal night");
+
+	char path[600];
+	snprintf(path, sizeof path, "%s/night.html", dir);
+	is_int(report_write_file(s, last, "html", path, NULL, &e), 0, "report_write_file");
+	ok(access(path, R_OK) == 0, "html file written");
+	is_int(report_write_file(s, last, "nope", path, NULL, &e), LAB_EUSAGE, "bad format refused");
+	lab_err_clear(&e);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	is_int(report_print_mode_table(s, last, f, &e), 0, "mode table");
+	fclose(f);
+	ok(strstr(buf, "cache-nofua vs fua") != NULL && lines_within(buf, 72), "mode table content, <= 72 cols");
+	free(buf);
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/emmclab-test-report-XXXXXX";
+	if (!mkdtemp(dir))
+		return 1;
+	char path[600];
+	snprintf(path, sizeof path, "%s/r.db", dir);
+	struct store *s;
+	struct lab_err e = {0};
+	if (store_open(path, 0, &s, &e)) {
+		ok(0, "store_open: %s", e.msg);
+		return tap_done();
+	}
+	ok(testdb_reference(s) == 0, "reference data");
+	int64_t last = 0;
+	for (int k = 1; k <= 4; k++)
+		last = night(s, k, k == 4 ? 0.9 : 1.0, k == 4);
+	test_reference_report(s);
+	test_regression(s, last, dir);
+	store_close(s);
+	char cmd[700];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		ok(0, "cleanup");
+	return tap_done();
+}

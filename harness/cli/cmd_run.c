@@ -1,0 +1,181 @@
+/* cmd_run.c - `emmclab run`: load a plan and its lab, run it, print the mode
+ * table, write the HTML report, check the baseline. */
+#include "cli.h"
+#include "config.h"
+#include "baseline.h"
+#include "report.h"
+#include "run.h"
+#include "store.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Run `emmclab sim start|stop LAB` as a child of this CLI (blocking is fine
+ * here: this is the command line, not the event loop). */
+static int sim_ctl(const char *self, const char *verb, const char *lab)
+{
+	char *argv[] = {(char *)self, "sim", (char *)verb, (char *)lab, NULL};
+	if (lab == NULL)
+		argv[3] = NULL;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execv(self, argv);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *self_path(void)
+{
+	char buf[4096];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	if (n <= 0)
+		return xstrdup("emmclab");
+	buf[n] = '\0';
+	return xstrdup(buf);
+}
+
+int cmd_run(struct cli *cli, int argc, char **argv)
+{
+	const char *db = getenv("EMMCLAB_DB");
+	const char *report = NULL;
+	const char *tdir = NULL;
+	bool with_sim = false, no_report = false;
+	const char *baseline = NULL;
+	static const struct option lo[] = {
+		{"db", required_argument, NULL, 'd'},
+		{"report", required_argument, NULL, 'r'},
+		{"no-report", no_argument, NULL, 'R'},
+		{"transcripts", required_argument, NULL, 't'},
+		{"with-sim", no_argument, NULL, 's'},
+		{"baseline", required_argument, NULL, 'b'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "d:r:t:b:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd': db = optarg; break;
+		case 'r': report = optarg; break;
+		case 'R': no_report = true; break;
+		case 't': tdir = optarg; break;
+		case 's': with_sim = true; break;
+		case 'b': baseline = optarg; break;
+		default: return cli_usage("run");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage("run");
+	struct lab_err e = {0};
+	struct lab_cfg *lab = NULL;
+	int rc = config_load((const char *const *)argv + optind, (size_t)(argc - optind), &lab, &e);
+	if (rc)
+		return cli_error(&e);
+	if (!lab->plan) {
+		fprintf(stderr, "emmclab: run needs a plan file (a file with a 'plan:' section)\n");
+		config_free(lab);
+		return 2;
+	}
+	if (!db)
+		db = lab->plan->results ? lab->plan->results : lab->results ? lab->results : "results/lab.db";
+	if (!report && !no_report)
+		report = lab->plan->report_html ? lab->plan->report_html : "results/report.html";
+
+	char *self = self_path();
+	char *labfile = NULL;
+	if (with_sim) {
+		labfile = config_path(lab->plan->file, lab->plan->lab);
+		if (!cli->quiet)
+			fprintf(stderr, "emmclab: starting the simulated lab %s\n", labfile);
+		int src = sim_ctl(self, "start", labfile);
+		if (src != 0) {
+			fprintf(stderr, "emmclab: could not start the simulated lab (exit %d)\n", src);
+			free(labfile);
+			free(self);
+			config_free(lab);
+			return 3;
+		}
+	}
+
+	struct store *s = NULL;
+	rc = store_open(db, 0, &s, &e);
+	if (rc) {
+		int x = cli_error(&e);
+		if (with_sim)
+			sim_ctl(self, "stop", NULL);
+		free(labfile);
+		free(self);
+		config_free(lab);
+		return x;
+	}
+	struct run_opts o = {.log = cli->quiet ? NULL : stderr, .verbose = cli->verbose,
+			     .transcript_dir = tdir, .slot_retries = 1};
+	struct run_result res;
+	rc = run_plan(lab, s, &o, &res, &e);
+	if (with_sim)
+		sim_ctl(self, "stop", NULL);
+	free(labfile);
+	free(self);
+	int exit_code = 0;
+	if (rc && res.run_id == 0) {
+		exit_code = cli_error(&e);
+		store_close(s);
+		config_free(lab);
+		return exit_code;
+	}
+	if (rc)
+		exit_code = cli_error(&e);
+
+	fprintf(stderr,
+		"emmclab: run %lld %s in %.1f s: %d jobs (%d ok, %d infrastructure, %d mode mismatch, "
+		"%d skipped), %d iterations, %d samples stored, %d events\n",
+		(long long)res.run_id, res.aborted ? "aborted" : "finished", (double)res.wall_ms / 1000.0,
+		res.jobs, res.jobs_ok, res.jobs_infra, res.jobs_mismatch, res.jobs_skipped,
+		res.iterations, res.samples, res.events);
+	if (res.boards_quarantined)
+		fprintf(stderr, "emmclab: %d board(s) quarantined\n", res.boards_quarantined);
+
+	struct lab_err re = {0};
+	if (report_print_mode_table(s, res.run_id, stdout, &re))
+		fprintf(stderr, "emmclab: comparison table: %s\n", re.msg);
+	fflush(stdout);
+	if (report) {
+		struct lab_err he = {0};
+		struct report_opts ro;
+		report_opts_init(&ro);
+		if (report_write_file(s, res.run_id, "html", report, &ro, &he))
+			fprintf(stderr, "emmclab: HTML report: %s\n", he.msg);
+		else
+			fprintf(stderr, "emmclab: HTML report written to %s\n", report);
+	}
+	if (baseline) {
+		int nreg = 0;
+		struct lab_err be = {0};
+		if (regress_check(s, res.run_id, baseline, &nreg, stdout, &be))
+			fprintf(stderr, "emmclab: baseline check: %s\n", be.msg);
+		else if (nreg > 0 && exit_code == 0)
+			exit_code = 1;
+	}
+	if (exit_code == 0 && (res.jobs_infra > 0 || res.aborted || res.jobs_ok == 0))
+		exit_code = 3;
+	if (exit_code == 0 && res.jobs_mismatch > 0)
+		exit_code = 3;
+	store_close(s);
+	config_free(lab);
+	return exit_code;
+}

@@ -352,6 +352,10 @@ int cmd_identify(struct agent *a)
 		agent_error(a, "no-device", "no eMMC found under /sys/block (use --device)");
 		return -1;
 	}
+	if (a->device[0] && agent_readf(a, buf, 64, "/sys/block/%s/size", a->device) < 0) {
+		agent_error(a, "no-device", "/sys/block/%s: %s", a->device, strerror(errno));
+		return -1;
+	}
 	if (file) {
 		if (ext_csd_from_file(file, ext) != 0) {
 			agent_error(a, "bad-ext-csd", "%s: not 512 bytes or 1024 hex digits", file);

@@ -130,6 +130,10 @@ int cmd_mode(struct agent *a)
 		agent_error(a, "no-device", "no eMMC found under /sys/block (use --device)");
 		return -1;
 	}
+	if (agent_readf(a, wc, sizeof(wc), "/sys/block/%s/size", a->device) < 0) {
+		agent_error(a, "no-device", "/sys/block/%s: %s", a->device, strerror(errno));
+		return -1;
+	}
 	agent_kv_init(&k);
 	memset(&s, 0, sizeof(s));
 	if (agent_host_of(a, a->device, host, sizeof(host)) != 0)

@@ -92,9 +92,12 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		return 2;
 	}
 	if (!db)
-		db = lab->plan->results ? lab->plan->results : lab->results ? lab->results : "results/lab.db";
+		db = lab->plan->results && lab->plan->results[0] ? lab->plan->results
+		     : lab->results && lab->results[0]	   ? lab->results
+							   : "results/lab.db";
 	if (!report && !no_report)
-		report = lab->plan->report_html ? lab->plan->report_html : "results/report.html";
+		report = lab->plan->report_html && lab->plan->report_html[0] ? lab->plan->report_html
+									 : "results/report.html";
 
 	char *self = self_path();
 	char *labfile = NULL;

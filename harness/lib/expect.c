@@ -41,11 +41,18 @@ struct pattern {
 	size_t litlen;
 	regex_t re;
 	bool multiline;   /* regex may match across '\n': rescan whole buffer */
+	char *req;        /* regex: a literal every match contains (prefilter), or NULL */
+	size_t reqlen;
 	size_t scan_from; /* buffer offset from which a match may still be found */
 	expect_cb cb;
 	void *arg;
 	struct loop_timer timer;
 	bool dead;
+	/* result of the last search within one run_matches pass: text only shrinks from
+	 * the front during a pass, so a match at or after the cut stays the earliest */
+	enum { C_UNKNOWN, C_MATCH, C_NONE } cache;
+	size_t cso, ceo;
+	regmatch_t crm[10];
 };
 
 struct expect {
@@ -66,7 +73,6 @@ struct expect {
 	/* re-entrancy: feeds from callbacks are queued, frees deferred */
 	int depth;
 	bool dead;
-	bool flushed;
 	struct lab_buf pending;
 	char *scratch;   /* cleaned copy of one input piece */
 	size_t scratch_cap;
@@ -95,6 +101,7 @@ static void pattern_free(struct pattern *p)
 	if (p->kind == EXPECT_REGEX)
 		regfree(&p->re);
 	free(p->lit);
+	free(p->req);
 	free(p);
 }
 
@@ -169,6 +176,76 @@ static bool regex_multiline(const char *s)
 	       strstr(s, "\\s") || strstr(s, "\\W") || strstr(s, "\\`") || strstr(s, "\\'");
 }
 
+/*
+ * The longest run of plain characters that every match of an ERE must contain,
+ * or NULL.  Conservative: patterns with alternation give none; runs stop at any
+ * special character; a character made optional or repeatable by the next token
+ * (?, *, +, {) ends the run (dropped unless it is `+`, which keeps one copy).
+ * Used only to skip regexec where the literal does not occur.
+ */
+static char *required_literal(const char *re)
+{
+	if (strchr(re, '|'))
+		return NULL;
+	size_t n = strlen(re);
+	char *best = NULL, *cur = xmalloc(n + 1);
+	size_t bestlen = 0, curlen = 0;
+	int depth = 0;
+	for (size_t i = 0; i <= n; i++) {
+		char ch = re[i];
+		bool lit = false;
+		char litc = 0;
+		size_t next = i + 1;
+		if (ch == '\\' && i + 1 < n && strchr(".[]()*+?{}|^$\\", re[i + 1])) {
+			lit = depth == 0;
+			litc = re[i + 1];
+			next = i + 2;
+		} else if (ch == '\\') {
+			next = i + 2; /* \1, \w, \b, \<...: not a plain character */
+		} else if (ch == '[') {
+			/* skip the bracket expression: []...] and [^]...] keep a leading ] */
+			size_t j = i + 1;
+			if (re[j] == '^')
+				j++;
+			if (re[j] == ']')
+				j++;
+			while (j < n && re[j] != ']') {
+				if (re[j] == '[' && (re[j + 1] == ':' || re[j + 1] == '.' || re[j + 1] == '=')) {
+					const char *close = strstr(re + j + 2, (char[]){re[j + 1], ']', 0});
+					j = close ? (size_t)(close - re) + 2 : n;
+				} else {
+					j++;
+				}
+			}
+			next = j + 1;
+		} else if (ch == '(') {
+			depth++;
+		} else if (ch == ')') {
+			depth = depth > 0 ? depth - 1 : 0;
+		} else if (ch && !strchr(".*+?{}^$\\", ch)) {
+			lit = depth == 0;
+			litc = ch;
+		}
+		char q = next <= n ? re[next] : 0;
+		bool optional = q == '?' || q == '*' || q == '{';
+		if (lit && !optional)
+			cur[curlen++] = litc;
+		/* `x+` keeps the one copy added above, but the run cannot continue past it */
+		if (!lit || optional || q == '+') {
+			if (curlen > bestlen) {
+				free(best);
+				best = xstrndup(cur, curlen);
+				bestlen = curlen;
+			}
+			curlen = 0;
+		}
+		if (next > i + 1)
+			i = next - 1;
+	}
+	free(cur);
+	return best;
+}
+
 int expect_add(struct expect *x, enum expect_kind kind, const char *pattern, uint64_t timeout_ms,
 	       expect_cb cb, void *arg, struct lab_err *e)
 {
@@ -194,6 +271,8 @@ int expect_add(struct expect *x, enum expect_kind kind, const char *pattern, uin
 			return -1;
 		}
 		p->multiline = regex_multiline(pattern);
+		p->req = required_literal(pattern);
+		p->reqlen = p->req ? strlen(p->req) : 0;
 	}
 	p->id = x->next_id++;
 	if (x->next_id < 0) /* wrapped after 2^31 patterns */
@@ -237,12 +316,12 @@ void expect_flush(struct expect *x)
 	x->len = 0;
 	x->buf[0] = '\0';
 	x->bol = true;
-	for (size_t i = 0; i < x->npats; i++)
+	for (size_t i = 0; i < x->npats; i++) {
 		x->pats[i]->scan_from = 0;
-	if (x->depth > 0) {
-		x->flushed = true;
-		x->pending.len = 0;
+		x->pats[i]->cache = C_UNKNOWN;
 	}
+	if (x->depth > 0)
+		x->pending.len = 0; /* text fed from a callback before the flush goes too */
 }
 
 size_t expect_buffered(const struct expect *x)
@@ -378,7 +457,67 @@ static void consume(struct expect *x, size_t n)
 	for (size_t i = 0; i < x->npats; i++) {
 		struct pattern *p = x->pats[i];
 		p->scan_from = p->scan_from > n ? p->scan_from - n : 0;
+		if (p->cache == C_MATCH) {
+			if (p->cso >= n) {
+				p->cso -= n;
+				p->ceo -= n;
+				for (int k = 0; k < 10; k++) {
+					if (p->crm[k].rm_so >= 0) {
+						p->crm[k].rm_so -= (regoff_t)n;
+						p->crm[k].rm_eo -= (regoff_t)n;
+					}
+				}
+			} else {
+				p->cache = C_UNKNOWN;
+			}
+		}
 	}
+}
+
+static void shift_groups(regmatch_t *rm, size_t base)
+{
+	for (int i = 0; i < 10; i++) {
+		if (rm[i].rm_so >= 0) {
+			rm[i].rm_so += (regoff_t)base;
+			rm[i].rm_eo += (regoff_t)base;
+		}
+	}
+}
+
+/* Line-local regex with a required literal: run regexec only on lines that contain
+ * the literal, each bounded at its end (its '\n' is briefly replaced by a NUL, which
+ * `$` treats the same under REG_NEWLINE). */
+static bool find_req(struct expect *x, struct pattern *p, size_t from, size_t *so, size_t *eo,
+		     regmatch_t *rm)
+{
+	size_t pos = from;
+	while (pos < x->len) {
+		const char *hit = memmem(x->buf + pos, x->len - pos, p->req, p->reqlen);
+		if (!hit)
+			break;
+		size_t h = (size_t)(hit - x->buf);
+		const char *nl = memrchr(x->buf + pos, '\n', h - pos);
+		size_t ls = nl ? (size_t)(nl - x->buf) + 1 : pos;
+		const char *e = memchr(hit, '\n', x->len - h);
+		size_t le = e ? (size_t)(e - x->buf) : x->len;
+		bool at_bol = ls == 0 ? x->bol : x->buf[ls - 1] == '\n';
+		char saved = x->buf[le];
+		x->buf[le] = '\0';
+		int r = regexec(&p->re, x->buf + ls, 10, rm, at_bol ? 0 : REG_NOTBOL);
+		x->buf[le] = saved;
+		if (r == 0) {
+			*so = ls + (size_t)rm[0].rm_so;
+			*eo = ls + (size_t)rm[0].rm_eo;
+			shift_groups(rm, ls);
+			p->scan_from = ls;
+			return true;
+		}
+		pos = le + 1;
+	}
+	/* Only the last (incomplete) line can still match later. */
+	const char *nl = from < x->len ? memrchr(x->buf + from, '\n', x->len - from) : NULL;
+	p->scan_from = nl ? (size_t)(nl - x->buf) + 1 : from;
+	return false;
 }
 
 /* Earliest match of p in the buffer at or after p->scan_from. */
@@ -401,17 +540,16 @@ static bool find(struct expect *x, struct pattern *p, size_t *so, size_t *eo, re
 	size_t from = p->multiline ? 0 : p->scan_from;
 	if (from > x->len)
 		from = x->len;
+	if (p->req && !p->multiline)
+		return find_req(x, p, from, so, eo, rm);
+	if (p->req && !memmem(x->buf, x->len, p->req, p->reqlen))
+		return false;
 	bool at_bol = from == 0 ? x->bol : x->buf[from - 1] == '\n';
 	int flags = at_bol ? 0 : REG_NOTBOL;
 	if (regexec(&p->re, x->buf + from, 10, rm, flags) == 0) {
 		*so = from + (size_t)rm[0].rm_so;
 		*eo = from + (size_t)rm[0].rm_eo;
-		for (int i = 0; i < 10; i++) {
-			if (rm[i].rm_so >= 0) {
-				rm[i].rm_so += (regoff_t)from;
-				rm[i].rm_eo += (regoff_t)from;
-			}
-		}
+		shift_groups(rm, from);
 		p->scan_from = from;
 		return true;
 	}
@@ -427,25 +565,30 @@ static bool find(struct expect *x, struct pattern *p, size_t *so, size_t *eo, re
 /* Fire every match in the buffer, earliest first. */
 static void run_matches(struct expect *x)
 {
-	regmatch_t rm[10], best_rm[10];
+	regmatch_t best_rm[10];
+	for (size_t i = 0; i < x->npats; i++)
+		x->pats[i]->cache = C_UNKNOWN;
 	for (;;) {
 		struct pattern *best = NULL;
 		size_t bso = 0, beo = 0;
 		for (size_t i = 0; i < x->npats; i++) {
 			struct pattern *p = x->pats[i];
-			size_t so, eo;
 			if (p->dead)
 				continue;
-			if (!find(x, p, &so, &eo, rm))
+			if (p->cache == C_UNKNOWN) {
+				bool hit = find(x, p, &p->cso, &p->ceo, p->crm);
+				p->cache = hit ? C_MATCH : C_NONE;
+			}
+			if (p->cache != C_MATCH)
 				continue;
-			if (!best || so < bso) {
+			if (!best || p->cso < bso) {
 				best = p;
-				bso = so;
-				beo = eo;
-				if (p->kind == EXPECT_REGEX)
-					memcpy(best_rm, rm, sizeof rm);
+				bso = p->cso;
+				beo = p->ceo;
 			}
 		}
+		if (best && best->kind == EXPECT_REGEX)
+			memcpy(best_rm, best->crm, sizeof best_rm);
 		if (!best)
 			return;
 		/* An empty regex match at the very end would fire forever: wait for more text. */
@@ -472,9 +615,9 @@ static void run_matches(struct expect *x)
 		for (int i = 0; i < 10; i++)
 			m.groups[i] = groups[i];
 		loop_timer_stop(x->loop, &best->timer); /* it matched in time */
+		best->cache = C_UNKNOWN;
 		/* Consume first: the callback sees a buffer that starts after the match. */
 		consume(x, beo > bso ? beo : bso + 1);
-		x->flushed = false;
 		best->cb(x, &m, best->arg);
 		for (int i = 0; i < 10; i++)
 			free(groups[i]);

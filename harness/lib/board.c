@@ -83,6 +83,7 @@ struct board {
 	bool got_output;
 	struct transcript *tr;
 	bool offline_phase;      /* deploy before power is running */
+	bool at_uboot;           /* this attempt stopped at the U-Boot prompt */
 
 	/* agent */
 	char **lines;        /* by seq: raw protocol line, until delivered */
@@ -460,12 +461,13 @@ static void on_deployed(struct deploy *d, int rc, const char *msg, void *arg)
 		start_booting(b);
 		return;
 	}
-	if (fl & DEPLOY_AT_UBOOT) {
-		/* deployed at U-Boot (e.g. written the eMMC over the network): boot from it */
+	if (b->at_uboot) {
+		/* deployed at U-Boot (or nothing to deploy): boot from the board's storage */
 		set_state(b, BOARD_BOOTLOADER);
 		if (uboot_boot_local(b->ub, b->bootargs, tmo(timeouts(b)->bootloader_ms, 60000),
 				     on_ub_booted, b))
-			attempt_failed(b, FAIL_BOOTLOADER_HANG, "U-Boot session busy or bad bootargs");
+			attempt_failed(b, FAIL_DEPLOY, "cannot boot from U-Boot: bad bootargs (quotes?) "
+				       "or uboot.env entry");
 		return;
 	}
 	start_booting(b);
@@ -508,7 +510,8 @@ static void on_uboot_ready(struct uboot *u, int rc, const char *out, size_t len,
 	}
 	if (b->tr)
 		transcript_mark(b->tr, "== U-Boot prompt reached ==");
-	if (b->dep && (b->dep->drv->flags & DEPLOY_AT_UBOOT)) {
+	b->at_uboot = true;
+	if (b->dep && !(b->dep->drv->flags & DEPLOY_BEFORE_POWER)) {
 		run_deploy(b);
 		return;
 	}
@@ -528,6 +531,7 @@ static void on_powered(struct power *p, int rc, int state, const char *msg, void
 		return;
 	}
 	console_set_expect_down(b->con, false);
+	b->at_uboot = false;
 	if (b->tr)
 		transcript_mark(b->tr, "== power on ==");
 	const struct timeouts_cfg *t = timeouts(b);

@@ -791,6 +791,8 @@ int uboot_boot_local(struct uboot *u, const char *extra_bootargs, uint64_t timeo
 		add_step(u, "setenv bootargs", false,
 			 xasprintf("setenv bootargs \"${bootargs} %s\"", extra_bootargs));
 	}
-	add_step(u, "boot", true, xstrdup(empty(u->cfg->boot_cmd) ? "boot" : u->cfg->boot_cmd));
+	/* cfg->boot_cmd starts images loaded by a deploy; from the board's own storage
+	 * U-Boot's `boot` runs ${bootcmd}, which loads them first. */
+	add_step(u, "boot", true, xstrdup("boot"));
 	return script_start(u, cb, arg, timeout_ms, timeout_ms ? timeout_ms : 60000);
 }

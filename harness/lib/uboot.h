@@ -116,8 +116,10 @@ int uboot_netboot(struct uboot *u, const struct uboot_netboot *nb, uint64_t time
 
 /* Apply cfg->env ("name=value" each), set bootargs = cfg->bootargs + " " + extra
  * (when cfg->bootargs is empty: the board's own ${bootargs} + " " + extra; neither
- * given: untouched), then uboot_boot(cfg->boot_cmd, or "boot" when empty).  Used
- * when the board boots from its own storage (deploy none). */
+ * given: untouched), then uboot_boot("boot"), which runs the board's ${bootcmd}
+ * (a uboot.env entry "bootcmd=..." changes it).  Used when the board boots from
+ * its own storage (deploy none).  Note: a bootcmd that sets bootargs itself
+ * (extlinux.conf `append`) overrides ours. */
 int uboot_boot_local(struct uboot *u, const char *extra_bootargs, uint64_t timeout_ms,
 		     uboot_cb cb, void *arg);
 

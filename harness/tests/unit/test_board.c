@@ -1,0 +1,382 @@
+/* test_board.c - the board state machine against a scripted board on a pty,
+ * powered through the real `exec` power driver (commands write to a FIFO the
+ * fake board listens on). */
+#include "board.h"
+#include "console.h"
+#include "fakeboard.h"
+#include "power.h"
+#include "tap.h"
+
+/* The core is a static archive: name the drivers used so the linker keeps them. */
+extern const struct power_driver power_exec;
+extern const struct console_driver console_pty;
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+struct rig {
+	struct loop *l;
+	struct fakeboard fb;
+	char dir[64];
+	char fifo[128];
+	int fifo_fd;
+	struct board_type type;
+	struct board_cfg cfg;
+	struct lab_cfg lab;
+	struct kernel_cfg kernel;
+	struct board *b;
+	/* results */
+	bool done;
+	int rc;
+	enum board_fail fail;
+	char msg[700];
+	char events[4096];
+	int nretry, nquarantine, ntranscripts;
+	uint64_t transcript_bytes;
+	char transcript_path[512];
+	uint64_t seqs[16];
+	int nmsgs;
+	int status;
+	char out[1024];
+};
+
+static void on_fifo(struct loop *l, int fd, unsigned ev, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(ev);
+	struct rig *r = arg;
+	char buf[256];
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (char *save = NULL, *w = strtok_r(buf, "\n", &save); w; w = strtok_r(NULL, "\n", &save)) {
+		if (strcmp(w, "on") == 0)
+			fb_power_on(&r->fb);
+		else if (strcmp(w, "off") == 0)
+			fb_power_off(&r->fb);
+	}
+}
+
+static void on_event(struct board *b, const char *kind, const char *stage, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	struct rig *r = arg;
+	char line[600];
+	snprintf(line, sizeof line, "%s@%s: %.500s\n", kind, stage ? stage : "-", msg);
+	lab_strlcat(r->events, line, sizeof r->events);
+	if (strcmp(kind, "retry") == 0)
+		r->nretry++;
+	if (strcmp(kind, "quarantine") == 0)
+		r->nquarantine++;
+}
+
+static void on_transcript(struct board *b, const char *path, const char *sha, uint64_t bytes,
+			  int boot_n, void *arg)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(sha);
+	LAB_UNUSED(boot_n);
+	struct rig *r = arg;
+	r->ntranscripts++;
+	r->transcript_bytes = bytes;
+	lab_strlcpy(r->transcript_path, path, sizeof r->transcript_path);
+}
+
+static void on_done(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	struct rig *r = arg;
+	r->done = true;
+	r->rc = rc;
+	r->fail = fail;
+	lab_strlcpy(r->msg, msg ? msg : "", sizeof r->msg);
+}
+
+static void on_cmd(struct board *b, int rc, int status, const char *out, size_t len, void *arg)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(len);
+	struct rig *r = arg;
+	r->done = true;
+	r->rc = rc;
+	r->status = status;
+	lab_strlcpy(r->out, out, sizeof r->out);
+}
+
+static void on_msg(struct board *b, const struct proto_msg *m, void *arg)
+{
+	LAB_UNUSED(b);
+	struct rig *r = arg;
+	if (r->nmsgs < 16)
+		r->seqs[r->nmsgs++] = m->seq;
+}
+
+static struct cfg_node *node(const char *yaml)
+{
+	struct cfg_node *n = NULL;
+	struct lab_err e = {0};
+	if (cfg_parse_buffer("test", yaml, strlen(yaml), &n, &e)) {
+		fprintf(stderr, "yaml: %s\n", e.msg);
+		abort();
+	}
+	return n;
+}
+
+static void rig_init(struct rig *r)
+{
+	memset(r, 0, sizeof *r);
+	r->l = loop_new();
+	if (fb_init(&r->fb, r->l))
+		abort();
+	r->fb.agent_installed = true;
+	snprintf(r->dir, sizeof r->dir, "/tmp/emmclab-tb-XXXXXX");
+	if (!mkdtemp(r->dir))
+		abort();
+	snprintf(r->fifo, sizeof r->fifo, "%s/power", r->dir);
+	if (mkfifo(r->fifo, 0600))
+		abort();
+	r->fifo_fd = open(r->fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	loop_fd_add(r->l, r->fifo_fd, LOOP_READ, on_fifo, r);
+
+	struct board_type *t = &r->type;
+	t->name = (char *)"fake-type";
+	t->uboot.autoboot_pattern = (char *)"Hit any key to stop autoboot";
+	t->uboot.interrupt_key = (char *)" ";
+	t->uboot.prompt = (char *)"=> ";
+	t->uboot.bootargs = (char *)"console=ttyS0";
+	t->shell.login_pattern = (char *)"login: *$";
+	t->shell.prompt_pattern = (char *)"[#$] *$";
+	t->shell.user = (char *)"root";
+	t->shell.agent_path = (char *)"/usr/bin/emmclab-agent";
+	t->timeouts = (struct timeouts_cfg){.power_ms = 3000, .first_output_ms = 800,
+		.bootloader_ms = 2000, .deploy_ms = 2000, .boot_ms = 1500, .login_ms = 1500,
+		.command_ms = 3000};
+	t->retries = 1;
+	t->quarantine_after = 2;
+
+	char yaml[512];
+	snprintf(yaml, sizeof yaml, "driver: pty\npath: %s\n", r->fb.path);
+	r->cfg.console = node(yaml);
+	snprintf(yaml, sizeof yaml,
+		 "driver: exec\noff_time: 50ms\non: [sh, -c, 'echo on > %s']\noff: [sh, -c, 'echo off > %s']\n",
+		 r->fifo, r->fifo);
+	r->cfg.power = node(yaml);
+	r->cfg.name = (char *)"fake1";
+	r->cfg.type = t;
+	r->lab.transcripts = r->dir;
+	r->kernel.name = (char *)"k";
+	r->kernel.cmdline = (char *)"root=/dev/mmcblk0p2";
+
+	static const struct board_events ev = {.event = on_event, .transcript = on_transcript};
+	struct lab_err e = {0};
+	if (board_new(r->l, &r->lab, &r->cfg, &ev, r, &r->b, &e)) {
+		fprintf(stderr, "board_new: %s\n", e.msg);
+		abort();
+	}
+}
+
+static void rig_fini(struct rig *r)
+{
+	board_free(r->b);
+	cfg_free(r->cfg.console);
+	cfg_free(r->cfg.power);
+	loop_fd_del(r->l, r->fifo_fd);
+	close(r->fifo_fd);
+	fb_fini(&r->fb);
+	/* let the power commands' children be reaped */
+	for (int i = 0; i < 10; i++)
+		loop_run_once(r->l, 10);
+	loop_free(r->l);
+	DIR *d = opendir(r->dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char p[700];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof p, "%s/%s", r->dir, de->d_name);
+		if (unlink(p)) {
+			/* the -work directory */
+			rmdir(p);
+		}
+	}
+	if (d)
+		closedir(d);
+	rmdir(r->dir);
+}
+
+static bool wait_done(struct rig *r, uint64_t ms)
+{
+	bool ok = fb_run_until(r->l, &r->done, ms);
+	r->done = false;
+	return ok;
+}
+
+static void test_happy_path(void)
+{
+	struct rig r;
+	rig_init(&r);
+	is_str(board_state_name(board_get_state(r.b)), "off", "starts off");
+	is_int(board_boot(r.b, &r.kernel, "mmc_block.fua=off mmc_core.disable_cqe=1", NULL, on_done, &r),
+	       LAB_OK, "boot started");
+	is_int(board_boot(r.b, &r.kernel, "", NULL, on_done, &r), LAB_EUSAGE, "one operation at a time");
+	ok(wait_done(&r, 10000), "boot finished");
+	is_int(r.rc, LAB_OK, "booted to a shell");
+	if (r.rc)
+		fprintf(stderr, "# %s\n# events:\n%s", r.msg, r.events);
+	is_str(board_state_name(board_get_state(r.b)), "shell", "state shell");
+	is_str(r.fb.last_cmdline, "console=ttyS0 root=/dev/mmcblk0p2 mmc_block.fua=off mmc_core.disable_cqe=1",
+	       "type bootargs + kernel cmdline + mode cmdline reached the kernel");
+
+	board_shell(r.b, "cat /proc/cmdline", 0, on_cmd, &r);
+	wait_done(&r, 3000);
+	is_int(r.rc, LAB_OK, "shell command");
+	ok(strstr(r.out, "mmc_block.fua=off") != NULL, "its output: %s", r.out);
+
+	/* the agent: line 3 arrives with a bad CRC and is re-requested */
+	r.fb.corrupt_seq = 3;
+	r.fb.noise = true;
+	is_int(board_agent(r.b, "mode expect=fua", 5000, on_msg, on_done, &r), LAB_OK, "agent started");
+	ok(wait_done(&r, 8000), "agent finished");
+	is_int(r.rc, LAB_OK, "agent ok after resend");
+	is_int(r.nmsgs, 4, "four messages");
+	ok(r.seqs[0] == 1 && r.seqs[1] == 2 && r.seqs[2] == 3 && r.seqs[3] == 4, "delivered in seq order");
+	ok(strstr(r.events, "re-requesting 1 line") != NULL, "resend noted as an event");
+
+	board_power_off(r.b, on_done, &r);
+	wait_done(&r, 3000);
+	is_int(r.rc, LAB_OK, "powered off");
+	is_int(r.fb.mode, FB_OFF, "the board is off");
+	is_int(r.ntranscripts, 1, "one transcript for one boot");
+	ok(r.transcript_bytes > 500, "transcript has the boot (%llu bytes)",
+	   (unsigned long long)r.transcript_bytes);
+	char *t = NULL;
+	size_t tl = 0;
+	struct lab_err e = {0};
+	ok(lab_read_file(r.transcript_path, 1 << 20, &t, &tl, &e) == 0 && strstr(t, "Hit any key") &&
+	   strstr(t, "Starting kernel") && strstr(t, "@@emmclab 1 4 done"), "transcript holds U-Boot, kernel and agent");
+	ok(strstr(r.transcript_path, "/fake1-1-") != NULL, "named <board>-<boot>-<utc>: %s", r.transcript_path);
+	free(t);
+	rig_fini(&r);
+}
+
+static void test_retry_then_success(void)
+{
+	struct rig r;
+	rig_init(&r);
+	r.fb.panic = true;
+	r.fb.faults_left = 1; /* first boot only */
+	board_boot(r.b, &r.kernel, "", NULL, on_done, &r);
+	ok(wait_done(&r, 15000), "finished");
+	is_int(r.rc, LAB_OK, "second attempt succeeded");
+	is_int(r.nretry, 1, "one retry");
+	ok(strstr(r.events, "kernel-panic@booting") != NULL, "first attempt classified kernel-panic");
+	is_int(board_boot_count(r.b), 2, "two boots, two transcripts");
+	is_int(r.ntranscripts, 1, "first transcript closed when the retry began");
+	rig_fini(&r);
+}
+
+static void expect_failure(const char *what, void (*setup)(struct fakeboard *), enum board_fail want)
+{
+	struct rig r;
+	rig_init(&r);
+	setup(&r.fb);
+	uint64_t t0 = lab_now_ms();
+	board_boot(r.b, &r.kernel, "", NULL, on_done, &r);
+	ok(wait_done(&r, 20000), "%s: finished", what);
+	is_int(r.rc, LAB_EINFRA, what);
+	is_str(board_fail_name(r.fail), board_fail_name(want), what);
+	is_int(r.nretry, 1, "retried once (retries: 1)");
+	ok(lab_now_ms() - t0 < 15000, "%s: within the stage budgets", what);
+	ok(r.msg[0] != '\0', "%s: message: %s", what, r.msg);
+	rig_fini(&r);
+}
+
+static void set_no_output(struct fakeboard *f)
+{
+	f->no_output = true;
+}
+
+static void set_uboot_hang(struct fakeboard *f)
+{
+	f->uboot_hang = true;
+}
+
+static void set_no_login(struct fakeboard *f)
+{
+	f->no_login = true;
+}
+
+static void set_login_wrong(struct fakeboard *f)
+{
+	f->login = true;
+	f->password = "nobody-knows";
+}
+
+static void set_agent_missing(struct fakeboard *f)
+{
+	f->agent_installed = false;
+}
+
+static void test_quarantine(void)
+{
+	struct rig r;
+	rig_init(&r);
+	board_boot(r.b, &r.kernel, "", NULL, on_done, &r);
+	wait_done(&r, 10000);
+	is_int(r.rc, LAB_OK, "boots while healthy");
+	int boots = r.fb.boots;
+	board_health_fail(r.b, "job 1 failed");
+	ok(!board_quarantined(r.b), "one failure: not yet");
+	board_health_ok(r.b);
+	is_int(board_failures(r.b), 0, "success resets the count");
+	board_health_fail(r.b, "job 2 failed");
+	board_health_fail(r.b, "job 3 failed");
+	ok(board_quarantined(r.b), "quarantined after 2 consecutive failures");
+	board_health_fail(r.b, "job 4 failed");
+	is_int(r.nquarantine, 1, "quarantine event emitted once");
+	is_str(board_state_name(board_get_state(r.b)), "quarantined", "state quarantined");
+	is_int(board_boot(r.b, &r.kernel, "", NULL, on_done, &r), LAB_OK, "boot call accepted");
+	ok(!r.done, "callback not run inside the call");
+	wait_done(&r, 2000);
+	is_str(board_fail_name(r.fail), "quarantined", "refused: quarantined");
+	is_int(r.fb.boots, boots, "the board was not touched");
+	board_power_off(r.b, on_done, &r);
+	wait_done(&r, 3000);
+	is_int(r.rc, LAB_OK, "a quarantined board can still be switched off");
+	rig_fini(&r);
+}
+
+static void test_paced_uboot(void)
+{
+	struct rig r;
+	rig_init(&r);
+	r.fb.fifo = 16;
+	r.type.uboot.char_delay_ms = 3;
+	r.type.uboot.chunk = 8;
+	board_boot(r.b, &r.kernel, "mmc_block.fua=on mmc_core.disable_cqe=0", NULL, on_done, &r);
+	ok(wait_done(&r, 15000), "finished");
+	is_int(r.rc, LAB_OK, "boot through a 16-byte FIFO with paced typing");
+	ok(strstr(r.fb.last_cmdline, "mmc_core.disable_cqe=0") != NULL, "long bootargs intact: %s",
+	   r.fb.last_cmdline);
+	rig_fini(&r);
+}
+
+int main(void)
+{
+	ok(power_exec.name != NULL, "driver power_exec linked");
+	ok(console_pty.name != NULL, "driver console_pty linked");
+	is_str(board_fail_name(FAIL_NO_OUTPUT), "no-output", "failure names");
+	is_str(board_fail_name(FAIL_BOOTLOADER_HANG), "bootloader-hang", "failure names");
+	is_str(board_state_name(BOARD_POWERING_OFF), "powering-off", "state names");
+	test_happy_path();
+	test_retry_then_success();
+	expect_failure("no output", set_no_output, FAIL_NO_OUTPUT);
+	expect_failure("U-Boot hang", set_uboot_hang, FAIL_BOOTLOADER_HANG);
+	expect_failure("no login prompt", set_no_login, FAIL_BOOT_TIMEOUT);
+	expect_failure("login refused", set_login_wrong, FAIL_LOGIN_TIMEOUT);
+	expect_failure("agent missing, nothing to push", set_agent_missing, FAIL_DEPLOY);
+	test_quarantine();
+	test_paced_uboot();
+	return tap_done();
+}

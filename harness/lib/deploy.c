@@ -107,6 +107,7 @@ int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, st
 	struct deploy *dp = xcalloc(1, sizeof *dp);
 	dp->drv = d;
 	dp->loop = l;
+	loop_timer_init(&dp->timer, NULL, dp); /* deploy_free may stop it before any run */
 	dp->board = xstrdup(board);
 	dp->timeout_ms = dc.timeout_ms;
 	opt_free(deploy_common_opts, &dc);

@@ -118,6 +118,7 @@ int power_new(struct loop *l, const char *board, const struct cfg_node *cfg, str
 	struct power *p = xcalloc(1, sizeof *p);
 	p->drv = d;
 	p->loop = l;
+	loop_timer_init(&p->timer, NULL, p); /* power_free may stop it before any request */
 	p->board = xstrdup(board);
 	p->off_time_ms = pc.off_time_ms;
 	p->timeout_ms = pc.timeout_ms;

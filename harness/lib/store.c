@@ -235,6 +235,16 @@ static int step_done(struct store *s, sqlite3_stmt *q, const char *what, struct 
 	return LAB_OK;
 }
 
+static char *dir_of(const char *path)
+{
+	const char *sl = strrchr(path, '/');
+	if (!sl)
+		return xstrdup(".");
+	if (sl == path)
+		return xstrdup("/");
+	return xstrndup(path, (size_t)(sl - path));
+}
+
 static int pragma_int(struct store *s, const char *sql, int *out, struct lab_err *e)
 {
 	sqlite3_stmt *q;
@@ -254,20 +264,22 @@ static int pragma_int(struct store *s, const char *sql, int *out, struct lab_err
 		return lab_err_set(e, LAB_EINFRA,
 				   "%s: not an SQLite database (corrupt, or another kind of file)",
 				   s->path);
+	if ((ext & 0xff) == SQLITE_READONLY || (ext & 0xff) == SQLITE_CANTOPEN) {
+		/* A WAL database needs its -wal and -shm files beside it, even to read. */
+		char *dir = dir_of(s->path);
+		int rc = LAB_OK;
+		if (access(dir, W_OK | X_OK) < 0)
+			rc = lab_err_set(e, LAB_EINFRA,
+					 "%s: cannot open the database: no write permission in %s "
+					 "(SQLite keeps its -wal and -shm files there)", s->path, dir);
+		free(dir);
+		if (rc)
+			return rc;
+	}
 	return db_fail(s, e, ext, "reading the schema version");
 }
 
 /* ---- open, migrate, close ------------------------------------------------ */
-
-static char *dir_of(const char *path)
-{
-	const char *sl = strrchr(path, '/');
-	if (!sl)
-		return xstrdup(".");
-	if (sl == path)
-		return xstrdup("/");
-	return xstrndup(path, (size_t)(sl - path));
-}
 
 /* Explain an open failure in terms of the file system, not SQLite codes. */
 static int open_fail(const char *path, int flags, int r, int sys_errno, struct lab_err *e)
@@ -280,6 +292,9 @@ static int open_fail(const char *path, int flags, int r, int sys_errno, struct l
 	else if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		rc = lab_err_set(e, LAB_EINFRA, "%s: cannot create the database: %s is not a directory",
 				 path, dir);
+	else if (stat(path, &st) < 0 && errno == ENOENT && access(dir, W_OK | X_OK) < 0)
+		rc = lab_err_set(e, LAB_EINFRA,
+				 "%s: cannot create the database: no write permission in %s", path, dir);
 	else
 		rc = lab_err_set(e, LAB_EINFRA, "%s: cannot open the database: %s%s%s", path,
 				 sqlite3_errstr(r), sys_errno ? ": " : "",

@@ -49,16 +49,22 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	if as_nobody test -x "$EMMCLAB" 2>/dev/null; then
 		mkdir -m 0777 "$tmp/u"; chmod 0755 "$tmp"
 		mkdir -m 0555 "$tmp/u/ro"
-		expect3 "cannot open the database" as_nobody "$EMMCLAB" import --db "$tmp/u/ro/lab.db" "$ref"
+		expect3 "cannot create the database: no write permission in $tmp/u/ro" as_nobody "$EMMCLAB" import --db "$tmp/u/ro/lab.db" "$ref"
 		"$EMMCLAB" import --db "$tmp/u/rofile.db" "$ref" >/dev/null
 		chmod 0444 "$tmp/u/rofile.db"; chmod 0777 "$tmp/u"
 		expect3 "read-only" as_nobody "$EMMCLAB" import --db "$tmp/u/rofile.db" --force "$ref"
+		# a WAL database in a directory we cannot write: even reading needs -shm there
+		mkdir -m 0777 "$tmp/u/walro"
+		"$EMMCLAB" import --db "$tmp/u/walro/lab.db" "$ref" >/dev/null
+		chmod 0666 "$tmp/u/walro/lab.db"; chmod 0555 "$tmp/u/walro"
+		expect3 "no write permission in $tmp/u/walro" as_nobody "$EMMCLAB" status --db "$tmp/u/walro/lab.db"
+		chmod 0755 "$tmp/u/walro"
 	else
 		echo "note: nobody cannot run $EMMCLAB; permission cases skipped" >&2
 	fi
 elif [ "$(id -u)" != 0 ]; then
 	mkdir -m 0555 "$tmp/ro"
-	expect3 "cannot open the database" "$EMMCLAB" import --db "$tmp/ro/lab.db" "$ref"
+	expect3 "no write permission in $tmp/ro" "$EMMCLAB" import --db "$tmp/ro/lab.db" "$ref"
 	chmod 0755 "$tmp/ro"
 fi
 echo "db_refusals: ok"

@@ -247,9 +247,9 @@ static const struct opt plan_base_opts[] = {
 	{.key = "parallel", .type = OPT_INT, .offset = F(plan_cfg, parallel), .def = "0", .min = 0,
 	 .max = 1000, .help = "boards driven at once (0: all)"},
 	{.key = "results", .type = OPT_STR, .offset = F(plan_cfg, results), .def = "",
-	 .help = "database path (empty: the lab's)"},
+	 .help = "database path, relative to the plan (empty: the lab's)"},
 	{.key = "report_html", .type = OPT_STR, .offset = F(plan_cfg, report_html), .def = "",
-	 .help = "HTML report written after the run (empty: none)"},
+	 .help = "HTML report written after the run, relative to the plan (empty: none)"},
 	{.key = "uploads", .type = OPT_NODE, .offset = F(plan_cfg, uploads),
 	 .help = "upload targets for this plan (see docs/uploads.md)"},
 	{0},
@@ -989,16 +989,9 @@ static int build_plan(struct lab_cfg *c, struct loader *L, struct lab_err *e)
 	if (rc)
 		return rc;
 	resolve_in_place(&p->lab, n->file);
-	if (p->results[0]) {
-		char *r = base_path(c, p->results);
-		free(p->results);
-		p->results = r;
-	}
-	if (p->report_html[0]) {
-		char *r = base_path(c, p->report_html);
-		free(p->report_html);
-		p->report_html = r;
-	}
+	/* a plan's output paths are relative to the plan file, like its other paths */
+	resolve_in_place(&p->results, n->file);
+	resolve_in_place(&p->report_html, n->file);
 	/* suite files become the names of the suites they define */
 	struct opt_strlist names = {0};
 	for (size_t i = 0; i < p->suites.n; i++) {

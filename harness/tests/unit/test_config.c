@@ -146,7 +146,8 @@ int main(void)
 	    "  boards: [nightly]\n"
 	    "  kernels: [k1]\n"
 	    "  suites: [quick]\n"
-	    "  budget: 1h30m\n");
+	    "  budget: 1h30m\n"
+	    "  results: out/r.db\n");
 	int rc = load(&e, &c, "plan.yaml", NULL);
 	ok(rc == LAB_OK, "full load: %s", e.msg);
 	if (rc == LAB_OK) {
@@ -189,6 +190,9 @@ int main(void)
 		is_int((long long)c->plan->budget_ms, 5400000, "plan budget");
 		want = path_of("lab.yaml");
 		is_str(c->plan->lab, want, "plan lab path resolved");
+		free(want);
+		want = path_of("out/r.db");
+		is_str(c->plan->results, want, "plan results relative to the plan");
 		free(want);
 
 		/* print -> reload -> print is stable */

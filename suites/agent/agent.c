@@ -41,10 +41,12 @@ static const struct agent_cmd agent_cmds[] = {
 	{ "precondition", cmd_precondition, "passes target seed",
 	  "passes=N full-device writes of random data (target=PATH: file or block device)" },
 	{ "androbench", cmd_androbench,
-	  "iter dir seq_mib req_mib rand_mib rand_ios seed count",
-	  "iter=N [dir=PATH] [seq_mib=64] [req_mib=32] [rand_mib=64] [rand_ios=2048] [count=1]" },
-	{ "fscopy", cmd_fscopy, "iter tree scale count dir target seed",
-	  "iter=N [tree=synthetic|PATH] [scale=1.0] [count=1] [dir=PATH | target=BLOCKDEV]" },
+	  "iter iterations dir seq_mib req_mib rand_mib rand_ios seed count",
+	  "iter=N [iterations=1] [dir=PATH] [seq_mib=64] [req_mib=32] [rand_mib=64] "
+	  "[rand_ios=2048] [count=1]" },
+	{ "fscopy", cmd_fscopy, "iter iterations tree scale count dir target seed",
+	  "iter=N [iterations=1] [tree=synthetic|PATH] [scale=1.0] [count=1] "
+	  "[dir=PATH | target=BLOCKDEV]" },
 	{ "powerfail-write", cmd_powerfail_write, "records file record_size iter",
 	  "[records=N] [file=PATH] [record_size=4096]: fsync'd, CRC'd records, acked as counters" },
 	{ "powerfail-check", cmd_powerfail_check, "file acked record_size iter",

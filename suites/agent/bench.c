@@ -213,19 +213,20 @@ static int bench_iter(struct agent *a, struct bench *b, struct agent_rng *rng, u
 int cmd_androbench(struct agent *a)
 {
 	static struct bench b;
-	uint64_t iters, seq_mib, req_mib, rand_mib, count, seed;
+	uint64_t first, iters, seq_mib, req_mib, rand_mib, count, seed;
 	char dir[PATH_MAX], disk[64];
 	struct agent_rng rng;
 	unsigned it;
 	int rc = 0;
 	void *p;
 
-	if (agent_arg_u64(a, "iter", 1, 1, 1000, &iters) || agent_arg_u64(a, "seq_mib", 64, 1, 65536, &seq_mib) ||
+	if (agent_arg_u64(a, "iter", 1, 1, 1000000, &first) ||
+	    agent_arg_u64(a, "iterations", 1, 1, 1000, &iters) || agent_arg_u64(a, "seq_mib", 64, 1, 65536, &seq_mib) ||
 	    agent_arg_u64(a, "req_mib", 32, 1, 256, &req_mib) ||
 	    agent_arg_u64(a, "rand_mib", 64, 1, 65536, &rand_mib) ||
 	    agent_arg_u64(a, "rand_ios", 2048, 1, 10000000, &b.rand_ios) ||
 	    agent_arg_u64(a, "count", 0, 0, 1, &count) ||
-	    agent_arg_u64(a, "seed", 1, 0, UINT64_MAX, &seed))
+	    agent_arg_u64(a, "seed", 0, 0, UINT64_MAX, &seed))
 		return -1;
 	if (agent_workdir(a, dir, sizeof(dir)) != 0)
 		return -1;
@@ -250,17 +251,20 @@ int cmd_androbench(struct agent *a)
 		return -1;
 	}
 	agent_disk_of_path(a, dir, disk, sizeof(disk));
-	agent_rng_seed(&rng, seed);
+	/* default: the offsets differ per iteration label but repeat across runs */
+	agent_rng_seed(&rng, agent_arg(a, "seed") ? seed : first);
 	for (it = 1; it <= iters && rc == 0; it++) {
+		unsigned label = (unsigned)(first + it - 1);
+
 		struct agent_count c;
 
-		agent_progress(a, (int)((it - 1) * 100 / iters), "androbench iter %u/%llu in %s", it,
-			       (unsigned long long)iters, dir);
+		agent_progress(a, (int)((it - 1) * 100 / iters), "androbench iter %u (%u/%llu) in %s",
+			       label, it, (unsigned long long)iters, dir);
 		if (count)
 			agent_count_begin(a, &c, disk);
-		rc = bench_iter(a, &b, &rng, it);
+		rc = bench_iter(a, &b, &rng, label);
 		if (count)
-			agent_count_end(a, &c, "androbench", it);
+			agent_count_end(a, &c, "androbench", label);
 		unlink(b.path);
 	}
 	free(b.buf);

@@ -412,13 +412,14 @@ int cmd_fscopy(struct agent *a)
 	static struct tree t;
 	const char *tree = agent_arg(a, "tree"), *dir = agent_arg(a, "dir");
 	char target[PATH_MAX], dbuf[PATH_MAX];
-	uint64_t iters, count, seed;
+	uint64_t first, iters, count, seed;
 	unsigned char *buf = NULL;
 	double scale;
 	unsigned it;
 	int rc = 0;
 
-	if (agent_arg_u64(a, "iter", 1, 1, 1000, &iters) ||
+	if (agent_arg_u64(a, "iter", 1, 1, 1000000, &first) ||
+	    agent_arg_u64(a, "iterations", 1, 1, 1000, &iters) ||
 	    agent_arg_double(a, "scale", 1.0, 0.00001, 10.0, &scale) ||
 	    agent_arg_u64(a, "count", 0, 0, 1, &count) ||
 	    agent_arg_u64(a, "seed", 6002, 0, UINT64_MAX, &seed))
@@ -462,9 +463,11 @@ int cmd_fscopy(struct agent *a)
 			       (unsigned long long)seed, t.nfiles, t.ndirs,
 			       (double)t.bytes / 1048576.0);
 	for (it = 1; it <= iters && rc == 0; it++) {
-		agent_progress(a, (int)((it - 1) * 100 / iters), "fscopy iter %u/%llu on %s", it,
+		unsigned label = (unsigned)(first + it - 1);
+
+		agent_progress(a, (int)((it - 1) * 100 / iters), "fscopy iter %u (%u/%llu) on %s", label, it,
 			       (unsigned long long)iters, dir ? dir : target);
-		rc = fscopy_iter(a, &t, dir ? NULL : target, dir, it, (int)count, buf);
+		rc = fscopy_iter(a, &t, dir ? NULL : target, dir, label, (int)count, buf);
 	}
 	free(buf);
 	tree_free(&t);

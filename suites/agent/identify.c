@@ -336,7 +336,8 @@ int cmd_identify(struct agent *a)
 		"ext_csd_rev", "capacity_bytes", "cache_kib", "cache_ctrl", "rel_wr_param",
 		"rel_sectors", "cmdq_support", "cmdq_depth", "cmdq_en", "cmdq_mode_en", "life_a",
 		"life_b", "pre_eol", "fw_version", "device_version", "kernel", "cmdline",
-		"knob_fua", "knob_disable_cqe", "ext_csd_src", "ext_csd", NULL
+		"knob_fua", "knob_disable_cqe", "ext_csd_src", "ext_csd_error", "cid_error", "ext_csd",
+		NULL
 	};
 	const char *file = agent_arg(a, "ext_csd");
 	char buf[1100], err[512] = "", cid[64] = "";
@@ -369,9 +370,8 @@ int cmd_identify(struct agent *a)
 	} else if (ext_csd_debugfs(a, ext) == 0) {
 		have_ext = 1;
 		src = "debugfs";
-	} else {
-		agent_error(a, "no-ext-csd", "%s; debugfs not readable either", err);
 	}
+	/* not an error line: identity without EXT_CSD is still an identity */
 	if (have_ext) {
 		agent_decode_ext_csd(ext, &dec);
 		rev = ext[EXT_CSD_REV];
@@ -410,7 +410,7 @@ int cmd_identify(struct agent *a)
 		if (agent_readf(a, cid, sizeof(cid), "/sys/block/%s/device/cid", a->device) > 0) {
 			agent_kv_add(&k, "cid", "%s", cid);
 			if (agent_decode_cid(cid, rev, &dec) != 0)
-				agent_error(a, "bad-cid", "cannot decode cid '%s'", cid);
+				agent_kv_add(&k, "cid_error", "not 32 hex digits");
 		}
 	}
 	/* EXT_CSD values before sysfs size (whole user area either way) */
@@ -426,6 +426,8 @@ int cmd_identify(struct agent *a)
 		agent_kv_add(&k, "cmdline", "%s", buf);
 	agent_knobs(a, &k);
 	agent_kv_add(&k, "ext_csd_src", "%s", src);
+	if (!have_ext)
+		agent_kv_add(&k, "ext_csd_error", "%s; debugfs not readable either", err);
 
 	{
 		static struct agent_kv out;

@@ -68,7 +68,7 @@ static void test_androbench(void)
 	tpath(dir, sizeof(dir), "ab");
 	mkdir(dir, 0755);
 	snprintf(arg, sizeof(arg), "dir=%s", dir);
-	run_agent(&r, "androbench", "iter=2", arg, "seq_mib=4", "req_mib=2", "rand_mib=2",
+	run_agent(&r, "androbench", "iter=1", "iterations=2", arg, "seq_mib=4", "req_mib=2", "rand_mib=2",
 		  "rand_ios=64", NULL);
 	is_int(r.bad, 0, "androbench: protocol");
 	is_int(r.status, 0, "androbench: exit 0");
@@ -86,6 +86,13 @@ static void test_androbench(void)
 	is_near(sample(&r, "rand_write", 1, "MiB/s"),
 		sample(&r, "rand_write_iops", 1, "IOPS") * 4096 / 1048576.0, 1e-3, "MiB/s = IOPS x 4 KiB");
 	is_int(dir_entries(dir), 0, "the test file is removed");
+	run_free(&r);
+
+	/* iter= is the label of the (first) iteration, as the controller passes it */
+	run_agent(&r, "androbench", "iter=7", arg, "seq_mib=1", "req_mib=1", "rand_mib=1",
+		  "rand_ios=8", NULL);
+	is_int(count_msg(&r, "sample"), 8, "iter=7: one iteration");
+	ok(sample(&r, "seq_write", 7, "MiB/s") > 0, "labelled iter 7");
 	run_free(&r);
 
 	run_agent(&r, "androbench", "dir=/nonexistent/x", NULL);
@@ -142,7 +149,7 @@ static void test_count_fake_tracefs(void)
 	run_free(&r);
 
 	/* without tracefs: one error line, the workload still runs */
-	run_agent(&r, "androbench", arg, "iter=2", "seq_mib=1", "req_mib=1", "rand_mib=1",
+	run_agent(&r, "androbench", arg, "iterations=2", "seq_mib=1", "req_mib=1", "rand_mib=1",
 		  "rand_ios=8", "count=1", NULL);
 	if (find_msg(&r, "error", "code", "no-tracefs")) {
 		int i2, n = 0;
@@ -239,7 +246,7 @@ static void test_fscopy(void)
 	tpath(dir, sizeof(dir), "fs");
 	mkdir(dir, 0755);
 	snprintf(arg, sizeof(arg), "dir=%s", dir);
-	run_agent(&r, "fscopy", "iter=2", arg, "scale=0.002", NULL);
+	run_agent(&r, "fscopy", "iterations=2", arg, "scale=0.002", NULL);
 	is_int(r.bad, 0, "fscopy: protocol");
 	is_int(r.status, 0, "fscopy: exit 0");
 	{
@@ -266,9 +273,9 @@ static void test_fscopy(void)
 	make_tree();
 	tpath(src, sizeof(src), "src");
 	snprintf(targ, sizeof(targ), "tree=%s", src);
-	run_agent(&r, "fscopy", arg, targ, NULL);
+	run_agent(&r, "fscopy", "iter=3", arg, targ, NULL);
 	is_int(r.status, 0, "fscopy tree=PATH: exit 0");
-	ok(sample(&r, "copy1_time", 1, "s") >= 0, "tree=PATH copied");
+	ok(sample(&r, "copy1_time", 3, "s") >= 0, "tree=PATH copied (iter 3)");
 	is_int(dir_entries(dir), 0, "tree=PATH: dir left clean");
 	run_free(&r);
 

@@ -74,6 +74,22 @@ static void spool_free(struct spool *sp)
 	free(sp->slot);
 }
 
+/* A few recently interned strings: metric and unit names repeat in short cycles. */
+struct mru {
+	const char *s[16];
+	size_t next;
+};
+
+static const char *mru_intern(struct mru *m, struct spool *sp, const char *s)
+{
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(m->s); i++)
+		if (m->s[i] && strcmp(m->s[i], s) == 0)
+			return m->s[i];
+	const char *r = spool_intern(sp, s);
+	m->s[m->next++ % LAB_ARRAY_SIZE(m->s)] = r;
+	return r;
+}
+
 /* ---- group index -------------------------------------------------------- */
 
 struct gkey {
@@ -90,7 +106,17 @@ struct priv {
 
 static uint64_t gkey_hash(const struct gkey *k)
 {
-	return hash_bytes(k, sizeof *k, 1469598103934665603ULL);
+	/* Word-wise mixing: every field is a size_t or an interned pointer. */
+	uint64_t w[9] = {k->run, k->part, (uintptr_t)k->board, (uintptr_t)k->kernel,
+			 (uintptr_t)k->mode, (uintptr_t)k->suite, (uintptr_t)k->workload,
+			 (uintptr_t)k->metric, (uintptr_t)k->unit};
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
+	for (int i = 0; i < 9; i++) {
+		h ^= w[i];
+		h *= 0xff51afd7ed558ccdULL;
+		h ^= h >> 33;
+	}
+	return h;
 }
 
 static bool gkey_eq(const struct results_group *g, const struct gkey *k)
@@ -541,7 +567,7 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 
 	char *sql = xasprintf(
 		"SELECT j.run_id, j.part_id, COALESCE(b.name, ''), COALESCE(k.version, ''), j.mode, "
-		"j.suite, i.workload, i.n, i.warmup, s.metric, s.unit, s.value "
+		"j.suite, i.workload, i.n, i.warmup, s.metric, s.unit, s.value, j.id, i.id "
 		"FROM sample s JOIN iteration i ON i.id = s.iteration_id "
 		"JOIN job j ON j.id = i.job_id "
 		"LEFT JOIN board b ON b.id = j.board_id LEFT JOIN kernel k ON k.id = j.kernel_id "
@@ -563,20 +589,47 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 	for (int i = 0; i < 7; i++)
 		if (binds[i])
 			sqlite3_bind_text(st, i + 1, binds[i], -1, SQLITE_STATIC);
+	/* Rows come grouped by iteration and job: reuse the previous row's
+	 * interned job and iteration fields instead of hashing them again. */
+	struct gkey k;
+	memset(&k, 0, sizeof k); /* hashed as bytes: padding must be zero */
+	int64_t last_job = -1, last_iter = -1;
+	bool job_ok = false;
+	struct mru mru = {0};
+	size_t recent[8], nrecent = 0;
+	for (size_t q = 0; q < LAB_ARRAY_SIZE(recent); q++)
+		recent[q] = (size_t)-1;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct gkey k;
-		memset(&k, 0, sizeof k); /* hashed as bytes: padding must be zero */
-		if (!idx_find(rix, r->nruns, sqlite3_column_int64(st, 0), &k.run) ||
-		    !idx_find(pix, r->nparts, sqlite3_column_int64(st, 1), &k.part))
+		int64_t job = sqlite3_column_int64(st, 12), iter = sqlite3_column_int64(st, 13);
+		if (job != last_job) {
+			last_job = job;
+			last_iter = -1;
+			job_ok = idx_find(rix, r->nruns, sqlite3_column_int64(st, 0), &k.run) &&
+				 idx_find(pix, r->nparts, sqlite3_column_int64(st, 1), &k.part);
+			if (job_ok) {
+				k.board = spool_intern(&pv->pool, col_text(st, 2));
+				k.kernel = spool_intern(&pv->pool, col_text(st, 3));
+				k.mode = spool_intern(&pv->pool, col_text(st, 4));
+				k.suite = spool_intern(&pv->pool, col_text(st, 5));
+			}
+		}
+		if (!job_ok)
 			continue;
-		k.board = spool_intern(&pv->pool, col_text(st, 2));
-		k.kernel = spool_intern(&pv->pool, col_text(st, 3));
-		k.mode = spool_intern(&pv->pool, col_text(st, 4));
-		k.suite = spool_intern(&pv->pool, col_text(st, 5));
-		k.workload = spool_intern(&pv->pool, col_text(st, 6));
-		k.metric = spool_intern(&pv->pool, col_text(st, 9));
-		k.unit = spool_intern(&pv->pool, col_text(st, 10));
-		struct results_group *g = group_get(r, pv, &k);
+		if (iter != last_iter) {
+			last_iter = iter;
+			k.workload = mru_intern(&mru, &pv->pool, col_text(st, 6));
+		}
+		k.metric = mru_intern(&mru, &pv->pool, col_text(st, 9));
+		k.unit = mru_intern(&mru, &pv->pool, col_text(st, 10));
+		/* The groups of the current job repeat row after row. */
+		struct results_group *g = NULL;
+		for (size_t q = 0; q < LAB_ARRAY_SIZE(recent) && !g; q++)
+			if (recent[q] < r->ngroups && gkey_eq(&r->groups[recent[q]], &k))
+				g = &r->groups[recent[q]];
+		if (!g) {
+			g = group_get(r, pv, &k);
+			recent[nrecent++ % LAB_ARRAY_SIZE(recent)] = (size_t)(g - r->groups);
+		}
 		group_push(g, sqlite3_column_double(st, 11), sqlite3_column_int(st, 7),
 			   sqlite3_column_int(st, 8));
 		r->runs[k.run].nsamples++;

@@ -119,11 +119,24 @@ double stats_median(const double *x, size_t n)
 {
 	if (n == 0)
 		return NAN;
-	double *v = xmalloc(n * sizeof *v);
+	/* Most groups are a handful of iterations: insertion sort on the stack. */
+	double small[32];
+	double *v = n <= LAB_ARRAY_SIZE(small) ? small : xmalloc(n * sizeof *v);
 	memcpy(v, x, n * sizeof *v);
-	qsort(v, n, sizeof *v, cmp_double);
+	if (v == small) {
+		for (size_t i = 1; i < n; i++) {
+			double t = v[i];
+			size_t j = i;
+			for (; j > 0 && v[j - 1] > t; j--)
+				v[j] = v[j - 1];
+			v[j] = t;
+		}
+	} else {
+		qsort(v, n, sizeof *v, cmp_double);
+	}
 	double m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-	free(v);
+	if (v != small)
+		free(v);
 	return m;
 }
 
@@ -459,11 +472,13 @@ bool stats_warmup(const double *x, size_t n, int direction, double *dev)
 		return false;
 	size_t m = n - 1;
 	double med = stats_median(x + 1, m);
-	double *ad = xmalloc(m * sizeof *ad);
+	double small[32];
+	double *ad = m <= LAB_ARRAY_SIZE(small) ? small : xmalloc(m * sizeof *ad);
 	for (size_t i = 0; i < m; i++)
 		ad[i] = fabs(x[i + 1] - med);
 	double mad = 1.4826 * stats_median(ad, m);
-	free(ad);
+	if (ad != small)
+		free(ad);
 	if (med == 0)
 		return false;
 	double d = (x[0] - med) / fabs(med);

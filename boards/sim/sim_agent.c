@@ -1,0 +1,637 @@
+/*
+ * sim_agent.c - emmclab-agent on a simulated board: the contract's commands
+ * (agent-contract.md) answered from the eMMC model, printed as protocol
+ * lines (proto_format) with modelled timing, kept in a log for `resend`.
+ * The bad-crc fault corrupts lines on the wire only; resend prints the
+ * logged (correct) line.
+ */
+#include "sim_board.h"
+#include "proto.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct agent_run {
+	struct sim_board *b;
+	uint64_t seq;
+	bool to_console;
+	struct lab_buf *capture;
+	double t_ms;     /* modelled time so far (capture mode) */
+	double pending;  /* delay before the next line (console mode) */
+	bool error;
+	char **lines;
+	size_t nlines;
+	int argc;
+	char **argv;     /* key=value arguments */
+};
+
+static void log_reset(struct sim_board *b)
+{
+	for (size_t i = 0; i < b->nalog; i++)
+		free(b->alog[i]);
+	free(b->alog);
+	b->alog = NULL;
+	b->nalog = 0;
+}
+
+static void wait_ms(struct agent_run *r, double ms)
+{
+	if (ms < 0)
+		ms = 0;
+	r->pending += ms;
+	r->t_ms += ms;
+}
+
+static void out_line(struct agent_run *r, const char *line, bool corruptible)
+{
+	struct sim_board *b = r->b;
+	char *wire = xstrdup(line);
+	if (corruptible && sim_board_fault_on(b, FAULT_BAD_CRC) &&
+	    sim_rng_chance(&b->rng_fault, b->faults[FAULT_BAD_CRC].value) &&
+	    sim_board_fault_fire(b, FAULT_BAD_CRC)) {
+		/* Flip one hex digit of the CRC: the line still parses, the check fails. */
+		char *crc = strstr(wire, " crc=");
+		if (crc && crc[5]) {
+			size_t k = 5 + sim_rng_next(&b->rng_fault) % 8;
+			if (crc[k] && crc[k] != '\n')
+				crc[k] = crc[k] == '0' ? '1' : '0';
+		}
+		b->lines_corrupted++;
+	}
+	if (r->to_console) {
+		sim_emit(b, r->pending, wire);
+		r->pending = 0;
+	} else {
+		lab_buf_append(r->capture, wire, strlen(wire));
+	}
+	free(wire);
+}
+
+static void emit(struct agent_run *r, const char *kind, const char *const *kv)
+{
+	char line[PROTO_MAX_LINE];
+	int n = proto_format(line, sizeof line, r->seq + 1, kind, kv);
+	if (n < 0) {
+		const char *e[] = {"code", "line-too-long", "msg", kind, NULL};
+		n = proto_format(line, sizeof line, r->seq + 1, "error", e);
+		if (n < 0)
+			return;
+	}
+	r->seq++;
+	r->b->alog = xreallocarray(r->b->alog, r->b->nalog + 1, sizeof *r->b->alog);
+	r->b->alog[r->b->nalog++] = xstrdup(line);
+	out_line(r, line, true);
+}
+
+static void emit_error(struct agent_run *r, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void emit_error(struct agent_run *r, const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	const char *kv[] = {"code", code, "msg", msg, NULL};
+	emit(r, "error", kv);
+}
+
+static void emit_progress(struct agent_run *r, int pct, const char *what)
+{
+	char p[16];
+	snprintf(p, sizeof p, "%d", pct);
+	const char *kv[] = {"what", what, "pct", p, NULL};
+	emit(r, "progress", kv);
+}
+
+static void emit_sample(struct agent_run *r, const char *w, unsigned iter, const char *metric,
+			double value, const char *unit)
+{
+	char it[16], v[64];
+	snprintf(it, sizeof it, "%u", iter);
+	snprintf(v, sizeof v, "%.9g", isfinite(value) ? value : 0.0);
+	const char *kv[] = {"workload", w, "iter", it, "metric", metric, "value", v, "unit", unit, NULL};
+	emit(r, "sample", kv);
+}
+
+static void emit_counter(struct agent_run *r, const char *w, unsigned iter, const char *name,
+			 long long value)
+{
+	char it[16], v[32];
+	snprintf(it, sizeof it, "%u", iter);
+	snprintf(v, sizeof v, "%lld", value);
+	const char *kv[] = {"workload", w, "iter", it, "name", name, "value", v, NULL};
+	emit(r, "counter", kv);
+}
+
+static const char *arg(const struct agent_run *r, const char *key)
+{
+	size_t kl = strlen(key);
+	for (int i = 0; i < r->argc; i++)
+		if (strncmp(r->argv[i], key, kl) == 0 && r->argv[i][kl] == '=')
+			return r->argv[i] + kl + 1;
+	return NULL;
+}
+
+static bool arg_num(struct agent_run *r, const char *key, double def, double min, double max,
+		    double *out)
+{
+	const char *s = arg(r, key);
+	*out = def;
+	if (!s)
+		return true;
+	if (lab_parse_double(s, out) != 0 || *out < min || *out > max) {
+		emit_error(r, "bad-arg", "%s=%s: want a number in %g..%g", key, s, min, max);
+		return false;
+	}
+	return true;
+}
+
+/* ---- commands ---- */
+
+static void ext_csd_hex(struct sim_board *b, char *out)
+{
+	const struct sim_part *p = b->part;
+	unsigned char e[512] = {0};
+	e[15] = b->eff.cqe;
+	e[33] = p->cache_kib > 0;
+	e[166] = (unsigned char)p->rel_wr_param;
+	e[167] = 0x1f;
+	e[179] = 0x48;
+	e[192] = (unsigned char)p->ext_csd_rev;
+	e[196] = 0x57;
+	uint32_t sec = (uint32_t)(p->capacity_bytes / 512);
+	for (int i = 0; i < 4; i++)
+		e[212 + i] = (unsigned char)(sec >> (8 * i));
+	e[222] = (unsigned char)p->rel_sectors;
+	uint32_t kbit = p->cache_kib * 8;
+	for (int i = 0; i < 4; i++)
+		e[249 + i] = (unsigned char)(kbit >> (8 * i));
+	for (int i = 0; i < 8 && p->fw_version[i]; i++)
+		e[254 + i] = (unsigned char)p->fw_version[i];
+	e[262] = (unsigned char)p->device_version;
+	e[267] = (unsigned char)p->pre_eol;
+	e[268] = (unsigned char)p->life_a;
+	e[269] = (unsigned char)p->life_b;
+	e[307] = p->cmdq_depth ? (unsigned char)((p->cmdq_depth - 1) & 0x1f) : 0;
+	e[308] = p->cmdq_support;
+	for (int i = 0; i < 512; i++)
+		snprintf(out + 2 * i, 3, "%02x", e[i]);
+}
+
+static void read_sys(struct sim_board *b, const char *rel, char *out, size_t n)
+{
+	struct lab_buf v;
+	lab_buf_init(&v, 4096);
+	char path[256];
+	snprintf(path, sizeof path, "/sys/block/mmcblk0/%s", rel);
+	if (sim_read_path(b, path, &v)) {
+		snprintf(out, n, "%s", lab_buf_cstr(&v));
+		out[strcspn(out, "\n")] = '\0';
+	} else {
+		snprintf(out, n, "missing");
+	}
+	lab_buf_free(&v);
+}
+
+static int cmd_identify(struct agent_run *r)
+{
+	struct sim_board *b = r->b;
+	const struct sim_part *p = b->part;
+	char cid[64], manfid[32], oemid[32], prv[32], serial[32], fwrev[32], hwrev[32], rev[16],
+		cap[32], cache[16], ctrl[8], relp[16], rels[16], cq[8], cqd[8], la[8], lb[8], eol[8],
+		fw[32], dv[16], cqe_knob[8];
+	static char ext[1100];
+	read_sys(b, "device/cid", cid, sizeof cid);
+	read_sys(b, "device/manfid", manfid, sizeof manfid);
+	read_sys(b, "device/oemid", oemid, sizeof oemid);
+	read_sys(b, "device/prv", prv, sizeof prv);
+	read_sys(b, "device/serial", serial, sizeof serial);
+	read_sys(b, "device/fwrev", fwrev, sizeof fwrev);
+	read_sys(b, "device/hwrev", hwrev, sizeof hwrev);
+	snprintf(rev, sizeof rev, "%d", p->ext_csd_rev);
+	snprintf(cap, sizeof cap, "%llu", (unsigned long long)p->capacity_bytes);
+	snprintf(cache, sizeof cache, "%u", p->cache_kib);
+	snprintf(ctrl, sizeof ctrl, "%d", p->cache_kib > 0);
+	snprintf(relp, sizeof relp, "0x%02x", p->rel_wr_param);
+	snprintf(rels, sizeof rels, "%u", p->rel_sectors);
+	snprintf(cq, sizeof cq, "%d", p->cmdq_support);
+	snprintf(cqd, sizeof cqd, "%u", p->cmdq_depth);
+	snprintf(la, sizeof la, "0x%02x", p->life_a);
+	snprintf(lb, sizeof lb, "0x%02x", p->life_b);
+	snprintf(eol, sizeof eol, "0x%02x", p->pre_eol);
+	fw[0] = '\0';
+	for (int i = 0; i < 8; i++) {
+		unsigned char c = (unsigned char)(i < (int)strlen(p->fw_version) ? p->fw_version[i] : 0);
+		snprintf(fw + 2 * i, 3, "%02x", c);
+	}
+	snprintf(dv, sizeof dv, "0x%04x", p->device_version);
+	snprintf(cqe_knob, sizeof cqe_knob, "%s", b->knob_cqe < 0 ? "missing" : b->knob_cqe ? "1" : "0");
+	ext_csd_hex(b, ext);
+	const char *kv[] = {
+		"cid", cid, "manfid", manfid, "oemid", oemid, "name", p->name, "prv", prv,
+		"serial", serial, "date", p->date, "fwrev", fwrev, "hwrev", hwrev, "ext_csd_rev", rev,
+		"capacity_bytes", cap, "cache_kib", cache, "cache_ctrl", ctrl, "rel_wr_param", relp,
+		"rel_sectors", rels, "cmdq_support", cq, "cmdq_depth", cqd, "life_a", la, "life_b", lb,
+		"pre_eol", eol, "fw_version", fw, "device_version", dv, "kernel", b->cfg.kernel_version,
+		"cmdline", b->cmdline, "knob_fua", b->knob_fua[0] ? b->knob_fua : "missing",
+		"knob_disable_cqe", cqe_knob, "ext_csd", ext, "ext_csd_src", "ioctl", NULL,
+	};
+	wait_ms(r, 30);
+	emit(r, "identity", kv);
+	return 0;
+}
+
+static const char *const modes[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe", NULL};
+
+static int cmd_mode(struct agent_run *r)
+{
+	struct sim_board *b = r->b;
+	const char *expect = arg(r, "expect");
+	if (expect) {
+		bool okm = false;
+		for (int i = 0; modes[i]; i++)
+			okm |= strcmp(modes[i], expect) == 0;
+		if (!okm) {
+			emit_error(r, "bad-arg", "expect=%s: want fua, cache-nofua, fua-cqe or cache-nofua-cqe",
+				   expect);
+			return -1;
+		}
+	}
+	const char *mode = sim_mode_name(b->eff);
+	char fua[4], wc[4], cqe[4], cmdq[4], tags[8], kc[8];
+	snprintf(fua, sizeof fua, "%d", b->eff.fua);
+	snprintf(wc, sizeof wc, "%d", b->eff.cache);
+	bool cqe_on = b->eff.cqe && b->cqe_line;
+	snprintf(cqe, sizeof cqe, "%d", cqe_on);
+	snprintf(cmdq, sizeof cmdq, "%d", b->eff.cqe);
+	snprintf(tags, sizeof tags, "%u", b->eff.cqe ? b->part->cmdq_depth : 64);
+	snprintf(kc, sizeof kc, "%s", b->knob_cqe < 0 ? "missing" : b->knob_cqe ? "1" : "0");
+	bool fua_off_log = strstr(lab_buf_cstr(&b->klog), "FUA off") != NULL;
+	const char *cqe_log = b->cqe_line ? "cqe" :
+			      strcmp(b->cfg.host, "sdhci-sprd") == 0 ? "hsq" : "none";
+	const char *kv[24];
+	size_t k = 0;
+	kv[k++] = "fua";
+	kv[k++] = fua;
+	kv[k++] = "write_cache";
+	kv[k++] = wc;
+	kv[k++] = "cqe";
+	kv[k++] = cqe;
+	kv[k++] = "cmdq_en";
+	kv[k++] = cmdq;
+	kv[k++] = "nr_tags";
+	kv[k++] = tags;
+	kv[k++] = "knob_fua";
+	kv[k++] = b->knob_fua[0] ? b->knob_fua : "missing";
+	kv[k++] = "knob_disable_cqe";
+	kv[k++] = kc;
+	kv[k++] = "mode";
+	kv[k++] = mode;
+	if (expect) {
+		kv[k++] = "expect";
+		kv[k++] = expect;
+		kv[k++] = "match";
+		kv[k++] = strcmp(expect, mode) == 0 ? "1" : "0";
+	}
+	kv[k++] = "cqe_log";
+	kv[k++] = cqe_log;
+	kv[k++] = "fua_off_log";
+	kv[k++] = fua_off_log ? "1" : "0";
+	kv[k++] = "device";
+	kv[k++] = "mmcblk0";
+	kv[k] = NULL;
+	wait_ms(r, 20);
+	emit(r, "mode", kv);
+	return 0;
+}
+
+static double slow_factor(struct sim_board *b)
+{
+	return sim_board_fault_on(b, FAULT_SLOW_PART) ? b->faults[FAULT_SLOW_PART].value : 1.0;
+}
+
+static int cmd_precondition(struct agent_run *r)
+{
+	struct sim_board *b = r->b;
+	double passes;
+	if (!arg_num(r, "passes", 3, 1, 100, &passes))
+		return -1;
+	double pass_s = (double)b->part->capacity_bytes / 1048576.0 / b->part->seq_write_mibs *
+			slow_factor(b);
+	char what[128];
+	for (int p = 1; p <= (int)passes; p++) {
+		for (int pct = 0; pct < 100; pct += 25) {
+			snprintf(what, sizeof what, "precondition pass %d/%d", p, (int)passes);
+			emit_progress(r, pct, what);
+			wait_ms(r, pass_s * 1000 / 4);
+		}
+		snprintf(what, sizeof what, "precondition pass %d/%d done in %.1f s", p, (int)passes, pass_s);
+		emit_progress(r, 100, what);
+	}
+	return 0;
+}
+
+static void count_io(struct sim_board *b, long rel, long flushes)
+{
+	b->rel_writes += rel;
+	b->flushes += flushes;
+}
+
+static int cmd_androbench(struct agent_run *r)
+{
+	struct sim_board *b = r->b;
+	double iters, count, seq, req, rnd, ios;
+	if (!arg_num(r, "iter", 1, 1, 100000, &iters) || !arg_num(r, "count", 0, 0, 1, &count) ||
+	    !arg_num(r, "seq_mib", 64, 1, 65536, &seq) || !arg_num(r, "req_mib", 32, 1, 4096, &req) ||
+	    !arg_num(r, "rand_mib", 64, 1, 65536, &rnd) || !arg_num(r, "rand_ios", 4096, 1, 1e8, &ios))
+		return -1;
+	struct sim_ab_args a = {.seq_mib = seq, .req_mib = req, .rand_mib = rnd, .rand_ios = (long)ios};
+	char what[128];
+	for (unsigned it = 1; it <= (unsigned)iters; it++) {
+		snprintf(what, sizeof what, "androbench iter %u/%u in /dev/mmcblk0", it, (unsigned)iters);
+		emit_progress(r, (int)((it - 1) * 100 / (unsigned)iters), what);
+		struct sim_ab_result res;
+		sim_model_androbench(b->part, b->eff, slow_factor(b), &a, &b->rng_model, &res);
+		wait_ms(r, res.duration_s * 1000);
+		emit_sample(r, "androbench", it, "seq_read", res.seq_read, "MiB/s");
+		emit_sample(r, "androbench", it, "seq_write", res.seq_write, "MiB/s");
+		emit_sample(r, "androbench", it, "rand_read", res.rand_read, "MiB/s");
+		emit_sample(r, "androbench", it, "rand_write", res.rand_write, "MiB/s");
+		emit_sample(r, "androbench", it, "rand_read_iops", res.rand_read_iops, "IOPS");
+		emit_sample(r, "androbench", it, "rand_write_iops", res.rand_write_iops, "IOPS");
+		emit_sample(r, "androbench", it, "write_lat_p50", res.lat_p50_us, "us");
+		emit_sample(r, "androbench", it, "write_lat_p99", res.lat_p99_us, "us");
+		count_io(b, res.rel_writes, res.flushes);
+		if (count > 0) {
+			emit_counter(r, "androbench", it, "reliable_writes", res.rel_writes);
+			emit_counter(r, "androbench", it, "flushes", res.flushes);
+			emit_counter(r, "androbench", it, "stat_flushes", res.flushes);
+			emit_counter(r, "androbench", it, "stat_flush_ms", res.flush_ms);
+		}
+	}
+	return 0;
+}
+
+static int cmd_fscopy(struct agent_run *r)
+{
+	struct sim_board *b = r->b;
+	double iters, count, scale;
+	if (!arg_num(r, "iter", 1, 1, 100000, &iters) || !arg_num(r, "count", 0, 0, 1, &count) ||
+	    !arg_num(r, "scale", 1.0, 0.0001, 100, &scale))
+		return -1;
+	const char *tree = arg(r, "tree");
+	char what[160];
+	snprintf(what, sizeof what, "fscopy synthetic tree seed=1: %u files, %u dirs, %.1f MiB",
+		 (unsigned)(79000 * scale), (unsigned)(5100 * scale), 1228.8 * scale);
+	if (!tree || strcmp(tree, "synthetic") == 0)
+		emit_progress(r, 0, what);
+	for (unsigned it = 1; it <= (unsigned)iters; it++) {
+		snprintf(what, sizeof what, "fscopy iter %u/%u on /dev/mmcblk0", it, (unsigned)iters);
+		emit_progress(r, (int)((it - 1) * 100 / (unsigned)iters), what);
+		struct sim_fs_result res;
+		sim_model_fscopy(b->part, b->eff, b->fs_runs == 0, slow_factor(b), scale, &b->rng_model, &res);
+		b->fs_runs++;
+		wait_ms(r, res.wall * 1000);
+		emit_sample(r, "fscopy", it, "wall_time", res.wall, "s");
+		emit_sample(r, "fscopy", it, "mkfs_time", res.mkfs, "s");
+		emit_sample(r, "fscopy", it, "mount_time", res.mount, "s");
+		emit_sample(r, "fscopy", it, "copy1_time", res.copy1, "s");
+		emit_sample(r, "fscopy", it, "rm_time", res.rm, "s");
+		emit_sample(r, "fscopy", it, "copy2_time", res.copy2, "s");
+		emit_sample(r, "fscopy", it, "sync_time", res.sync, "s");
+		count_io(b, res.rel_writes, res.flushes);
+		if (count > 0) {
+			emit_counter(r, "fscopy", it, "reliable_writes", res.rel_writes);
+			emit_counter(r, "fscopy", it, "flushes", res.flushes);
+			emit_counter(r, "fscopy", it, "stat_flushes", res.flushes);
+			emit_counter(r, "fscopy", it, "stat_flush_ms", res.flush_ms);
+		}
+	}
+	return 0;
+}
+
+/* Each acknowledgement is applied when its line reaches the console, so a
+ * power cut keeps exactly what the controller could have seen. */
+static void pf_ack(struct sim_board *b, long seq)
+{
+	b->pf.acked = seq;
+	b->pf.written = seq;
+}
+
+static int cmd_powerfail_write(struct agent_run *r)
+{
+	struct sim_board *b = r->b;
+	double records, rsize, iter;
+	if (!arg_num(r, "records", 20000, 1, 1e8, &records) ||
+	    !arg_num(r, "record_size", 4096, 64, 1 << 20, &rsize) || !arg_num(r, "iter", 1, 1, 1e6, &iter))
+		return -1;
+	const char *file = arg(r, "file");
+	snprintf(b->pf.path, sizeof b->pf.path, "%s", file ? file : "/root/emmclab-powerfail.dat");
+	b->pf.active = true;
+	b->pf.acked = b->pf.written = b->pf.durable = 0;
+	char what[320];
+	snprintf(what, sizeof what, "powerfail-write %s records=%.0f record_size=%.0f", b->pf.path,
+		 records, rsize);
+	emit_progress(r, 0, what);
+	/* fsync per record: a reliable write with FUA, write + flush without. */
+	const struct sim_ab_model *m = &b->part->ab;
+	double rec_us = m->rw_us * (rsize / 4096.0) + (b->eff.fua ? m->rw_rel_us : m->rw_flush_us);
+	rec_us *= slow_factor(b);
+	for (long s = 1; s <= (long)records; s++) {
+		wait_ms(r, rec_us / 1000.0);
+		emit_counter(r, "powerfail", (unsigned)iter, "acked", s);
+		if (r->to_console)
+			sim_emit_fn(b, 0, pf_ack, s);
+		else
+			pf_ack(b, s);
+		count_io(b, b->eff.fua ? 1 : 0, b->eff.fua ? 1 : 2);
+	}
+	return 0;
+}
+
+static int cmd_powerfail_check(struct agent_run *r)
+{
+	struct sim_board *b = r->b;
+	double acked, rsize, iter;
+	if (!arg_num(r, "acked", 0, 0, 1e12, &acked) ||
+	    !arg_num(r, "record_size", 4096, 64, 1 << 20, &rsize) || !arg_num(r, "iter", 1, 1, 1e6, &iter))
+		return -1;
+	const char *file = arg(r, "file");
+	const char *path = file ? file : "/root/emmclab-powerfail.dat";
+	if (!b->pf.path[0] || strcmp(path, b->pf.path) != 0) {
+		emit_error(r, "io", "%s: No such file or directory", path);
+		return -1;
+	}
+	long present = b->pf.active ? b->pf.written : b->pf.durable;
+	long a = (long)acked;
+	long intact = a < present ? a : present;
+	long lost = a > present ? a - present : 0;
+	long extra = present > a ? present - a : 0;
+	wait_ms(r, (double)present * rsize / 1048576.0 / b->part->ab.seq_read * 1000.0);
+	emit_counter(r, "powerfail", (unsigned)iter, "acked", a);
+	emit_counter(r, "powerfail", (unsigned)iter, "intact", intact);
+	emit_counter(r, "powerfail", (unsigned)iter, "lost", lost);
+	emit_counter(r, "powerfail", (unsigned)iter, "corrupt", 0);
+	emit_counter(r, "powerfail", (unsigned)iter, "extra", extra);
+	emit_counter(r, "powerfail", (unsigned)iter, "last_intact", present);
+	if (lost)
+		emit_error(r, "integrity", "%ld of %ld acknowledged records lost, 0 corrupt", lost, a);
+	return 0;
+}
+
+void sim_agent_poweroff(struct sim_board *b)
+{
+	if (!b->pf.active)
+		return;
+	b->pf.active = false;
+	b->pf.durable = b->pf.written;
+	/* A part that acknowledges a flush before the data is safe loses the
+	 * records still in its cache - only when FUA is off (no reliable writes). */
+	if (!b->eff.fua && b->eff.cache && sim_board_fault_fire(b, FAULT_LOSE_WRITES)) {
+		long lose = (long)b->faults[FAULT_LOSE_WRITES].value;
+		if (lose < 1)
+			lose = 1;
+		b->pf.durable = b->pf.written > lose ? b->pf.written - lose : 0;
+	}
+}
+
+static int cmd_resend(struct agent_run *r, int argc, char **argv)
+{
+	struct sim_board *b = r->b;
+	for (int i = 0; i < argc; i++) {
+		int64_t seq;
+		if (lab_parse_i64(argv[i], &seq) != 0 || seq < 1)
+			continue;
+		if ((size_t)seq <= b->nalog)
+			out_line(r, b->alog[seq - 1], false);
+	}
+	if (r->to_console && r->pending > 0)
+		sim_emit(b, r->pending, "");
+	return 0;
+}
+
+static const struct {
+	const char *name, *keys;
+	int (*run)(struct agent_run *r);
+} cmds[] = {
+	{"identify", "", cmd_identify},
+	{"mode", "expect", cmd_mode},
+	{"precondition", "passes", cmd_precondition},
+	{"androbench", "iter dir seq_mib req_mib rand_mib rand_ios count", cmd_androbench},
+	{"fscopy", "iter tree scale count seed dir", cmd_fscopy},
+	{"powerfail-write", "records file record_size iter", cmd_powerfail_write},
+	{"powerfail-check", "file acked record_size iter", cmd_powerfail_check},
+};
+
+static bool key_allowed(const char *keys, const char *kv)
+{
+	size_t kl = strcspn(kv, "=");
+	if (kv[kl] != '=')
+		return false;
+	const char *p = keys;
+	while (*p) {
+		size_t l = strcspn(p, " ");
+		if (l == kl && strncmp(p, kv, kl) == 0)
+			return true;
+		p += l;
+		while (*p == ' ')
+			p++;
+	}
+	return false;
+}
+
+int sim_agent_run(struct sim_board *b, int argc, char **argv, double *t_ms, bool to_console,
+		  struct lab_buf *capture)
+{
+	struct agent_run r = {.b = b, .to_console = to_console, .capture = capture};
+	const char *log_path = "/tmp/emmclab-agent.log";
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--log") == 0 && i + 1 < argc)
+			log_path = argv[++i];
+		else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+			i++;
+		else if (strcmp(argv[i], "--version") == 0) {
+			char *s = xasprintf("emmclab-agent %s (proto 1)\n", EMMCLAB_VERSION);
+			if (to_console)
+				sim_emit(b, 1, s);
+			else
+				lab_buf_append(capture, s, strlen(s));
+			free(s);
+			return 0;
+		} else {
+			char *s = xasprintf("emmclab-agent: unknown option %s\n", argv[i]);
+			if (to_console)
+				sim_emit(b, 1, s);
+			else
+				lab_buf_append(capture, s, strlen(s));
+			free(s);
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		const char *u = "usage: emmclab-agent [--log FILE] [--device mmcblkN] COMMAND [key=value ...]\n";
+		if (to_console)
+			sim_emit(b, 1, u);
+		else
+			lab_buf_append(capture, u, strlen(u));
+		return 2;
+	}
+	const char *cmd = argv[i++];
+	b->agent_runs++;
+	wait_ms(&r, 5); /* exec + startup */
+	if (strcmp(cmd, "resend") == 0) {
+		int rc = cmd_resend(&r, argc - i, argv + i);
+		if (!to_console)
+			*t_ms += r.t_ms;
+		return rc;
+	}
+	log_reset(b);
+	r.argc = argc - i;
+	r.argv = argv + i;
+	const char *kv[] = {"version", EMMCLAB_VERSION, "proto", "1", "cmd", cmd, "kernel",
+			    b->cfg.kernel_version, "device", "mmcblk0", NULL};
+	emit(&r, "hello", kv);
+	int rc = 0;
+	int found = -1;
+	for (size_t c = 0; c < LAB_ARRAY_SIZE(cmds); c++)
+		if (strcmp(cmds[c].name, cmd) == 0)
+			found = (int)c;
+	if (strcmp(cmd, "fio") == 0) {
+		emit_error(&r, "no-fio", "fio is not installed on this board");
+		rc = -1;
+	} else if (found < 0) {
+		emit_error(&r, "bad-command", "unknown command '%s' (see --help)", cmd);
+		rc = -1;
+	} else {
+		for (int k = 0; k < r.argc; k++)
+			if (!key_allowed(cmds[found].keys, r.argv[k])) {
+				emit_error(&r, "bad-arg", "%s: unknown argument '%s' (keys: %s)", cmd, r.argv[k],
+					   cmds[found].keys);
+				rc = -1;
+			}
+		if (rc == 0)
+			rc = cmds[found].run(&r);
+	}
+	char lines[32];
+	snprintf(lines, sizeof lines, "%llu", (unsigned long long)r.seq);
+	const char *dkv[] = {"status", rc == 0 ? "ok" : "error", "lines", lines, NULL};
+	wait_ms(&r, 1);
+	emit(&r, "done", dkv);
+	/* the log file on the DUT, for `cat` and resend */
+	struct sim_file *f = NULL;
+	if (strncmp(log_path, "/", 1) == 0)
+		f = sim_file_create(b, log_path, 0644);
+	if (f) {
+		f->data.len = 0;
+		for (size_t k = 0; k < b->nalog; k++)
+			lab_buf_append(&f->data, b->alog[k], strlen(b->alog[k]));
+	}
+	if (!to_console)
+		*t_ms += r.t_ms;
+	return rc == 0 ? 0 : 1;
+}

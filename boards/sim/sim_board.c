@@ -1,0 +1,690 @@
+/*
+ * sim_board.c - one simulated board: its sim: options, the pty console, the
+ * timed output queue, power, faults and the JSON state.
+ */
+#include "sim_board.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+const char *const sim_stage_names[] = {
+	"off", "rom", "autoboot", "uboot", "uboot-busy", "ums", "fastboot",
+	"kernel", "login", "shell", "dead", NULL,
+};
+
+#define O(f) offsetof(struct sim_cfg, f)
+const struct opt sim_cfg_opts[] = {
+	{.key = "model", .type = OPT_STR, .offset = O(model), .def = "",
+	 .help = "eMMC part profile (default: part.model)"},
+	{.key = "host", .type = OPT_STR, .offset = O(host), .def = "",
+	 .help = "mmc host controller driver (default: the board type's host)"},
+	{.key = "cqe", .type = OPT_BOOL, .offset = O(cqe), .def = "false",
+	 .help = "the host has a command queue engine"},
+	{.key = "seed", .type = OPT_INT, .offset = O(seed), .def = "1", .min = 0, .max = 1e15,
+	 .help = "PRNG seed (timing noise and faults are deterministic under it)"},
+	{.key = "faults", .type = OPT_STRLIST, .offset = O(faults),
+	 .help = "faults active from the start: name[=value][:count]"},
+	{.key = "ser2net_port", .type = OPT_INT, .offset = O(ser2net_port), .def = "0", .min = 0,
+	 .max = 65535, .help = "also publish the console through ser2net on 127.0.0.1:PORT (raw)"},
+	{.key = "time_scale", .type = OPT_DOUBLE, .offset = O(time_scale), .def = "1000", .min = 1,
+	 .max = 1e7, .help = "modelled seconds per real second"},
+	{.key = "autoboot_floor", .type = OPT_DURATION, .offset = O(autoboot_floor_ms),
+	 .def = "100ms", .min = 0, .max = 10000,
+	 .help = "minimum real time per autoboot countdown second"},
+	{.key = "prompt", .type = OPT_STR, .offset = O(prompt), .def = "=> ",
+	 .help = "U-Boot prompt"},
+	{.key = "bootdelay", .type = OPT_INT, .offset = O(bootdelay), .def = "3", .min = 0, .max = 60,
+	 .help = "autoboot countdown in seconds"},
+	{.key = "max_input_cps", .type = OPT_INT, .offset = O(max_input_cps), .def = "2000", .min = 1,
+	 .max = 10000000, .help = "characters per second U-Boot drains from the UART FIFO"},
+	{.key = "fifo", .type = OPT_INT, .offset = O(fifo), .def = "16", .min = 1, .max = 65536,
+	 .help = "UART receive FIFO depth"},
+	{.key = "login", .type = OPT_BOOL, .offset = O(login), .def = "false",
+	 .help = "Linux boots to a login prompt (user root, no password) instead of a shell"},
+	{.key = "hostname", .type = OPT_STR, .offset = O(hostname), .def = "",
+	 .help = "hostname (default: board name)"},
+	{.key = "agent_installed", .type = OPT_BOOL, .offset = O(agent_installed), .def = "true",
+	 .help = "the agent is present in the root filesystem"},
+	{.key = "agent_path", .type = OPT_STR, .offset = O(agent_path),
+	 .def = "/usr/bin/emmclab-agent", .help = "where the agent lives on the DUT"},
+	{.key = "tftp_files", .type = OPT_STRLIST, .offset = O(tftp_files),
+	 .help = "files the TFTP server has (others: File not found); empty = any"},
+	{.key = "tftp_root", .type = OPT_STR, .offset = O(tftp_root), .def = "",
+	 .help = "TFTP root directory: tftp serves the real files found there"},
+	{.key = "kernel_version", .type = OPT_STR, .offset = O(kernel_version),
+	 .def = "6.1.0-emmclab", .help = "uname -r"},
+	{.key = "kernel_patched", .type = OPT_BOOL, .offset = O(kernel_patched), .def = "true",
+	 .help = "the kernel carries the FUA-disable series (knobs present)"},
+	{.key = "bootargs", .type = OPT_STR, .offset = O(bootargs),
+	 .def = "console=ttyS2,1500000n8 root=/dev/mmcblk0p2 rw rootwait",
+	 .help = "default bootargs in the U-Boot environment"},
+	{.key = "uboot_version", .type = OPT_STR, .offset = O(uboot_version), .def = "2023.07",
+	 .help = "U-Boot version in the banner"},
+	{.key = "machine", .type = OPT_STR, .offset = O(machine), .def = "Pine64 RockPro64 v2.1",
+	 .help = "machine model (U-Boot Model:, Linux Machine model:)"},
+	{.key = "soc", .type = OPT_STR, .offset = O(soc), .def = "rk3399", .help = "SoC name"},
+	{.key = "boot_time", .type = OPT_DURATION, .offset = O(boot_ms), .def = "6s", .min = 100,
+	 .max = 600000, .help = "modelled kernel boot time to the prompt"},
+	{.key = "fault_rate", .type = OPT_DOUBLE, .offset = O(fault_rate), .def = "0", .min = 0,
+	 .max = 1, .help = "rate for rate faults given without a value (0: each fault's default)"},
+	{0},
+};
+#undef O
+
+/* ---- helpers ---- */
+
+static double scaled_real_ms(const struct sim_board *b, double model_ms, uint32_t floor_ms)
+{
+	double r = model_ms / b->cfg.time_scale;
+	if (r < floor_ms)
+		r = floor_ms;
+	return r;
+}
+
+static void tx_flush(struct sim_board *b);
+
+static void on_master(struct loop *l, int fd, unsigned ev, void *arg)
+{
+	struct sim_board *b = arg;
+	LAB_UNUSED(l);
+	if (ev & LOOP_WRITE)
+		tx_flush(b);
+	if (!(ev & (LOOP_READ | LOOP_ERROR)))
+		return;
+	unsigned char buf[4096];
+	ssize_t r = read(fd, buf, sizeof buf);
+	if (r <= 0)
+		return; /* EAGAIN, or EIO while no slave is open (we hold one, so rare) */
+	for (ssize_t i = 0; i < r; i++) {
+		if (!b->running)
+			continue; /* board off: input goes nowhere */
+		b->chars_in++;
+		if (sim_board_fault_on(b, FAULT_DROP_CHARS)) {
+			struct sim_fault *f = &b->faults[FAULT_DROP_CHARS];
+			if (sim_rng_chance(&b->rng_fault, f->value) && sim_board_fault_fire(b, FAULT_DROP_CHARS)) {
+				b->chars_dropped++;
+				continue;
+			}
+		}
+		switch (b->stage) {
+		case SIM_ROM:
+		case SIM_AUTOBOOT:
+		case SIM_UBOOT:
+		case SIM_UBOOT_BUSY:
+		case SIM_UMS:
+		case SIM_FASTBOOT:
+			sim_uboot_input(b, buf[i]);
+			break;
+		case SIM_KERNEL:
+		case SIM_LOGIN:
+		case SIM_SHELL:
+			sim_linux_input(b, buf[i]);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void watch_master(struct sim_board *b)
+{
+	if (b->master < 0)
+		return;
+	unsigned ev = LOOP_READ | (b->txq.len ? LOOP_WRITE : 0);
+	if (loop_fd_watched(b->loop, b->master))
+		loop_fd_mod(b->loop, b->master, ev);
+	else
+		loop_fd_add(b->loop, b->master, ev, on_master, b);
+}
+
+static void tx_flush(struct sim_board *b)
+{
+	while (b->txq.len && b->master >= 0) {
+		ssize_t w = write(b->master, b->txq.data, b->txq.len);
+		if (w > 0) {
+			lab_buf_consume(&b->txq, (size_t)w);
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		break; /* EAGAIN: the reader is behind; wait for LOOP_WRITE */
+	}
+	watch_master(b);
+}
+
+/* Queue console bytes: ONLCR like a tty/UART driver, garbage fault applied. */
+static void out_bytes(struct sim_board *b, const char *data, size_t len)
+{
+	bool garbage = sim_board_fault_on(b, FAULT_GARBAGE);
+	double rate = garbage ? b->faults[FAULT_GARBAGE].value : 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)data[i];
+		if (garbage && sim_rng_chance(&b->rng_fault, rate)) {
+			b->garbage_bytes++;
+			if (sim_rng_chance(&b->rng_fault, 0.5)) {
+				c ^= (unsigned char)(1u << (sim_rng_next(&b->rng_fault) % 8));
+			} else {
+				unsigned char g = (unsigned char)(sim_rng_next(&b->rng_fault) & 0xff);
+				if (b->txq.len + 1 < b->txq.max)
+					lab_buf_append(&b->txq, &g, 1);
+			}
+		}
+		if (b->txq.len + 2 >= b->txq.max) {
+			b->tx_dropped++; /* nobody reads: a real UART loses the bytes too */
+			continue;
+		}
+		if (c == '\n' && (i == 0 || data[i - 1] != '\r'))
+			lab_buf_append(&b->txq, "\r", 1);
+		lab_buf_append(&b->txq, &c, 1);
+	}
+	tx_flush(b);
+}
+
+void sim_out_now(struct sim_board *b, const char *data, size_t len)
+{
+	if (b->running)
+		out_bytes(b, data, len);
+}
+
+void sim_set_stage(struct sim_board *b, enum sim_stage s)
+{
+	b->stage = s;
+}
+
+/* ---- timed output ---- */
+
+static void q_fire(struct loop *l, struct loop_timer *t, void *arg);
+
+static void q_arm(struct sim_board *b)
+{
+	if (loop_timer_pending(&b->qtimer) || b->qhead >= b->qn)
+		return;
+	struct sim_item *it = &b->q[b->qhead];
+	double ms = scaled_real_ms(b, it->delay_ms, it->floor_ms);
+	loop_timer_start_ns(b->loop, &b->qtimer, (uint64_t)(ms * 1e6));
+}
+
+static void q_push(struct sim_board *b, double delay_ms, uint32_t floor_ms, const char *text,
+		   size_t len, sim_item_fn fn, long arg)
+{
+	if (b->qhead && b->qhead == b->qn) {
+		b->qhead = b->qn = 0;
+	}
+	if (b->qn == b->qcap) {
+		if (b->qhead > b->qcap / 2) {
+			memmove(b->q, b->q + b->qhead, (b->qn - b->qhead) * sizeof *b->q);
+			b->qn -= b->qhead;
+			b->qhead = 0;
+		} else {
+			b->qcap = b->qcap ? b->qcap * 2 : 64;
+			b->q = xreallocarray(b->q, b->qcap, sizeof *b->q);
+		}
+	}
+	struct sim_item *it = &b->q[b->qn++];
+	it->delay_ms = delay_ms < 0 ? 0 : delay_ms;
+	it->floor_ms = floor_ms;
+	it->text = text ? xstrndup(text, len) : NULL;
+	it->len = text ? len : 0;
+	it->fn = fn;
+	it->arg = arg;
+	q_arm(b);
+}
+
+void sim_emit(struct sim_board *b, double delay_ms, const char *text)
+{
+	q_push(b, delay_ms, 0, text, strlen(text), NULL, 0);
+}
+
+void sim_emit_floor(struct sim_board *b, double delay_ms, uint32_t floor_ms, const char *text)
+{
+	q_push(b, delay_ms, floor_ms, text, strlen(text), NULL, 0);
+}
+
+void sim_emitf(struct sim_board *b, double delay_ms, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = xvasprintf(fmt, ap);
+	va_end(ap);
+	q_push(b, delay_ms, 0, s, strlen(s), NULL, 0);
+	free(s);
+}
+
+void sim_emit_fn(struct sim_board *b, double delay_ms, sim_item_fn fn, long arg)
+{
+	q_push(b, delay_ms, 0, NULL, 0, fn, arg);
+}
+
+void sim_emit_fn_floor(struct sim_board *b, double delay_ms, uint32_t floor_ms, sim_item_fn fn,
+		       long arg)
+{
+	q_push(b, delay_ms, floor_ms, NULL, 0, fn, arg);
+}
+
+void sim_sched_clear(struct sim_board *b)
+{
+	for (size_t i = b->qhead; i < b->qn; i++)
+		free(b->q[i].text);
+	b->qhead = b->qn = 0;
+	loop_timer_stop(b->loop, &b->qtimer);
+}
+
+bool sim_sched_idle(const struct sim_board *b)
+{
+	return b->qhead >= b->qn;
+}
+
+static void q_fire(struct loop *l, struct loop_timer *t, void *arg)
+{
+	struct sim_board *b = arg;
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	/* Run the head, then every following item whose real delay rounds to 0. */
+	for (int batch = 0; batch < 256 && b->qhead < b->qn; batch++) {
+		if (batch > 0) {
+			struct sim_item *nx = &b->q[b->qhead];
+			if (scaled_real_ms(b, nx->delay_ms, nx->floor_ms) >= 0.05)
+				break;
+		}
+		struct sim_item it = b->q[b->qhead++];
+		if (it.text) {
+			out_bytes(b, it.text, it.len);
+			free(it.text);
+		}
+		if (it.fn)
+			it.fn(b, it.arg); /* may clear or refill the queue */
+	}
+	if (b->qhead >= b->qn)
+		b->qhead = b->qn = 0;
+	q_arm(b);
+}
+
+/* ---- power ---- */
+
+static void power_cut(struct sim_board *b)
+{
+	sim_sched_clear(b);
+	if (b->running) {
+		sim_agent_poweroff(b);
+		sim_linux_poweroff(b);
+	}
+	b->running = false;
+	b->stage = SIM_OFF;
+}
+
+static void power_on(struct sim_board *b)
+{
+	if (b->running)
+		return;
+	b->running = true;
+	b->boots++;
+	b->fs_runs = 0;
+	sim_uboot_poweron(b);
+}
+
+static void on_ptimer(struct loop *l, struct loop_timer *t, void *arg)
+{
+	struct sim_board *b = arg;
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	b->relay = true;
+	power_on(b);
+}
+
+void sim_board_power(struct sim_board *b, enum sim_power_op op)
+{
+	b->power_ops++;
+	loop_timer_stop(b->loop, &b->ptimer);
+	if (op == SIM_POWER_TOGGLE)
+		op = b->relay ? SIM_POWER_OFF : SIM_POWER_ON;
+	switch (op) {
+	case SIM_POWER_ON:
+		b->relay = true;
+		power_on(b);
+		break;
+	case SIM_POWER_OFF:
+	case SIM_POWER_REBOOT:
+		b->relay = false;
+		if (!sim_board_fault_fire(b, FAULT_NO_POWER_OFF))
+			power_cut(b);
+		if (op == SIM_POWER_REBOOT) /* pdudaemon reboot: off, a short pause, on */
+			loop_timer_start_ns(b->loop, &b->ptimer,
+					    (uint64_t)(scaled_real_ms(b, 1000, 20) * 1e6));
+		break;
+	default:
+		break;
+	}
+}
+
+bool sim_board_relay_on(const struct sim_board *b)
+{
+	return b->relay;
+}
+
+const struct sim_power_cfg *sim_board_powercfg(const struct sim_board *b)
+{
+	return &b->pw;
+}
+
+/* ---- faults ---- */
+
+bool sim_board_fault_on(const struct sim_board *b, int id)
+{
+	const struct sim_fault *f = &b->faults[id];
+	return f->on && f->remaining != 0;
+}
+
+bool sim_board_fault_fire(struct sim_board *b, int id)
+{
+	struct sim_fault *f = &b->faults[id];
+	if (!f->on || f->remaining == 0)
+		return false;
+	if (f->remaining > 0)
+		f->remaining--;
+	f->fired++;
+	return true;
+}
+
+int sim_board_set_fault(struct sim_board *b, const char *spec, struct lab_err *e)
+{
+	int id;
+	double value;
+	bool has_value;
+	long count;
+	int rc = sim_fault_parse(spec, &id, &value, &has_value, &count, e);
+	if (rc)
+		return rc;
+	struct sim_fault *f = &b->faults[id];
+	f->on = true;
+	f->value = value;
+	if (!has_value && b->cfg.fault_rate > 0 &&
+	    (id == FAULT_GARBAGE || id == FAULT_DROP_CHARS || id == FAULT_BAD_CRC))
+		f->value = b->cfg.fault_rate;
+	f->remaining = count;
+	f->fired = 0;
+	return LAB_OK;
+}
+
+void sim_board_clear_faults(struct sim_board *b)
+{
+	memset(b->faults, 0, sizeof b->faults);
+}
+
+/* ---- lifecycle ---- */
+
+static void url_split(const char *url, struct sim_power_cfg *pw)
+{
+	const char *p = strstr(url, "://");
+	p = p ? p + 3 : url;
+	size_t hl = strcspn(p, ":/");
+	snprintf(pw->host, sizeof pw->host, "%.*s", (int)hl, p);
+	p += hl;
+	pw->port = 80;
+	if (*p == ':') {
+		int64_t v;
+		char num[16];
+		size_t nl = strcspn(p + 1, "/");
+		snprintf(num, sizeof num, "%.*s", (int)nl, p + 1);
+		if (lab_parse_i64(num, &v) == 0 && v > 0 && v < 65536)
+			pw->port = (int)v;
+		p += 1 + nl;
+	}
+	snprintf(pw->prefix, sizeof pw->prefix, "%s", p);
+	size_t l = strlen(pw->prefix);
+	while (l && pw->prefix[l - 1] == '/')
+		pw->prefix[--l] = '\0';
+}
+
+static const char *node_str(const struct cfg_node *map, const char *key)
+{
+	const struct cfg_node *n = map ? cfg_map_get(map, key) : NULL;
+	return n && n->kind == CFG_SCALAR ? n->value : NULL;
+}
+
+struct sim_board *sim_board_new(struct sim *s, const struct board_cfg *bc, struct lab_err *e)
+{
+	struct sim_board *b = xcalloc(1, sizeof *b);
+	b->sim = s;
+	b->loop = s->loop;
+	b->name = xstrdup(bc->name);
+	b->bc = bc;
+	b->master = b->slave = -1;
+	lab_buf_init(&b->txq, 1 << 20);
+	lab_buf_init(&b->klog, 256 * 1024);
+	lab_buf_init(&b->line, 8192);
+	loop_timer_init(&b->qtimer, q_fire, b);
+	loop_timer_init(&b->ptimer, on_ptimer, b);
+	b->knob_cqe = -1;
+
+	if (opt_defaults(sim_cfg_opts, &b->cfg, e) != 0)
+		goto fail;
+	if (bc->sim && bc->sim->kind == CFG_MAP && opt_parse(sim_cfg_opts, bc->sim, &b->cfg, e) != 0)
+		goto fail;
+	if (!(bc->sim && bc->sim->kind == CFG_MAP && cfg_map_get(bc->sim, "cqe")))
+		b->cfg.cqe = bc->type ? bc->type->has_cqe : false;
+	const char *model = b->cfg.model && b->cfg.model[0] ? b->cfg.model : bc->part.model;
+	b->part = sim_part_find(model);
+	if (!b->part) {
+		struct lab_buf names;
+		lab_buf_init(&names, 4096);
+		for (size_t i = 0; sim_part_at(i); i++)
+			lab_buf_printf(&names, "%s%s", i ? ", " : "", sim_part_at(i)->model);
+		if (bc->sim)
+			cfg_error(e, bc->sim, "board %s: unknown part model '%s' (known: %s)", bc->name,
+				  model ? model : "", lab_buf_cstr(&names));
+		else
+			LAB_ERR(e, LAB_EUSAGE, "board %s: unknown part model '%s' (known: %s)", bc->name,
+				model ? model : "", lab_buf_cstr(&names));
+		lab_buf_free(&names);
+		goto fail;
+	}
+	if (!b->cfg.host || !b->cfg.host[0]) {
+		free(b->cfg.host);
+		b->cfg.host = xstrdup(bc->type && bc->type->host ? bc->type->host : "sdhci-of-arasan");
+	}
+	if (!b->cfg.hostname || !b->cfg.hostname[0]) {
+		free(b->cfg.hostname);
+		b->cfg.hostname = xstrdup(bc->name);
+	}
+	for (size_t i = 0; i < b->cfg.faults.n; i++)
+		if (sim_board_set_fault(b, b->cfg.faults.v[i], e) != 0) {
+			if (bc->sim)
+				lab_err_set(e, LAB_EUSAGE, "board %s", bc->name);
+			goto fail;
+		}
+	sim_rng_seed(&b->rng_model, (uint64_t)b->cfg.seed, b->name);
+	char fs[160];
+	snprintf(fs, sizeof fs, "%s/faults", b->name);
+	sim_rng_seed(&b->rng_fault, (uint64_t)b->cfg.seed, fs);
+	sim_fifo_init(&b->fifo, (unsigned)b->cfg.fifo, (double)b->cfg.max_input_cps);
+
+	/* power block */
+	const char *drv = node_str(bc->power, "driver");
+	snprintf(b->pw.driver, sizeof b->pw.driver, "%s", drv ? drv : "");
+	const char *url = node_str(bc->power, "url");
+	if (!url && strcmp(b->pw.driver, "pdudaemon") == 0)
+		url = "http://127.0.0.1:16421";
+	if (url)
+		url_split(url, &b->pw);
+	const char *v;
+	if ((v = node_str(bc->power, "hostname")))
+		snprintf(b->pw.hostname, sizeof b->pw.hostname, "%s", v);
+	if ((v = node_str(bc->power, "alias")))
+		snprintf(b->pw.alias, sizeof b->pw.alias, "%s", v);
+	if ((v = node_str(bc->power, "port")))
+		lab_parse_i64(v, &b->pw.pdu_port);
+	if ((v = node_str(bc->power, "relay")))
+		lab_parse_i64(v, &b->pw.relay);
+
+	/* console */
+	const char *cdrv = node_str(bc->console, "driver");
+	const char *path = node_str(bc->console, "path");
+	if (!cdrv || strcmp(cdrv, "pty") != 0 || !path || !path[0]) {
+		if (bc->console)
+			cfg_error(e, bc->console, "board %s: the simulator needs console {driver: pty, path: ...}",
+				  bc->name);
+		else
+			LAB_ERR(e, LAB_EUSAGE, "board %s: the simulator needs console {driver: pty, path: ...}",
+				bc->name);
+		goto fail;
+	}
+	b->link = xstrdup(path);
+	sim_uboot_default_env(b, &b->env_saved);
+	sim_kv_copy(&b->env, &b->env_saved);
+	snprintf(b->cwd, sizeof b->cwd, "/root");
+	sim_linux_init_fs(b);
+	return b;
+fail:
+	sim_board_free(b);
+	return NULL;
+}
+
+int sim_board_start(struct sim_board *b, const char *state_dir, struct lab_err *e)
+{
+	LAB_UNUSED(state_dir);
+	b->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+	if (b->master < 0)
+		return LAB_ERR(e, LAB_EINFRA, "board %s: posix_openpt: %s", b->name, strerror(errno));
+	if (grantpt(b->master) != 0 || unlockpt(b->master) != 0)
+		return LAB_ERR(e, LAB_EINFRA, "board %s: grantpt/unlockpt: %s", b->name, strerror(errno));
+	if (ptsname_r(b->master, b->pts, sizeof b->pts) != 0)
+		return LAB_ERR(e, LAB_EINFRA, "board %s: ptsname: %s", b->name, strerror(errno));
+	/* Hold the slave open: without it the master reports HUP (and busy-loops
+	 * the poller) whenever no controller is attached. */
+	b->slave = open(b->pts, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+	if (b->slave < 0)
+		return LAB_ERR(e, LAB_EINFRA, "board %s: open %s: %s", b->name, b->pts, strerror(errno));
+	/* Raw line discipline: the board's bytes reach the reader unchanged, and
+	 * the tty does not echo them back into the board. */
+	struct termios t;
+	if (tcgetattr(b->slave, &t) == 0) {
+		cfmakeraw(&t);
+		cfsetispeed(&t, B115200);
+		cfsetospeed(&t, B115200);
+		tcsetattr(b->slave, TCSANOW, &t);
+	}
+	char *dir = xstrdup(b->link);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		lab_mkdir_p(dir, 0755);
+	}
+	free(dir);
+	char tmp[512];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d", b->link, (int)getpid());
+	unlink(tmp);
+	if (symlink(b->pts, tmp) != 0 || rename(tmp, b->link) != 0) {
+		int err = errno;
+		unlink(tmp);
+		return LAB_ERR(e, LAB_EINFRA, "board %s: link %s -> %s: %s", b->name, b->link, b->pts,
+			       strerror(err));
+	}
+	watch_master(b);
+	return LAB_OK;
+}
+
+void sim_board_free(struct sim_board *b)
+{
+	if (!b)
+		return;
+	sim_sched_clear(b);
+	loop_timer_stop(b->loop, &b->ptimer);
+	if (b->master >= 0) {
+		loop_fd_del(b->loop, b->master);
+		close(b->master);
+	}
+	if (b->slave >= 0)
+		close(b->slave);
+	if (b->link && b->pts[0]) {
+		/* Remove the link only if it still points at our pty. */
+		char target[128];
+		ssize_t n = readlink(b->link, target, sizeof target - 1);
+		if (n > 0) {
+			target[n] = '\0';
+			if (strcmp(target, b->pts) == 0)
+				unlink(b->link);
+		}
+	}
+	free(b->q);
+	lab_buf_free(&b->txq);
+	lab_buf_free(&b->klog);
+	lab_buf_free(&b->line);
+	for (size_t i = 0; i < b->npending; i++)
+		free(b->pending[i]);
+	for (size_t i = 0; i < b->nfiles; i++) {
+		free(b->files[i].path);
+		lab_buf_free(&b->files[i].data);
+	}
+	for (size_t i = 0; i < b->nalog; i++)
+		free(b->alog[i]);
+	free(b->alog);
+	sim_kv_clear(&b->env);
+	sim_kv_clear(&b->env_saved);
+	sim_kv_clear(&b->vars);
+	opt_free(sim_cfg_opts, &b->cfg);
+	free(b->link);
+	free(b->name);
+	free(b);
+}
+
+const char *sim_board_name(const struct sim_board *b)
+{
+	return b->name;
+}
+
+const char *sim_board_pts(const struct sim_board *b)
+{
+	return b->pts;
+}
+
+int64_t sim_board_ser2net_port(const struct sim_board *b)
+{
+	return b->cfg.ser2net_port;
+}
+
+void sim_board_json(const struct sim_board *b, struct lab_buf *o)
+{
+	lab_buf_printf(o, "{\"name\":");
+	sim_json_str(o, b->name);
+	lab_buf_printf(o, ",\"power\":\"%s\",\"running\":%s,\"stage\":\"%s\",\"boots\":%lu,",
+		       b->relay ? "on" : "off", b->running ? "true" : "false",
+		       sim_stage_names[b->stage], b->boots);
+	lab_buf_printf(o, "\"part\":");
+	sim_json_str(o, b->part->model);
+	lab_buf_printf(o, ",\"console\":");
+	sim_json_str(o, b->link);
+	lab_buf_printf(o, ",\"pts\":");
+	sim_json_str(o, b->pts);
+	bool linux_up = b->stage == SIM_KERNEL || b->stage == SIM_LOGIN || b->stage == SIM_SHELL;
+	lab_buf_printf(o, ",\"mode\":\"%s\",\"fua\":%d,\"cqe\":%d,\"knob_fua\":\"%s\",\"cmdline\":",
+		       linux_up ? sim_mode_name(b->eff) : "none", b->eff.fua, b->eff.cqe,
+		       b->knob_fua[0] ? b->knob_fua : "none");
+	sim_json_str(o, linux_up ? b->cmdline : "");
+	lab_buf_printf(o, ",\"counters\":{\"reliable_writes\":%ld,\"flushes\":%ld,\"chars_in\":%llu,"
+			  "\"chars_dropped\":%llu,\"fifo_lost\":%llu,\"lines_corrupted\":%llu,"
+			  "\"garbage_bytes\":%llu,\"tx_dropped\":%llu,\"agent_runs\":%llu,"
+			  "\"power_ops\":%lu,\"pf_acked\":%ld,\"pf_durable\":%ld},",
+		       b->rel_writes, b->flushes, (unsigned long long)b->chars_in,
+		       (unsigned long long)b->chars_dropped, (unsigned long long)b->fifo.lost,
+		       (unsigned long long)b->lines_corrupted, (unsigned long long)b->garbage_bytes,
+		       (unsigned long long)b->tx_dropped, (unsigned long long)b->agent_runs,
+		       b->power_ops, b->pf.acked, b->pf.durable);
+	lab_buf_printf(o, "\"faults\":[");
+	bool first = true;
+	for (int i = 0; i < FAULT_COUNT; i++) {
+		const struct sim_fault *f = &b->faults[i];
+		if (!f->on)
+			continue;
+		lab_buf_printf(o, "%s{\"name\":\"%s\",\"value\":%g,\"remaining\":%ld,\"fired\":%ld}",
+			       first ? "" : ",", sim_fault_names[i], f->value, f->remaining, f->fired);
+		first = false;
+	}
+	lab_buf_printf(o, "]}");
+}

@@ -1,0 +1,516 @@
+/*
+ * sim_http.c - the simulated power plugs and the control API, one small
+ * HTTP/1.1 server on the loop (non-blocking accept/read/write, one request
+ * per connection, request size capped, 400 on garbage):
+ *   pdudaemon  GET /power/control/{on|off|reboot}?hostname=H&port=N | alias=A
+ *   Tasmota    GET <prefix>/cm?cmnd=Power[N][ On|Off|Toggle]
+ *   control    GET /sim/state, POST /sim/fault?board=B&fault=F[&value=V][&count=N],
+ *              POST /sim/clear?board=B, POST /sim/power?board=B&op=on|off|reboot
+ */
+#include "sim_board.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define HTTP_MAX_REQ 16384
+#define HTTP_MAX_CONNS 256
+#define HTTP_IDLE_MS 15000
+#define HTTP_HOLD_MS 120000
+
+struct conn {
+	struct sim_http *h;
+	int fd;
+	int port;
+	struct lab_buf in, out;
+	bool done;  /* response queued: close after writing */
+	bool hold;  /* pdu-timeout: never answer */
+	struct loop_timer idle;
+	struct conn *next;
+};
+
+struct listener {
+	int fd, port;
+	struct sim_http *h;
+};
+
+struct sim_http {
+	struct sim *s;
+	struct listener ls[16];
+	size_t nls;
+	struct conn *conns;
+	size_t nconns;
+};
+
+static void conn_close(struct conn *c)
+{
+	struct sim_http *h = c->h;
+	for (struct conn **pp = &h->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	h->nconns--;
+	loop_timer_stop(h->s->loop, &c->idle);
+	loop_fd_del(h->s->loop, c->fd);
+	close(c->fd);
+	lab_buf_free(&c->in);
+	lab_buf_free(&c->out);
+	loop_defer(h->s->loop, free, c);
+}
+
+static void respond(struct conn *c, int code, const char *ctype, const char *body)
+{
+	const char *reason = code == 200 ? "OK" : code == 400 ? "Bad Request" : code == 404 ? "Not Found" :
+			     code == 405 ? "Method Not Allowed" : code == 413 ? "Payload Too Large" :
+			     code == 500 ? "Internal Server Error" : "Error";
+	lab_buf_printf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+				"Connection: close\r\nServer: emmclab-sim\r\n\r\n%s",
+		       code, reason, ctype, strlen(body), body);
+	c->done = true;
+	loop_fd_mod(c->h->s->loop, c->fd, LOOP_WRITE);
+}
+
+static int hexv(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* URL-decode src[0..n) into dst (size cap); '+' is a space in queries. */
+static void url_decode(char *dst, size_t size, const char *src, size_t n)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n && o + 1 < size; i++) {
+		if (src[i] == '%' && i + 2 < n && hexv(src[i + 1]) >= 0 && hexv(src[i + 2]) >= 0) {
+			dst[o++] = (char)(hexv(src[i + 1]) * 16 + hexv(src[i + 2]));
+			i += 2;
+		} else if (src[i] == '+') {
+			dst[o++] = ' ';
+		} else {
+			dst[o++] = src[i];
+		}
+	}
+	dst[o] = '\0';
+}
+
+static bool query_get(const char *query, const char *key, char *out, size_t size)
+{
+	size_t kl = strlen(key);
+	const char *p = query;
+	while (p && *p) {
+		size_t l = strcspn(p, "&");
+		if (l > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+			url_decode(out, size, p + kl + 1, l - kl - 1);
+			return true;
+		}
+		p += l;
+		if (*p == '&')
+			p++;
+	}
+	return false;
+}
+
+/* Faults on the power API of a board: true if the request must not be answered normally. */
+static bool power_fault(struct conn *c, struct sim_board *b)
+{
+	if (sim_board_fault_fire(b, FAULT_PDU_TIMEOUT)) {
+		c->hold = true; /* never answer; the client's timeout must fire */
+		loop_timer_start(c->h->s->loop, &c->idle, HTTP_HOLD_MS);
+		return true;
+	}
+	if (sim_board_fault_fire(b, FAULT_PDU_500)) {
+		respond(c, 500, "text/plain", "Internal Server Error\n");
+		return true;
+	}
+	return false;
+}
+
+static void handle_pdudaemon(struct conn *c, const char *action, const char *query)
+{
+	struct sim *s = c->h->s;
+	char host[64] = "", port[16] = "", alias[64] = "";
+	query_get(query, "hostname", host, sizeof host);
+	query_get(query, "port", port, sizeof port);
+	query_get(query, "alias", alias, sizeof alias);
+	enum sim_power_op op;
+	if (strcmp(action, "on") == 0)
+		op = SIM_POWER_ON;
+	else if (strcmp(action, "off") == 0)
+		op = SIM_POWER_OFF;
+	else if (strcmp(action, "reboot") == 0)
+		op = SIM_POWER_REBOOT;
+	else {
+		respond(c, 400, "text/plain", "Unknown request\n");
+		return;
+	}
+	if (!alias[0] && (!host[0] || !port[0])) {
+		respond(c, 400, "text/plain", "Missing hostname or port\n");
+		return;
+	}
+	int64_t pn = -1;
+	if (port[0] && lab_parse_i64(port, &pn) != 0) {
+		respond(c, 400, "text/plain", "Bad port\n");
+		return;
+	}
+	for (size_t i = 0; i < s->nboards; i++) {
+		struct sim_board *b = s->boards[i];
+		const struct sim_power_cfg *pw = sim_board_powercfg(b);
+		if (strcmp(pw->driver, "pdudaemon") != 0)
+			continue;
+		bool match = alias[0] ? (strcmp(pw->alias, alias) == 0 ||
+					 (!pw->alias[0] && strcmp(sim_board_name(b), alias) == 0))
+				      : (strcmp(pw->hostname, host) == 0 && pw->pdu_port == pn);
+		if (!match)
+			continue;
+		if (power_fault(c, b))
+			return;
+		sim_board_power(b, op); /* requests apply in arrival order, as pdudaemon's queue */
+		respond(c, 200, "text/plain", "OK - accepted request\n");
+		return;
+	}
+	respond(c, 404, "text/plain", "Unknown PDU or port\n");
+}
+
+static void handle_tasmota(struct conn *c, const char *prefix, const char *query)
+{
+	struct sim *s = c->h->s;
+	char cmnd[128];
+	if (!query_get(query, "cmnd", cmnd, sizeof cmnd)) {
+		respond(c, 400, "application/json", "{\"Command\":\"Error\"}");
+		return;
+	}
+	/* "Power[N][ ARG]" */
+	size_t wl = strcspn(cmnd, " ");
+	char word[32];
+	snprintf(word, sizeof word, "%.*s", (int)(wl < 31 ? wl : 31), cmnd);
+	const char *argp = cmnd[wl] ? cmnd + wl + 1 : "";
+	if (strncasecmp(word, "power", 5) != 0) {
+		respond(c, 200, "application/json", "{\"Command\":\"Unknown\"}");
+		return;
+	}
+	int64_t relay = 0;
+	if (word[5] && (lab_parse_i64(word + 5, &relay) != 0 || relay < 1 || relay > 32)) {
+		respond(c, 200, "application/json", "{\"Command\":\"Unknown\"}");
+		return;
+	}
+	int want = -1; /* -1 query, 0 off, 1 on, 2 toggle */
+	if (!argp[0])
+		want = -1;
+	else if (!strcasecmp(argp, "on") || !strcmp(argp, "1"))
+		want = 1;
+	else if (!strcasecmp(argp, "off") || !strcmp(argp, "0"))
+		want = 0;
+	else if (!strcasecmp(argp, "toggle") || !strcmp(argp, "2"))
+		want = 2;
+	else {
+		respond(c, 200, "application/json", "{\"Command\":\"Error\"}");
+		return;
+	}
+	for (size_t i = 0; i < s->nboards; i++) {
+		struct sim_board *b = s->boards[i];
+		const struct sim_power_cfg *pw = sim_board_powercfg(b);
+		if (strcmp(pw->driver, "tasmota") != 0 || strcmp(pw->prefix, prefix) != 0 ||
+		    pw->port != c->port)
+			continue;
+		bool same = pw->relay == relay || (pw->relay <= 1 && relay <= 1);
+		if (!same)
+			continue;
+		if (power_fault(c, b))
+			return;
+		if (want == 1)
+			sim_board_power(b, SIM_POWER_ON);
+		else if (want == 0)
+			sim_board_power(b, SIM_POWER_OFF);
+		else if (want == 2)
+			sim_board_power(b, SIM_POWER_TOGGLE);
+		char body[64];
+		if (relay)
+			snprintf(body, sizeof body, "{\"POWER%lld\":\"%s\"}", (long long)relay,
+				 sim_board_relay_on(b) ? "ON" : "OFF");
+		else
+			snprintf(body, sizeof body, "{\"POWER\":\"%s\"}", sim_board_relay_on(b) ? "ON" : "OFF");
+		respond(c, 200, "application/json", body);
+		return;
+	}
+	respond(c, 404, "application/json", "{\"Command\":\"Unknown\"}");
+}
+
+static void handle_sim(struct conn *c, const char *method, const char *what, const char *query)
+{
+	struct sim *s = c->h->s;
+	if (strcmp(what, "state") == 0) {
+		struct lab_buf o;
+		lab_buf_init(&o, 4u << 20);
+		lab_buf_printf(&o, "{\"pid\":%d,\"boards\":[", (int)getpid());
+		for (size_t i = 0; i < s->nboards; i++) {
+			if (i)
+				lab_buf_append(&o, ",", 1);
+			sim_board_json(s->boards[i], &o);
+		}
+		lab_buf_printf(&o, "]}\n");
+		respond(c, 200, "application/json", lab_buf_cstr(&o));
+		lab_buf_free(&o);
+		return;
+	}
+	if (strcmp(method, "POST") != 0 && strcmp(method, "GET") != 0) {
+		respond(c, 405, "text/plain", "Method Not Allowed\n");
+		return;
+	}
+	char bn[128] = "";
+	query_get(query, "board", bn, sizeof bn);
+	struct sim_board *b = sim_find_board(s, bn);
+	if (!b) {
+		respond(c, 404, "application/json", "{\"error\":\"unknown board\"}\n");
+		return;
+	}
+	if (strcmp(what, "fault") == 0) {
+		char f[64] = "", v[64] = "", n[32] = "", spec[200];
+		if (!query_get(query, "fault", f, sizeof f) || !f[0]) {
+			respond(c, 400, "application/json", "{\"error\":\"missing fault\"}\n");
+			return;
+		}
+		query_get(query, "value", v, sizeof v);
+		query_get(query, "count", n, sizeof n);
+		snprintf(spec, sizeof spec, "%s%s%s%s%s", f, v[0] ? "=" : "", v, n[0] ? ":" : "", n);
+		struct lab_err e = {0};
+		if (sim_board_set_fault(b, spec, &e) != 0) {
+			struct lab_buf o;
+			lab_buf_init(&o, 4096);
+			lab_buf_printf(&o, "{\"error\":");
+			sim_json_str(&o, e.msg);
+			lab_buf_printf(&o, "}\n");
+			respond(c, 400, "application/json", lab_buf_cstr(&o));
+			lab_buf_free(&o);
+			return;
+		}
+	} else if (strcmp(what, "clear") == 0) {
+		sim_board_clear_faults(b);
+	} else if (strcmp(what, "power") == 0) {
+		char op[16] = "";
+		query_get(query, "op", op, sizeof op);
+		if (strcmp(op, "on") == 0)
+			sim_board_power(b, SIM_POWER_ON);
+		else if (strcmp(op, "off") == 0)
+			sim_board_power(b, SIM_POWER_OFF);
+		else if (strcmp(op, "reboot") == 0)
+			sim_board_power(b, SIM_POWER_REBOOT);
+		else {
+			respond(c, 400, "application/json", "{\"error\":\"op must be on, off or reboot\"}\n");
+			return;
+		}
+	} else {
+		respond(c, 404, "application/json", "{\"error\":\"unknown endpoint\"}\n");
+		return;
+	}
+	struct lab_buf o;
+	lab_buf_init(&o, 65536);
+	sim_board_json(b, &o);
+	lab_buf_append(&o, "\n", 1);
+	respond(c, 200, "application/json", lab_buf_cstr(&o));
+	lab_buf_free(&o);
+}
+
+static void handle(struct conn *c, char *req)
+{
+	/* request line: METHOD SP TARGET SP HTTP/1.x */
+	char *eol = strstr(req, "\r\n");
+	if (!eol) {
+		respond(c, 400, "text/plain", "Bad Request\n");
+		return;
+	}
+	*eol = '\0';
+	char method[16], target[2048], version[16];
+	if (sscanf(req, "%15s %2047s %15s", method, target, version) != 3 ||
+	    strncmp(version, "HTTP/1.", 7) != 0 || target[0] != '/') {
+		respond(c, 400, "text/plain", "Bad Request\n");
+		return;
+	}
+	for (const char *m = method; *m; m++)
+		if (*m < 'A' || *m > 'Z') {
+			respond(c, 400, "text/plain", "Bad Request\n");
+			return;
+		}
+	char *q = strchr(target, '?');
+	const char *query = "";
+	if (q) {
+		*q = '\0';
+		query = q + 1;
+	}
+	char path[2048];
+	url_decode(path, sizeof path, target, strlen(target));
+	if (strncmp(path, "/power/control/", 15) == 0) {
+		if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0) {
+			respond(c, 405, "text/plain", "Method Not Allowed\n");
+			return;
+		}
+		handle_pdudaemon(c, path + 15, query);
+		return;
+	}
+	if (strncmp(path, "/sim/", 5) == 0) {
+		handle_sim(c, method, path + 5, query);
+		return;
+	}
+	size_t pl = strlen(path);
+	if (pl >= 3 && strcmp(path + pl - 3, "/cm") == 0) {
+		path[pl - 3] = '\0';
+		handle_tasmota(c, path, query);
+		return;
+	}
+	respond(c, 404, "text/plain", "Not Found\n");
+}
+
+static void on_idle(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	conn_close(arg);
+}
+
+static void on_conn(struct loop *l, int fd, unsigned ev, void *arg)
+{
+	struct conn *c = arg;
+	LAB_UNUSED(l);
+	if (ev & LOOP_WRITE) {
+		while (c->out.len) {
+			ssize_t w = send(fd, c->out.data, c->out.len, MSG_NOSIGNAL);
+			if (w > 0) {
+				lab_buf_consume(&c->out, (size_t)w);
+				continue;
+			}
+			if (w < 0 && (errno == EAGAIN || errno == EINTR))
+				return;
+			conn_close(c);
+			return;
+		}
+		if (c->done) {
+			shutdown(fd, SHUT_WR);
+			conn_close(c);
+		}
+		return;
+	}
+	char buf[4096];
+	ssize_t r = recv(fd, buf, sizeof buf, 0);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		conn_close(c);
+		return;
+	}
+	if (c->done || c->hold)
+		return; /* one request per connection */
+	if (c->in.len + (size_t)r > HTTP_MAX_REQ) {
+		respond(c, 413, "text/plain", "Request Too Large\n");
+		return;
+	}
+	lab_buf_append(&c->in, buf, (size_t)r);
+	const char *s = lab_buf_cstr(&c->in);
+	const char *end = strstr(s, "\r\n\r\n");
+	if (!end) {
+		if (memchr(c->in.data, '\0', c->in.len))
+			respond(c, 400, "text/plain", "Bad Request\n");
+		return;
+	}
+	/* A body (POST) is read but unused: the control API takes its arguments in the query. */
+	size_t hdr = (size_t)(end - s) + 4;
+	const char *cl = strcasestr(s, "\r\nContent-Length:");
+	if (cl && cl < end) {
+		int64_t n = 0;
+		char num[24];
+		size_t ln = strcspn(cl + 17, "\r");
+		snprintf(num, sizeof num, "%.*s", (int)(ln < 23 ? ln : 23), cl + 17);
+		char *np = num;
+		while (*np == ' ')
+			np++;
+		if (lab_parse_i64(np, &n) != 0 || n < 0 || n > HTTP_MAX_REQ) {
+			respond(c, 400, "text/plain", "Bad Request\n");
+			return;
+		}
+		if (c->in.len < hdr + (size_t)n)
+			return;
+	}
+	char *req = xstrndup(s, hdr);
+	handle(c, req);
+	free(req);
+}
+
+static void on_accept(struct loop *l, int fd, unsigned ev, void *arg)
+{
+	struct listener *ls = arg;
+	struct sim_http *h = ls->h;
+	LAB_UNUSED(ev);
+	for (int n = 0; n < 64; n++) {
+		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd < 0)
+			return;
+		if (h->nconns >= HTTP_MAX_CONNS) {
+			close(cfd);
+			continue;
+		}
+		struct conn *c = xcalloc(1, sizeof *c);
+		c->h = h;
+		c->fd = cfd;
+		c->port = ls->port;
+		lab_buf_init(&c->in, HTTP_MAX_REQ + 1);
+		lab_buf_init(&c->out, 8u << 20);
+		loop_timer_init(&c->idle, on_idle, c);
+		loop_timer_start(l, &c->idle, HTTP_IDLE_MS);
+		c->next = h->conns;
+		h->conns = c;
+		h->nconns++;
+		loop_fd_add(l, cfd, LOOP_READ, on_conn, c);
+	}
+}
+
+int sim_http_start(struct sim *s, const int *ports, size_t nports, struct sim_http **out,
+		   struct lab_err *e)
+{
+	struct sim_http *h = xcalloc(1, sizeof *h);
+	h->s = s;
+	*out = h;
+	for (size_t i = 0; i < nports && h->nls < LAB_ARRAY_SIZE(h->ls); i++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return LAB_ERR(e, LAB_EINFRA, "socket: %s", strerror(errno));
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ports[i])};
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 64) != 0) {
+			int err = errno;
+			close(fd);
+			return LAB_ERR(e, LAB_EINFRA, "power API: cannot listen on 127.0.0.1:%d: %s", ports[i],
+				       strerror(err));
+		}
+		struct listener *ls = &h->ls[h->nls++];
+		ls->fd = fd;
+		ls->port = ports[i];
+		ls->h = h;
+		loop_fd_add(s->loop, fd, LOOP_READ, on_accept, ls);
+	}
+	return LAB_OK;
+}
+
+void sim_http_free(struct sim_http *h)
+{
+	if (!h)
+		return;
+	while (h->conns)
+		conn_close(h->conns);
+	for (size_t i = 0; i < h->nls; i++) {
+		loop_fd_del(h->s->loop, h->ls[i].fd);
+		close(h->ls[i].fd);
+	}
+	free(h);
+}

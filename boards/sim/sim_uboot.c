@@ -1,0 +1,816 @@
+/*
+ * sim_uboot.c - the boot ROM / SPL / U-Boot part of a simulated board:
+ * banner, autoboot countdown, the command line (hush-like lists, variables)
+ * and the commands a lab uses (env, dhcp, tftp, load, booti/bootz/bootm,
+ * ums, fastboot, mmc, version, reset).  Texts follow U-Boot 2023.x.
+ */
+#include "sim_board.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct host_info {
+	const char *host, *node, *linux_dev;
+};
+static const struct host_info hosts[] = {
+	{"sdhci-of-arasan", "mmc@fe330000", "fe330000.mmc"},
+	{"dw_mmc", "mmc@ff520000", "ff520000.mmc"},
+	{"dw_mmc-rockchip", "mmc@ff520000", "ff520000.mmc"},
+	{"dw_mmc-exynos", "mmc@12200000", "12200000.mmc"},
+	{"meson-gx", "mmc@d0074000", "d0074000.mmc"},
+	{"meson-gx-mmc", "mmc@d0074000", "d0074000.mmc"},
+	{"sdhci-sprd", "sdio@201a0000", "201a0000.sdio"},
+	{"sdhci-esdhc-imx", "mmc@5b010000", "5b010000.mmc"},
+	{"sdhci-esdhc", "mmc@5b010000", "5b010000.mmc"},
+};
+
+const char *sim_host_node(const char *host)
+{
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(hosts); i++)
+		if (strcmp(hosts[i].host, host) == 0)
+			return hosts[i].node;
+	return "mmc@1c11000";
+}
+
+const char *sim_host_linux(const char *host)
+{
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(hosts); i++)
+		if (strcmp(hosts[i].host, host) == 0)
+			return hosts[i].linux_dev;
+	return "1c11000.mmc";
+}
+
+static int board_index(const struct sim_board *b)
+{
+	for (size_t i = 0; i < b->sim->nboards; i++)
+		if (b->sim->boards[i] == b)
+			return (int)i;
+	return 0;
+}
+
+void sim_uboot_default_env(struct sim_board *b, struct sim_kv *env)
+{
+	char v[512];
+	sim_kv_clear(env);
+	sim_kv_set(env, "arch", "arm");
+	sim_kv_set(env, "baudrate", "1500000");
+	sim_kv_set(env, "board", b->name);
+	sim_kv_set(env, "board_name", b->name);
+	sim_kv_set(env, "bootargs", b->cfg.bootargs);
+	sim_kv_set(env, "bootcmd",
+		   "load mmc 0:1 ${kernel_addr_r} Image; load mmc 0:1 ${fdt_addr_r} ${fdtfile}; "
+		   "booti ${kernel_addr_r} - ${fdt_addr_r}");
+	snprintf(v, sizeof v, "%lld", (long long)b->cfg.bootdelay);
+	sim_kv_set(env, "bootdelay", v);
+	sim_kv_set(env, "cpu", "armv8");
+	snprintf(v, sizeof v, "62:6d:6d:63:%02x:%02x", (board_index(b) >> 8) & 0xff,
+		 board_index(b) & 0xff);
+	sim_kv_set(env, "ethaddr", v);
+	sim_kv_set(env, "fdt_addr_r", "0x01f00000");
+	snprintf(v, sizeof v, "%s-%s.dtb", b->cfg.soc, b->name);
+	sim_kv_set(env, "fdtfile", v);
+	sim_kv_set(env, "kernel_addr_r", "0x02080000");
+	sim_kv_set(env, "loadaddr", "0x00800800");
+	sim_kv_set(env, "ramdisk_addr_r", "0x06000000");
+	sim_kv_set(env, "scriptaddr", "0x00500000");
+	sim_kv_set(env, "soc", b->cfg.soc);
+	sim_kv_set(env, "stderr", "serial");
+	sim_kv_set(env, "stdin", "serial");
+	sim_kv_set(env, "stdout", "serial");
+	sim_kv_set(env, "vendor", "emmclab");
+}
+
+/* ---- power-on sequence ---- */
+
+static void ub_prompt(struct sim_board *b, long arg)
+{
+	LAB_UNUSED(arg);
+	sim_set_stage(b, SIM_UBOOT);
+	sim_lined_reset(&b->lined);
+	sim_out_now(b, b->cfg.prompt, strlen(b->cfg.prompt));
+}
+
+static void ub_run_line(struct sim_board *b, const char *line);
+static int ub_exec(struct sim_board *b, const char *line, int depth);
+
+static void ub_autoboot(struct sim_board *b, long arg)
+{
+	LAB_UNUSED(arg);
+	const char *bootcmd = sim_kv_get(&b->env, "bootcmd");
+	if (bootcmd && bootcmd[0])
+		ub_run_line(b, bootcmd);
+	else
+		sim_emit_fn(b, 0, ub_prompt, 0);
+}
+
+static void ub_tick(struct sim_board *b, long left)
+{
+	char s[32];
+	snprintf(s, sizeof s, "\b\b\b%2ld ", left);
+	sim_out_now(b, s, strlen(s));
+	b->countdown = (int)left;
+	if (left > 0) {
+		sim_emit_fn_floor(b, 1000, (uint32_t)b->cfg.autoboot_floor_ms, ub_tick, left - 1);
+		return;
+	}
+	sim_out_now(b, "\n", 1);
+	if (sim_board_fault_fire(b, FAULT_UBOOT_HANG)) {
+		sim_set_stage(b, SIM_DEAD);
+		return;
+	}
+	sim_set_stage(b, SIM_UBOOT_BUSY);
+	ub_autoboot(b, 0);
+}
+
+static void ub_stop_autoboot(struct sim_board *b)
+{
+	sim_sched_clear(b);
+	sim_out_now(b, "\b\b\b 0 \n", 7);
+	ub_prompt(b, 0);
+}
+
+static void ub_start_countdown(struct sim_board *b, long arg)
+{
+	LAB_UNUSED(arg);
+	int64_t delay = b->cfg.bootdelay;
+	const char *bd = sim_kv_get(&b->env, "bootdelay");
+	if (bd)
+		lab_parse_i64(bd, &delay);
+	bool hang = sim_board_fault_on(b, FAULT_UBOOT_HANG);
+	char s[64];
+	snprintf(s, sizeof s, "Hit any key to stop autoboot: %2lld ", (long long)delay);
+	sim_out_now(b, s, strlen(s));
+	sim_set_stage(b, SIM_AUTOBOOT);
+	if (b->early_key && !hang) {
+		/* A key typed during SPL waits in the FIFO: autoboot stops at once. */
+		b->early_key = false;
+		ub_stop_autoboot(b);
+		return;
+	}
+	if (delay <= 0) {
+		ub_tick(b, 0);
+		return;
+	}
+	sim_emit_fn_floor(b, 1000, (uint32_t)b->cfg.autoboot_floor_ms, ub_tick, (long)delay - 1);
+}
+
+void sim_uboot_poweron(struct sim_board *b)
+{
+	sim_set_stage(b, SIM_ROM);
+	sim_lined_reset(&b->lined);
+	sim_kv_copy(&b->env, &b->env_saved); /* RAM is gone: the saved environment is loaded */
+	b->nloaded = 0;
+	b->early_key = false;
+	b->lastcmd[0] = '\0';
+	b->fifo.level = 0;
+	b->ub_status = 0;
+	if (sim_board_fault_fire(b, FAULT_NO_OUTPUT)) {
+		sim_set_stage(b, SIM_DEAD);
+		return;
+	}
+	const char *v = b->cfg.uboot_version;
+	sim_emit(b, 250, "DDR Version 1.24 20191016\nIn\nddr4 2133MHz, 4GB\nOUT\n");
+	sim_emitf(b, 180, "\nU-Boot SPL %s (Jul 10 2023 - 12:00:00 +0000)\n"
+			  "Trying to boot from MMC1\n", v);
+	sim_emit(b, 120, "NOTICE:  BL31: v2.8(release):v2.8-emmclab\n"
+			 "NOTICE:  BL31: Built : 12:00:00, Jul 10 2023\n");
+	char dram[32];
+	sim_human_size(dram, sizeof dram, 4ULL << 30);
+	sim_emitf(b, 400,
+		  "\n\nU-Boot %s (Jul 10 2023 - 12:00:00 +0000)\n\n"
+		  "SoC: %s\nModel: %s\nDRAM:  %s\n"
+		  "Core:  302 devices, 31 uclasses, devicetree: separate\n",
+		  v, b->cfg.soc, b->cfg.machine, "3.9 GiB");
+	sim_emitf(b, 150, "MMC:   %s: 0\n", sim_host_node(b->cfg.host));
+	sim_emit(b, 60, "Loading Environment from MMC... OK\n"
+			"In:    serial\nOut:   serial\nErr:   serial\n");
+	sim_emitf(b, 40, "Net:   eth0: ethernet@fe300000\n");
+	sim_emit_fn(b, 30, ub_start_countdown, 0);
+}
+
+/* ---- command line ---- */
+
+struct ub_ctx {
+	struct sim_board *b;
+	char status[16];
+};
+
+static const char *ub_var(void *ctx, const char *name)
+{
+	struct ub_ctx *c = ctx;
+	if (strcmp(name, "?") == 0) {
+		snprintf(c->status, sizeof c->status, "%d", c->b->ub_status);
+		return c->status;
+	}
+	return sim_kv_get(&c->b->env, name);
+}
+
+static bool parse_addr(const char *s, uint64_t *out)
+{
+	if (!s || !*s)
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 16);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool addr_loaded(struct sim_board *b, uint64_t a)
+{
+	for (size_t i = 0; i < b->nloaded; i++)
+		if (b->loaded[i] == a)
+			return true;
+	return false;
+}
+
+static void mark_loaded(struct sim_board *b, uint64_t a, uint64_t size)
+{
+	char v[32];
+	if (!addr_loaded(b, a)) {
+		if (b->nloaded < LAB_ARRAY_SIZE(b->loaded))
+			b->loaded[b->nloaded++] = a;
+	}
+	snprintf(v, sizeof v, "%" PRIx64, size);
+	sim_kv_set(&b->env, "filesize", v);
+	snprintf(v, sizeof v, "%" PRIx64, a);
+	sim_kv_set(&b->env, "fileaddr", v);
+}
+
+static uint64_t default_file_size(const char *name)
+{
+	if (strstr(name, "Image") || strstr(name, "vmlinuz") || strstr(name, "zImage"))
+		return 21498368;
+	if (strstr(name, ".dtb"))
+		return 62513;
+	if (strstr(name, "initrd") || strstr(name, "rd") || strstr(name, ".cpio"))
+		return 9437544;
+	return 1048576;
+}
+
+/* Is the file on the TFTP server, and how big? */
+static bool tftp_lookup(struct sim_board *b, const char *name, uint64_t *size)
+{
+	if (b->cfg.tftp_root && b->cfg.tftp_root[0]) {
+		char *p = xasprintf("%s/%s", b->cfg.tftp_root, name);
+		struct stat st;
+		bool okf = stat(p, &st) == 0 && S_ISREG(st.st_mode);
+		free(p);
+		if (!okf)
+			return false;
+		*size = (uint64_t)st.st_size;
+		return true;
+	}
+	if (b->cfg.tftp_files.n) {
+		for (size_t i = 0; i < b->cfg.tftp_files.n; i++)
+			if (strcmp(b->cfg.tftp_files.v[i], name) == 0) {
+				*size = default_file_size(name);
+				return true;
+			}
+		return false;
+	}
+	*size = default_file_size(name);
+	return true;
+}
+
+static int cmd_tftp(struct sim_board *b, int argc, char **argv)
+{
+	uint64_t addr = 0;
+	const char *file = NULL;
+	if (argc >= 3) {
+		if (!parse_addr(argv[1], &addr)) {
+			sim_emit(b, 0, "Usage:\ntftpboot [loadAddress] [[hostIPaddr:]bootfilename]\n");
+			return 1;
+		}
+		file = argv[2];
+	} else if (argc == 2) {
+		parse_addr(sim_kv_get(&b->env, "loadaddr"), &addr);
+		file = argv[1];
+	} else {
+		parse_addr(sim_kv_get(&b->env, "loadaddr"), &addr);
+		file = sim_kv_get(&b->env, "bootfile");
+		if (!file) {
+			sim_emit(b, 0, "*** Warning: no boot file name; using 'C0A8002A.img'\n");
+			file = "C0A8002A.img";
+		}
+	}
+	const char *sip = sim_kv_get(&b->env, "serverip");
+	const char *ip = sim_kv_get(&b->env, "ipaddr");
+	if (!ip) {
+		sim_emit(b, 10, "*** ERROR: `ipaddr' not set\n");
+		return 1;
+	}
+	if (!sip) {
+		sim_emit(b, 10, "*** ERROR: `serverip' not set\n");
+		return 1;
+	}
+	sim_emitf(b, 5, "Using ethernet@fe300000 device\nTFTP from server %s; our IP address is %s\n"
+			"Filename '%s'.\nLoad address: 0x%" PRIx64 "\nLoading: ",
+		  sip, ip, file, addr);
+	uint64_t size;
+	if (!tftp_lookup(b, file, &size)) {
+		sim_emit(b, 20, "*\nTFTP error: 'File not found' (1)\nNot retrying...\n");
+		return 1;
+	}
+	/* One '#' per 10 blocks of 1468 bytes, 65 per line, at ~11 MiB/s. */
+	const double bw = 11.0 * 1048576.0;
+	uint64_t blocks = (size + 1467) / 1468;
+	uint64_t hashes = (blocks + 9) / 10;
+	if (hashes == 0)
+		hashes = 1;
+	double per_hash_ms = (double)size / bw * 1000.0 / (double)hashes;
+	for (uint64_t h = 0; h < hashes;) {
+		uint64_t n = hashes - h < 65 ? hashes - h : 65;
+		char line[80];
+		memset(line, '#', n);
+		line[n] = '\0';
+		h += n;
+		sim_emitf(b, per_hash_ms * (double)n, "%s%s", line, h < hashes ? "\n\t " : "\n");
+	}
+	sim_emitf(b, 1, "\t %.1f MiB/s\ndone\nBytes transferred = %" PRIu64 " (%" PRIx64 " hex)\n",
+		  bw / 1048576.0 * (0.95 + 0.1 * sim_rng_uniform(&b->rng_model)), size, size);
+	mark_loaded(b, addr, size);
+	return 0;
+}
+
+static int cmd_load(struct sim_board *b, int argc, char **argv)
+{
+	/* load mmc 0:1 ADDR FILE (ext4load/fatload alike) */
+	if (argc < 5) {
+		sim_emitf(b, 0, "Usage:\n%s <interface> [<dev[:part]> [<addr> [<filename> [bytes [pos]]]]]\n",
+			  argv[0]);
+		return 1;
+	}
+	uint64_t addr;
+	if (strcmp(argv[1], "mmc") != 0 || !parse_addr(argv[3], &addr)) {
+		sim_emitf(b, 0, "Can't get partition %s %s\n", argv[1], argv[2]);
+		return 1;
+	}
+	if (!argv[4][0]) {
+		sim_emitf(b, 5, "** File not found %s **\n", argv[4]);
+		return 1;
+	}
+	uint64_t size = default_file_size(argv[4]);
+	double ms = (double)size / (60.0 * 1048576.0) * 1000.0 + 3;
+	sim_emitf(b, ms, "%" PRIu64 " bytes read in %.0f ms (%.1f MiB/s)\n", size, ms,
+		  (double)size / 1048576.0 / (ms / 1000.0));
+	mark_loaded(b, addr, size);
+	return 0;
+}
+
+static void ub_start_kernel(struct sim_board *b, long arg)
+{
+	LAB_UNUSED(arg);
+	const char *ba = sim_kv_get(&b->env, "bootargs");
+	sim_linux_boot(b, ba ? ba : "");
+}
+
+/* returns 0 ok, 1 failed, 2 kernel started (stop the line) */
+static int cmd_boot_image(struct sim_board *b, int argc, char **argv)
+{
+	uint64_t kaddr = 0;
+	const char *ka = argc > 1 ? argv[1] : sim_kv_get(&b->env, "loadaddr");
+	if (!parse_addr(ka, &kaddr) || !addr_loaded(b, kaddr)) {
+		if (strcmp(argv[0], "bootz") == 0)
+			sim_emit(b, 2, "Bad Linux ARM zImage magic!\n");
+		else if (strcmp(argv[0], "bootm") == 0)
+			sim_emitf(b, 2, "## Booting kernel from Legacy Image at %s ...\n"
+					"Wrong Image Format for bootm command\n"
+					"ERROR: can't get kernel image!\n", ka ? ka : "");
+		else
+			sim_emit(b, 2, "Bad Linux ARM64 Image magic!\n");
+		return 1;
+	}
+	uint64_t fdt = 0;
+	if (argc > 3 && parse_addr(argv[3], &fdt)) {
+		if (!addr_loaded(b, fdt)) {
+			sim_emitf(b, 2, "ERROR: Did not find a cmdline Flattened Device Tree\n"
+					"Could not find a valid device tree\n");
+			return 1;
+		}
+		sim_emitf(b, 5, "## Flattened Device Tree blob at %08" PRIx64 "\n"
+				"   Booting using the fdt blob at 0x%" PRIx64 "\n"
+				"Working FDT set to %" PRIx64 "\n", fdt, fdt, fdt);
+	}
+	if (argc > 2 && strcmp(argv[2], "-") != 0) {
+		uint64_t rd = 0;
+		char rds[64];
+		snprintf(rds, sizeof rds, "%s", argv[2]);
+		char *colon = strchr(rds, ':');
+		if (colon)
+			*colon = '\0';
+		if (!parse_addr(rds, &rd) || !addr_loaded(b, rd)) {
+			sim_emit(b, 2, "Wrong Ramdisk Image Format\nRamdisk image is corrupt or invalid\n");
+			return 1;
+		}
+		sim_emit(b, 40, "   Loading Ramdisk to f4d6b000, end f55a0a00 ... OK\n");
+	}
+	if (fdt)
+		sim_emit(b, 10, "   Loading Device Tree to 00000000f4d5a000, end 00000000f4d6aa82 ... OK\n"
+				"Working FDT set to f4d5a000\n");
+	sim_emit(b, 20, "\nStarting kernel ...\n\n");
+	sim_emit_fn(b, 50, ub_start_kernel, 0);
+	return 2;
+}
+
+static int cmd_mmc(struct sim_board *b, int argc, char **argv)
+{
+	const struct sim_part *p = b->part;
+	char cap[32];
+	sim_human_size(cap, sizeof cap, p->capacity_bytes);
+	const char *sub = argc > 1 ? argv[1] : "";
+	if (strcmp(sub, "list") == 0) {
+		sim_emitf(b, 1, "%s: 0 (eMMC)\n", sim_host_node(b->cfg.host));
+	} else if (strcmp(sub, "info") == 0) {
+		unsigned ver = p->ext_csd_rev >= 8 ? 51 : p->ext_csd_rev == 7 ? 50 : 45;
+		sim_emitf(b, 2,
+			  "Device: %s\nManufacturer ID: %x\nOEM: %x\nName: %s \n"
+			  "Bus Speed: 200000000\nMode: %s (200MHz)\nRd Block Len: 512\n"
+			  "MMC version %u.%u\nHigh Capacity: Yes\nCapacity: %s\nBus Width: 8-bit\n"
+			  "Erase Group Size: 512 KiB\nHC WP Group Size: 8 MiB\nUser Capacity: %s WRREL\n"
+			  "Boot Capacity: 4 MiB ENH\nRPMB Capacity: 4 MiB ENH\n"
+			  "Boot area 0 is not write protected\nBoot area 1 is not write protected\n",
+			  sim_host_node(b->cfg.host), p->manfid, p->oemid, p->name, p->bus_mode, ver / 10,
+			  ver % 10, cap, cap);
+	} else if (strcmp(sub, "dev") == 0) {
+		if (argc > 2 && strcmp(argv[2], "0") != 0) {
+			sim_emitf(b, 1, "Can't set block device\n");
+			return 1;
+		}
+		sim_emit(b, 2, "switch to partitions #0, OK\nmmc0(part 0) is current device\n");
+	} else if (strcmp(sub, "part") == 0) {
+		uint64_t sectors = p->capacity_bytes / 512;
+		sim_emitf(b, 3,
+			  "\nPartition Map for MMC device 0  --   Partition Type: DOS\n\n"
+			  "Part\tStart Sector\tNum Sectors\tUUID\t\tType\n"
+			  "  1\t32768     \t524288    \t5e3da3da-01\t0c Boot\n"
+			  "  2\t557056    \t%-10" PRIu64 "\t5e3da3da-02\t83\n",
+			  sectors - 557056);
+	} else if (strcmp(sub, "rescan") == 0) {
+		return 0;
+	} else {
+		sim_emit(b, 0, "Usage:\nmmc info - display info of the current MMC device\n"
+			       "mmc list - lists available devices\nmmc dev [dev] [part] - show or set current mmc device\n"
+			       "mmc part - lists available partition on current mmc device\n");
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_printenv(struct sim_board *b, int argc, char **argv)
+{
+	if (argc > 1) {
+		int rc = 0;
+		for (int i = 1; i < argc; i++) {
+			const char *v = sim_kv_get(&b->env, argv[i]);
+			if (v)
+				sim_emitf(b, 0, "%s=%s\n", argv[i], v);
+			else {
+				sim_emitf(b, 0, "## Error: \"%s\" not defined\n", argv[i]);
+				rc = 1;
+			}
+		}
+		return rc;
+	}
+	struct lab_buf o;
+	lab_buf_init(&o, 256 * 1024);
+	size_t size = 0;
+	for (size_t i = 0; i < b->env.n; i++) {
+		lab_buf_printf(&o, "%s=%s\n", b->env.k[i], b->env.v[i]);
+		size += strlen(b->env.k[i]) + strlen(b->env.v[i]) + 2;
+	}
+	lab_buf_printf(&o, "\nEnvironment size: %zu/65532 bytes\n", size + 1);
+	sim_emit(b, 1, lab_buf_cstr(&o));
+	lab_buf_free(&o);
+	return 0;
+}
+
+static int cmd_setenv(struct sim_board *b, int argc, char **argv)
+{
+	if (argc < 2) {
+		sim_emit(b, 0, "Usage:\nsetenv name value ...\n    - set environment variable 'name' to 'value ...'\n"
+			       "setenv name\n    - delete environment variable 'name'\n");
+		return 1;
+	}
+	if (argc == 2) {
+		sim_kv_set(&b->env, argv[1], NULL);
+		return 0;
+	}
+	struct lab_buf v;
+	lab_buf_init(&v, 65536);
+	for (int i = 2; i < argc; i++)
+		lab_buf_printf(&v, "%s%s", i > 2 ? " " : "", argv[i]);
+	sim_kv_set(&b->env, argv[1], lab_buf_cstr(&v));
+	lab_buf_free(&v);
+	return 0;
+}
+
+static int cmd_saveenv(struct sim_board *b)
+{
+	sim_kv_copy(&b->env_saved, &b->env);
+	sim_emit(b, 80, "Saving Environment to MMC... Writing to MMC(0)... OK\n");
+	return 0;
+}
+
+static int cmd_env_default(struct sim_board *b)
+{
+	sim_uboot_default_env(b, &b->env);
+	sim_emit(b, 1, "## Resetting to default environment\n");
+	return 0;
+}
+
+static int cmd_dhcp(struct sim_board *b)
+{
+	char ip[32];
+	snprintf(ip, sizeof ip, "192.168.0.%d", 40 + board_index(b) % 200);
+	sim_emit(b, 1500, "ethernet@fe300000 Waiting for PHY auto negotiation to complete. done\n"
+			  "Speed: 1000, full duplex\n");
+	sim_emit(b, 10, "BOOTP broadcast 1\n");
+	sim_emit(b, 1000, "BOOTP broadcast 2\n");
+	sim_emitf(b, 4, "DHCP client bound to address %s (1004 ms)\n", ip);
+	sim_kv_set(&b->env, "ipaddr", ip);
+	sim_kv_set(&b->env, "netmask", "255.255.255.0");
+	sim_kv_set(&b->env, "gatewayip", "192.168.0.1");
+	if (!sim_kv_get(&b->env, "serverip"))
+		sim_kv_set(&b->env, "serverip", "192.168.0.1");
+	const char *al = sim_kv_get(&b->env, "autoload");
+	const char *bf = sim_kv_get(&b->env, "bootfile");
+	if (bf && (!al || (strcmp(al, "no") != 0 && strcmp(al, "n") != 0))) {
+		char *targv[] = {(char *)"tftpboot", NULL};
+		return cmd_tftp(b, 1, targv);
+	}
+	return 0;
+}
+
+static void ub_enter_stage(struct sim_board *b, long stage)
+{
+	sim_set_stage(b, (enum sim_stage)stage);
+}
+
+static void ub_reset(struct sim_board *b, long arg)
+{
+	LAB_UNUSED(arg);
+	sim_sched_clear(b);
+	b->boots++;
+	b->fs_runs = 0;
+	sim_uboot_poweron(b);
+}
+
+static const char *const ub_commands[] = {
+	"?", "boot", "booti", "bootm", "bootz", "dhcp", "echo", "env", "ext4load", "false",
+	"fastboot", "fatload", "help", "load", "mmc", "printenv", "reset", "run", "saveenv",
+	"setenv", "sleep", "tftp", "tftpboot", "true", "ums", "version", NULL,
+};
+
+/* Run one simple command; returns 0 ok, 1 failure, 2 the line must stop. */
+static int ub_command(struct sim_board *b, int argc, char **argv, int depth)
+{
+	const char *c = argv[0];
+	if (strcmp(c, "echo") == 0) {
+		struct lab_buf o;
+		lab_buf_init(&o, 65536);
+		int i = 1;
+		bool nl = true;
+		if (argc > 1 && strcmp(argv[1], "-n") == 0) {
+			nl = false;
+			i = 2;
+		}
+		for (int k = i; k < argc; k++)
+			lab_buf_printf(&o, "%s%s", k > i ? " " : "", argv[k]);
+		if (nl)
+			lab_buf_append(&o, "\n", 1);
+		sim_emit(b, 0, lab_buf_cstr(&o));
+		lab_buf_free(&o);
+		return 0;
+	}
+	if (strcmp(c, "printenv") == 0)
+		return cmd_printenv(b, argc, argv);
+	if (strcmp(c, "setenv") == 0)
+		return cmd_setenv(b, argc, argv);
+	if (strcmp(c, "saveenv") == 0)
+		return cmd_saveenv(b);
+	if (strcmp(c, "env") == 0) {
+		const char *sub = argc > 1 ? argv[1] : "";
+		if (strcmp(sub, "default") == 0)
+			return cmd_env_default(b);
+		if (strcmp(sub, "print") == 0)
+			return cmd_printenv(b, argc - 1, argv + 1);
+		if (strcmp(sub, "set") == 0)
+			return cmd_setenv(b, argc - 1, argv + 1);
+		if (strcmp(sub, "save") == 0)
+			return cmd_saveenv(b);
+		sim_emit(b, 0, "Usage:\nenv default [-f] -a - [forcibly] reset default environment\n"
+			       "env print [-a | name ...] - print environment\nenv save - save environment\n"
+			       "env set [-f] name [arg ...]\n");
+		return 1;
+	}
+	if (strcmp(c, "dhcp") == 0)
+		return cmd_dhcp(b);
+	if (strcmp(c, "tftp") == 0 || strcmp(c, "tftpboot") == 0)
+		return cmd_tftp(b, argc, argv);
+	if (strcmp(c, "load") == 0 || strcmp(c, "ext4load") == 0 || strcmp(c, "fatload") == 0)
+		return cmd_load(b, argc, argv);
+	if (strcmp(c, "booti") == 0 || strcmp(c, "bootz") == 0 || strcmp(c, "bootm") == 0)
+		return cmd_boot_image(b, argc, argv);
+	if (strcmp(c, "boot") == 0 || strcmp(c, "run") == 0) {
+		if (depth > 16) {
+			sim_emit(b, 0, "## Error: too many levels of run\n");
+			return 1;
+		}
+		int start = strcmp(c, "boot") == 0 ? 0 : 1;
+		if (start == 1 && argc < 2) {
+			sim_emit(b, 0, "Usage:\nrun var [...]\n    - run the commands in the environment variable(s) 'var'\n");
+			return 1;
+		}
+		int n = start == 0 ? 1 : argc - 1;
+		for (int i = 0; i < n; i++) {
+			const char *var = start == 0 ? "bootcmd" : argv[1 + i];
+			const char *v = sim_kv_get(&b->env, var);
+			if (!v) {
+				sim_emitf(b, 0, "## Error: \"%s\" not defined\n", var);
+				return 1;
+			}
+			char *copy = xstrdup(v);
+			int rc = ub_exec(b, copy, depth + 1);
+			free(copy);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	if (strcmp(c, "ums") == 0) {
+		if (argc < 3) {
+			sim_emit(b, 0, "Usage:\nums <USB_controller> [<devtype>] <dev[:part]>  e.g. ums 0 mmc 0\n");
+			return 1;
+		}
+		sim_emitf(b, 30, "UMS: LUN 0, dev mmc 0, hwpart 0, sector 0x0, count 0x%" PRIx64 "\n",
+			  b->part->capacity_bytes / 512);
+		sim_emit(b, 5, "\\");
+		sim_emit_fn(b, 0, ub_enter_stage, SIM_UMS);
+		return 2;
+	}
+	if (strcmp(c, "fastboot") == 0) {
+		if (argc < 2) {
+			sim_emit(b, 0, "Usage:\nfastboot [-l addr] [-s size] usb <controller> | udp\n");
+			return 1;
+		}
+		sim_emit_fn(b, 30, ub_enter_stage, SIM_FASTBOOT);
+		return 2;
+	}
+	if (strcmp(c, "mmc") == 0)
+		return cmd_mmc(b, argc, argv);
+	if (strcmp(c, "version") == 0) {
+		sim_emitf(b, 1, "\nU-Boot %s (Jul 10 2023 - 12:00:00 +0000)\n\n"
+				"aarch64-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0\n"
+				"GNU ld (GNU Binutils for Debian) 2.40\n", b->cfg.uboot_version);
+		return 0;
+	}
+	if (strcmp(c, "reset") == 0) {
+		sim_emit(b, 1, "resetting ...\n");
+		sim_emit_fn(b, 100, ub_reset, 0);
+		return 2;
+	}
+	if (strcmp(c, "sleep") == 0) {
+		double s = 0;
+		if (argc < 2 || lab_parse_double(argv[1], &s) != 0 || s < 0) {
+			sim_emit(b, 0, "Usage:\nsleep N\n    - delay execution for N seconds (N is _decimal_ and can be\n      fractional)\n");
+			return 1;
+		}
+		sim_emit(b, s * 1000, "");
+		return 0;
+	}
+	if (strcmp(c, "true") == 0)
+		return 0;
+	if (strcmp(c, "false") == 0)
+		return 1;
+	if (strcmp(c, "help") == 0 || strcmp(c, "?") == 0) {
+		struct lab_buf o;
+		lab_buf_init(&o, 65536);
+		for (int i = 0; ub_commands[i]; i++)
+			lab_buf_printf(&o, "%-10s- %s\n", ub_commands[i], "command");
+		sim_emit(b, 1, lab_buf_cstr(&o));
+		lab_buf_free(&o);
+		return 0;
+	}
+	sim_emitf(b, 0, "Unknown command '%s' - try 'help'\n", c);
+	return 1;
+}
+
+/* Execute a command line (hush subset).  Returns 0/1 status, 2 when the
+ * line handed the board to something else (kernel, ums, reset). */
+static int ub_exec(struct sim_board *b, const char *line, int depth)
+{
+	struct sim_seg segs[64];
+	size_t n = sim_split_list(line, segs, LAB_ARRAY_SIZE(segs));
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (segs[i].op == SIM_OP_AND && b->ub_status != 0)
+			continue;
+		if (segs[i].op == SIM_OP_OR && b->ub_status == 0)
+			continue;
+		struct ub_ctx ctx = {.b = b};
+		struct sim_tok toks[128];
+		size_t nt = sim_tokenize(segs[i].text, ub_var, &ctx, toks, LAB_ARRAY_SIZE(toks));
+		char *argv[129];
+		int argc = 0;
+		for (size_t k = 0; k < nt; k++)
+			if (toks[k].type == TOK_WORD)
+				argv[argc++] = toks[k].s;
+		argv[argc] = NULL;
+		int r = 0;
+		if (argc > 0) {
+			/* hush: name=value assigns a (local) variable; we keep it in env */
+			char *eq = strchr(argv[0], '=');
+			if (argc == 1 && eq && eq != argv[0]) {
+				*eq = '\0';
+				sim_kv_set(&b->env, argv[0], eq + 1);
+			} else {
+				r = ub_command(b, argc, argv, depth);
+			}
+		}
+		sim_toks_free(toks, nt);
+		if (r == 2) {
+			rc = 2;
+			break;
+		}
+		b->ub_status = r;
+	}
+	sim_segs_free(segs, n);
+	return rc == 2 ? 2 : b->ub_status;
+}
+
+static void ub_run_line(struct sim_board *b, const char *line)
+{
+	sim_set_stage(b, SIM_UBOOT_BUSY);
+	int rc = ub_exec(b, line, 0);
+	if (rc != 2)
+		sim_emit_fn(b, 0, ub_prompt, 0);
+}
+
+void sim_uboot_input(struct sim_board *b, unsigned char c)
+{
+	/* Every U-Boot stage reads through the UART FIFO. */
+	if (!sim_fifo_push(&b->fifo, lab_now_ns()))
+		return;
+	switch (b->stage) {
+	case SIM_ROM:
+		b->early_key = true;
+		return;
+	case SIM_AUTOBOOT:
+		ub_stop_autoboot(b);
+		return;
+	case SIM_UBOOT: {
+		struct lab_buf echo;
+		lab_buf_init(&echo, 4096);
+		int r = sim_lined_feed(&b->lined, c, &echo);
+		if (echo.len)
+			sim_out_now(b, echo.data, echo.len);
+		lab_buf_free(&echo);
+		if (r == SIM_LINED_INTR) {
+			sim_out_now(b, "<INTERRUPT>\n", 12);
+			ub_prompt(b, 0);
+		} else if (r == SIM_LINED_LINE) {
+			char line[SIM_CBSIZE];
+			lab_strlcpy(line, b->lined.buf, sizeof line);
+			sim_lined_reset(&b->lined);
+			if (!line[0]) {
+				if (!b->lastcmd[0]) {
+					ub_prompt(b, 0);
+					return;
+				}
+				lab_strlcpy(line, b->lastcmd, sizeof line); /* empty line repeats */
+			} else {
+				lab_strlcpy(b->lastcmd, line, sizeof b->lastcmd);
+			}
+			ub_run_line(b, line);
+		}
+		return;
+	}
+	case SIM_UBOOT_BUSY:
+		if (c == 0x03) { /* ctrlc() polled by long commands */
+			sim_sched_clear(b);
+			sim_out_now(b, "\nAbort\n", 7);
+			b->ub_status = 1;
+			ub_prompt(b, 0);
+		}
+		return;
+	case SIM_UMS:
+		if (c == 0x03) {
+			sim_out_now(b, "\rCTRL+C - Operation aborted.\n", 29);
+			ub_prompt(b, 0);
+		}
+		return;
+	case SIM_FASTBOOT:
+		if (c == 0x03)
+			ub_prompt(b, 0);
+		return;
+	default:
+		return;
+	}
+}

@@ -27,8 +27,6 @@ CREATE INDEX import_file_sha ON import_file(sha256);
 CREATE INDEX run_started ON run(started_at);
 CREATE INDEX job_board ON job(board_id);
 CREATE INDEX job_kernel ON job(kernel_id);
-CREATE INDEX iteration_job ON iteration(job_id, n);
-CREATE INDEX sample_metric ON sample(metric);
 CREATE INDEX event_kind ON event(kind, board_id);
 CREATE INDEX upload_state ON upload(state, next_at);
 

@@ -47,13 +47,23 @@ const struct cmd_entry cmd_table[] = {
 	 cmd_baseline},
 	{"upload", "--pending | --retry | --run ID", "send results to the configured web targets",
 	 "Uploads go through a durable outbox in the results store and are idempotent.", cmd_upload},
-	{"import", "[--db PATH] [--skip-bad] FILE.csv...", "import published measurements (CSV)",
-	 "A file with bad lines is rejected whole (each bad line reported) unless --skip-bad.",
+	{"import", "[--db PATH] [--skip-bad] [--force] FILE.csv...", "import published measurements (CSV)",
+	 "Recognises the AndroBench (board,controller,queue_fua,workload,run,mib_per_s) and ext4 copy\n"
+	 "(dut,module,mode,run,seconds) layouts by their header; each file becomes one run.\n"
+	 "Every bad line is reported as FILE:LINE: reason and nothing is imported unless --skip-bad.\n"
+	 "The same file (sha256) is imported only once unless --force. See docs/results-schema.md.",
 	 cmd_import},
-	{"db", "migrate|export|merge|info [--db PATH] [--format csv|json] [-o FILE]",
-	 "manage the results database", "migrate applies numbered migrations; export writes every sample.",
+	{"db", "migrate [--to N] | info | check | export [--format csv|json] [--run ID] "
+	 "[--layout original] [-o FILE] | merge SRC.db  (each takes --db PATH)",
+	 "manage the results database",
+	 "migrate applies numbered migrations (import and run migrate on their own); info shows\n"
+	 "the schema version, row counts and bytes per sample; check runs quick_check and\n"
+	 "foreign_key_check; export writes every sample with its context, or an imported run in\n"
+	 "its published layout, byte for byte; merge copies the runs of another database.\n"
+	 "The database is --db PATH, else $EMMCLAB_DB, else results/lab.db.",
 	 cmd_db},
-	{"status", "[--db PATH]", "show runs, boards, quarantine and the upload outbox", NULL, cmd_status},
+	{"status", "[--db PATH] [--last N]", "show runs, boards, quarantine and the upload outbox", NULL,
+	 cmd_status},
 	{"sim", "start LAB.yaml [--state-dir DIR] | stop [--state-dir DIR] | status",
 	 "run the simulated lab in the background", "The simulator serves every board of the lab file:\n"
 	 "console on a pseudo-terminal, power over HTTP (pdudaemon and Tasmota APIs).", cmd_sim},

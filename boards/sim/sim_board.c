@@ -682,7 +682,7 @@ void sim_board_json(const struct sim_board *b, struct lab_buf *o)
 		const struct sim_fault *f = &b->faults[i];
 		if (!f->on)
 			continue;
-		lab_buf_printf(o, "%s{\"name\":\"%s\",\"value\":%g,\"remaining\":%ld,\"fired\":%ld}",
+		lab_buf_printf(o, "%s{\"fault\":\"%s\",\"value\":%g,\"remaining\":%ld,\"fired\":%ld}",
 			       first ? "" : ",", sim_fault_names[i], f->value, f->remaining, f->fired);
 		first = false;
 	}

@@ -64,9 +64,11 @@ const struct cmd_entry cmd_table[] = {
 	 cmd_db},
 	{"status", "[--db PATH] [--last N]", "show runs, boards, quarantine and the upload outbox", NULL,
 	 cmd_status},
-	{"sim", "start LAB.yaml [--state-dir DIR] | stop [--state-dir DIR] | status",
+	{"sim", "start LAB.yaml [--state-dir DIR] | stop | status [--json] | fault BOARD FAULT[=VALUE][:COUNT] "
+	 "| clear BOARD | power BOARD on|off|reboot",
 	 "run the simulated lab in the background", "The simulator serves every board of the lab file:\n"
-	 "console on a pseudo-terminal, power over HTTP (pdudaemon and Tasmota APIs).", cmd_sim},
+	 "console on a pseudo-terminal, power over HTTP (pdudaemon and Tasmota APIs).\n"
+	 "State dir: --state-dir DIR, $EMMCLAB_SIM_DIR or /tmp/emmclab-sim. See docs/simulator.md.", cmd_sim},
 	{"version", "", "print the version", NULL, cmd_version},
 	{"help", "[COMMAND]", "show help for emmclab or one command", NULL, cmd_help},
 	{NULL, NULL, NULL, NULL, NULL},

@@ -395,6 +395,65 @@ static void test_refusals(void)
 	free(p);
 }
 
+static void test_merge(void)
+{
+	struct lab_err e = {0};
+	struct store *a, *b;
+	char *pa = tpath("merge-a.db"), *pb = tpath("merge-b.db");
+	if (store_open(pa, 0, &a, &e) || store_open(pb, 0, &b, &e)) {
+		ok(0, "open: %s", e.msg);
+		return;
+	}
+	/* b already knows the board and has a run of its own. */
+	int64_t other = make_job(b, "DUT9", "fua");
+	ok(other > 0, "b has a job");
+	int64_t job = make_job(a, "DUT1", "fua-cqe");
+	struct store_sample sm[2] = {{"seq_write", 150.5, "MiB/s"}, {"rand_write", 12.5, "MiB/s"}};
+	struct store_counter ct[2] = {{"reliable_writes", 461}, {"flushes", 3}};
+	int64_t it;
+	int rc = store_iteration_write(a, job, "androbench", 1, 2.0, 0, sm, 2, ct, 2, &it, &e);
+	rc |= store_iteration_write(a, job, "androbench", 2, 2.0, 1, sm, 2, ct, 1, &it, &e);
+	rc |= store_event(a, 1, job, 1, "retry", "boot", "console silent", &e);
+	rc |= store_event(a, 1, 0, 1, "quarantine", "boot", "3 failures", &e);
+	rc |= store_transcript(a, 1, job, 1, "boot1.log", "ab", 100, 1, &e);
+	rc |= store_artifact(a, 1, job, "kernel", "Image", "cd", &e);
+	is_int(rc, LAB_OK, "a filled");
+	store_close(a);
+	int copied = -1, skipped = -1;
+	is_int(store_merge(b, pa, &copied, &skipped, &e), LAB_OK, "merge a into b");
+	is_int(copied, 1, "one run copied");
+	is_int(skipped, 0, "none skipped");
+	is_int(q_int(b, "SELECT count(*) FROM board"), 1, "board matched by name, not duplicated");
+	is_int(q_int(b, "SELECT count(*) FROM kernel"), 1, "kernel matched");
+	is_int(q_int(b, "SELECT count(*) FROM part"), 2, "new part added");
+	is_int(q_int(b, "SELECT count(*) FROM sample_flat WHERE part_label = 'DUT1' AND mode = 'fua-cqe'"
+		     " AND run_id = 2"), 4, "samples under the new run id");
+	is_int(q_int(b, "SELECT sum(value) FROM counter c JOIN iteration i ON i.id = c.iteration_id"
+		     " JOIN job j ON j.id = i.job_id WHERE j.run_id = 2"), 461 * 2 + 3, "counters copied");
+	is_int(q_int(b, "SELECT count(*) FROM event e JOIN job j ON j.id = e.job_id"
+		     " WHERE e.run_id = 2 AND j.run_id = 2"), 1, "event points at the copied job");
+	is_int(q_int(b, "SELECT count(*) FROM event WHERE run_id = 2 AND kind = 'quarantine'"
+		     " AND job_id IS NULL AND board_id = 1"), 1, "run-level event kept, board mapped");
+	is_int(q_int(b, "SELECT count(*) FROM transcript t JOIN job j ON j.id = t.job_id WHERE j.run_id = 2"),
+	       1, "transcript copied");
+	is_int(q_int(b, "SELECT count(*) FROM artifact WHERE run_id = 2"), 1, "artifact copied");
+	is_int(q_int(b, "SELECT count(*) FROM iteration WHERE warmup = 1"), 1, "warmup flag copied");
+	is_int(store_merge(b, pa, &copied, &skipped, &e), LAB_OK, "merge again");
+	is_int(copied, 0, "nothing copied twice");
+	is_int(skipped, 1, "known uuid skipped");
+	struct lab_buf rep;
+	int problems = -1;
+	lab_buf_init(&rep, 0);
+	store_check(b, &rep, &problems, &e);
+	is_int(problems, 0, "merged database consistent");
+	lab_buf_free(&rep);
+	lab_err_clear(&e);
+	is_int(store_merge(b, pb, &copied, &skipped, &e), LAB_EUSAGE, "merge into itself refused");
+	store_close(b);
+	free(pa);
+	free(pb);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -407,6 +466,7 @@ int main(void)
 	test_atomic();
 	test_disk_full();
 	test_refusals();
+	test_merge();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "# could not remove %s\n", tmpdir);

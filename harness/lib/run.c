@@ -790,19 +790,6 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 	for (size_t i = 0; i < r.plan->nnotes; i++)
 		logf_(&r, "%s", r.plan->notes[i]);
 
-	char *name = json_escape(lab->plan->name), *labname = json_escape(lab->name);
-	char *cfg = xasprintf("{\"plan\":\"%s\",\"lab\":\"%s\",\"boards\":%zu,\"jobs\":%zu}", name,
-			      labname, r.plan->nboards, r.plan->njobs);
-	free(name);
-	free(labname);
-	struct store_run_info ri = {.plan = lab->plan->name, .lab = lab->name, .source = "lab",
-				    .config_json = cfg};
-	rc = store_run_begin(s, &ri, &res->run_id, e);
-	free(cfg);
-	if (rc)
-		goto out;
-	res->jobs = (int)r.plan->njobs;
-
 	r.rb = xcalloc(r.plan->nboards, sizeof *r.rb);
 	static const struct board_events bev = {.event = on_board_event, .transcript = on_transcript};
 	for (size_t i = 0; i < r.plan->nboards; i++) {
@@ -821,6 +808,19 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 			goto out_boards;
 		r.nrb++;
 	}
+	char *name = json_escape(lab->plan->name), *labname = json_escape(lab->name);
+	char *cfg = xasprintf("{\"plan\":\"%s\",\"lab\":\"%s\",\"boards\":%zu,\"jobs\":%zu}", name,
+			      labname, r.plan->nboards, r.plan->njobs);
+	free(name);
+	free(labname);
+	struct store_run_info ri = {.plan = lab->plan->name, .lab = lab->name, .source = "lab",
+				    .config_json = cfg};
+	rc = store_run_begin(s, &ri, &res->run_id, e);
+	free(cfg);
+	if (rc)
+		goto out_boards;
+	res->jobs = (int)r.plan->njobs;
+
 	r.active = r.nrb;
 	logf_(&r, "run %lld: plan %s on lab %s: %zu boards, %zu jobs", (long long)res->run_id,
 	      lab->plan->name, lab->name, r.plan->nboards, r.plan->njobs);

@@ -634,6 +634,14 @@ void sim_board_free(struct sim_board *b)
 	free(b);
 }
 
+struct sim_board *sim_find_board(struct sim *s, const char *name)
+{
+	for (size_t i = 0; i < s->nboards; i++)
+		if (strcmp(sim_board_name(s->boards[i]), name) == 0)
+			return s->boards[i];
+	return NULL;
+}
+
 const char *sim_board_name(const struct sim_board *b)
 {
 	return b->name;

@@ -22,14 +22,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-struct sim_board *sim_find_board(struct sim *s, const char *name)
-{
-	for (size_t i = 0; i < s->nboards; i++)
-		if (strcmp(sim_board_name(s->boards[i]), name) == 0)
-			return s->boards[i];
-	return NULL;
-}
-
 static int ready_fd = -1;
 static bool ser2net_exited;
 

@@ -185,7 +185,7 @@ static const struct sim_part parts[] = {
 		.ab = {.seq_read = 265.74, .seq_read_fua = 257.86, .rand_read = 98.81,
 		       .rand_read_fua = 100.2, .sw_mibs = 205.0, .sw_flush_ms = 3.6, .sw_rel_ms = 58.0,
 		       .rw_us = 40.0, .rw_flush_us = 15.55, .rw_rel_us = 268.1, .cqe_gain = 0.10,
-		       .cv_sr = 0.009, .cv_rr = 0.008, .cv_sw = 0.025, .cv_rw = 0.04},
+		       .cv_sr = 0.009, .cv_rr = 0.005, .cv_sw = 0.025, .cv_rw = 0.025},
 		.calibration = "androbench: published (sdhci-sprd, queue_fua 0/1); fscopy: derived",
 	},
 };

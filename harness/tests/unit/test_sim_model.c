@@ -1,0 +1,315 @@
+/*
+ * Simulator model: PRNG determinism, and the calibration of the timing model
+ * against the published reference data (the CSV copies in boards/sim/calibration,
+ * of the data the model was fitted to).  If a constant of the model drifts,
+ * the simulated means leave the published spread and this test fails.
+ */
+#include "sim.h"
+#include "tap.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NSEEDS 60
+
+static struct sim_effmode mode_of(const char *name)
+{
+	struct sim_effmode m = {.cache = true};
+	m.fua = strcmp(name, "fua") == 0 || strcmp(name, "fua-cqe") == 0;
+	m.cqe = strstr(name, "cqe") != NULL;
+	return m;
+}
+
+static void test_prng(void)
+{
+	struct sim_rng a, b, c;
+	sim_rng_seed(&a, 42, "dut1");
+	sim_rng_seed(&b, 42, "dut1");
+	sim_rng_seed(&c, 42, "dut2");
+	int same = 1, diff = 0;
+	for (int i = 0; i < 1000; i++) {
+		uint64_t x = sim_rng_next(&a), y = sim_rng_next(&b), z = sim_rng_next(&c);
+		same &= x == y;
+		diff += x != z;
+	}
+	ok(same, "same seed and stream give the same sequence");
+	ok(diff > 990, "another stream gives another sequence (%d/1000 differ)", diff);
+	double sum = 0, sq = 0, mn = 1, mx = 0;
+	int n = 200000;
+	for (int i = 0; i < n; i++) {
+		double u = sim_rng_uniform(&a);
+		mn = u < mn ? u : mn;
+		mx = u > mx ? u : mx;
+		double g = sim_rng_normal(&a);
+		sum += g;
+		sq += g * g;
+	}
+	ok(mn >= 0 && mx < 1, "uniform stays in [0,1) (%g..%g)", mn, mx);
+	is_near(sum / n, 0.0, 0.01, "normal mean ~ 0");
+	is_near(sqrt(sq / n), 1.0, 0.01, "normal sd ~ 1");
+}
+
+struct pub {
+	char dut[16], mode[24];
+	double v[16];
+	int n;
+};
+
+static const char *dut_model(const char *dut)
+{
+	static const char *const map[][2] = {{"DUT1", "foresee-32g"}, {"DUT2", "silicongo-16g"},
+					     {"DUT3", "hardkernel-8g"}, {"DUT4", "hardkernel-16g"},
+					     {"DUT5", "industrial-8g"}};
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(map); i++)
+		if (strcmp(map[i][0], dut) == 0)
+			return map[i][1];
+	return NULL;
+}
+
+static void stats(const double *v, int n, double *mean, double *sd, double *mn, double *mx)
+{
+	double s = 0, q = 0;
+	*mn = v[0];
+	*mx = v[0];
+	for (int i = 0; i < n; i++) {
+		s += v[i];
+		*mn = v[i] < *mn ? v[i] : *mn;
+		*mx = v[i] > *mx ? v[i] : *mx;
+	}
+	*mean = s / n;
+	for (int i = 0; i < n; i++)
+		q += (v[i] - *mean) * (v[i] - *mean);
+	*sd = n > 1 ? sqrt(q / (n - 1)) : 0;
+}
+
+static char *read_csv(const char *name)
+{
+	const char *src = getenv("EMMCLAB_SRC");
+	char *path = xasprintf("%s/boards/sim/calibration/%s", src ? src : EMMCLAB_SOURCE_DIR, name);
+	char *data = NULL;
+	size_t len = 0;
+	struct lab_err e = {0};
+	int rc = lab_read_file(path, 1 << 20, &data, &len, &e);
+	ok(rc == 0, "read %s", path);
+	free(path);
+	return rc == 0 ? data : NULL;
+}
+
+static void test_fscopy_calibration(void)
+{
+	char *csv = read_csv("fs-copy-benchmark.csv");
+	if (!csv)
+		return;
+	struct pub pubs[32];
+	int np = 0;
+	/* dut,module,mode,run,seconds  (module is quoted and contains commas) */
+	for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) {
+		if (line[0] == '#' || strncmp(line, "dut,", 4) == 0)
+			continue;
+		char dut[16], mode[24];
+		char *q2 = strchr(strchr(line, '"') + 1, '"');
+		double sec;
+		int run;
+		if (sscanf(line, "%15[^,]", dut) != 1 || sscanf(q2 + 2, "%23[^,],%d,%lf", mode, &run, &sec) != 3)
+			continue;
+		int k = 0;
+		for (; k < np; k++)
+			if (!strcmp(pubs[k].dut, dut) && !strcmp(pubs[k].mode, mode))
+				break;
+		if (k == np) {
+			memset(&pubs[np], 0, sizeof pubs[np]);
+			snprintf(pubs[np].dut, sizeof pubs[np].dut, "%s", dut);
+			snprintf(pubs[np].mode, sizeof pubs[np].mode, "%s", mode);
+			np++;
+		}
+		pubs[k].v[pubs[k].n++] = sec;
+	}
+	is_int(np, 12, "12 published DUT x mode series");
+	for (int k = 0; k < np; k++) {
+		const struct sim_part *p = sim_part_find(dut_model(pubs[k].dut));
+		ok(p != NULL, "%s has a part profile", pubs[k].dut);
+		if (!p)
+			continue;
+		double pm, psd, pmin, pmax;
+		stats(pubs[k].v, pubs[k].n, &pm, &psd, &pmin, &pmax);
+		struct sim_effmode m = mode_of(pubs[k].mode);
+		int inside = 0;
+		double sd_sum = 0, grand = 0, first = 0, rest = 0;
+		for (int seed = 1; seed <= NSEEDS; seed++) {
+			struct sim_rng r;
+			char stream[64];
+			snprintf(stream, sizeof stream, "cal/%s/%s", pubs[k].dut, pubs[k].mode);
+			sim_rng_seed(&r, (uint64_t)seed, stream);
+			double v[5];
+			for (int i = 0; i < 5; i++) {
+				struct sim_fs_result res;
+				sim_model_fscopy(p, m, i == 0, 1.0, 1.0, &r, &res);
+				v[i] = res.wall;
+			}
+			double sm, ssd, smin, smax;
+			stats(v, 5, &sm, &ssd, &smin, &smax);
+			inside += sm >= pmin && sm <= pmax;
+			sd_sum += ssd;
+			grand += sm;
+			first += v[0];
+			rest += (v[1] + v[2] + v[3] + v[4]) / 4;
+		}
+		double msd = sd_sum / NSEEDS;
+		grand /= NSEEDS;
+		ok(inside >= NSEEDS * 9 / 10,
+		   "%s %s: simulated 5-run mean inside the published spread %.2f..%.2f in %d/%d seeds",
+		   pubs[k].dut, pubs[k].mode, pmin, pmax, inside, NSEEDS);
+		ok(fabs(grand - pm) <= psd, "%s %s: long-run mean %.2f within one published SD (%.2f) of %.2f",
+		   pubs[k].dut, pubs[k].mode, grand, psd, pm);
+		ok(msd > psd / 3 && msd < psd * 3, "%s %s: simulated SD %.2f of the order of the published %.2f",
+		   pubs[k].dut, pubs[k].mode, msd, psd);
+		double pub_first = pubs[k].v[0] - (pubs[k].v[1] + pubs[k].v[2] + pubs[k].v[3] + pubs[k].v[4]) / 4;
+		double sim_first = (first - rest) / NSEEDS;
+		if (pub_first > 10)
+			ok(sim_first > 10, "%s %s: first iteration slower (published +%.1f s, simulated +%.1f s)",
+			   pubs[k].dut, pubs[k].mode, pub_first, sim_first);
+	}
+	free(csv);
+}
+
+static void test_fscopy_counters(void)
+{
+	const struct sim_part *p = sim_part_find("industrial-8g");
+	struct sim_rng r;
+	sim_rng_seed(&r, 1, "counters");
+	struct sim_fs_result res;
+	sim_model_fscopy(p, mode_of("fua"), false, 1.0, 1.0, &r, &res);
+	ok(res.rel_writes >= 450 && res.rel_writes <= 472, "DUT5 fua: ~461 reliable writes per iteration (%ld)",
+	   res.rel_writes);
+	ok(res.flushes > 0, "fua: flushes too (%ld)", res.flushes);
+	sim_model_fscopy(p, mode_of("cache-nofua"), false, 1.0, 1.0, &r, &res);
+	is_int(res.rel_writes, 0, "cache-nofua: no reliable writes");
+	ok(res.flushes > 900, "cache-nofua: write + flush per commit (%ld flushes)", res.flushes);
+	/* slow-part multiplies the time */
+	struct sim_rng r1, r2;
+	sim_rng_seed(&r1, 3, "slow");
+	sim_rng_seed(&r2, 3, "slow");
+	struct sim_fs_result a, b;
+	sim_model_fscopy(p, mode_of("fua"), false, 1.0, 1.0, &r1, &a);
+	sim_model_fscopy(p, mode_of("fua"), false, 2.0, 1.0, &r2, &b);
+	is_near(b.wall / a.wall, 2.0, 1e-9, "slow-part=2 doubles the wall time");
+	/* determinism */
+	sim_rng_seed(&r1, 9, "det");
+	sim_rng_seed(&r2, 9, "det");
+	sim_model_fscopy(p, mode_of("fua-cqe"), true, 1.0, 1.0, &r1, &a);
+	sim_model_fscopy(p, mode_of("fua-cqe"), true, 1.0, 1.0, &r2, &b);
+	is_near(a.wall, b.wall, 0, "same seed, same sample");
+	double phases = a.mkfs + a.mount + a.copy1 + a.rm + a.copy2 + a.sync;
+	is_near(phases, a.wall, 1e-6, "phase times add up to the wall time");
+}
+
+static void test_androbench_calibration(void)
+{
+	char *csv = read_csv("androbench-sdhci-sprd.csv");
+	if (!csv)
+		return;
+	const struct sim_part *p = sim_part_find("sprd-32g");
+	ok(p != NULL, "sprd part profile");
+	static const char *const metrics[] = {"seq_read", "rand_read", "seq_write", "rand_write"};
+	double pub[2][4][8];
+	int pn[2][4] = {{0}};
+	for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) {
+		char board[16], ctl[32], wl[32];
+		int fua, run;
+		double v;
+		if (line[0] == '#' ||
+		    sscanf(line, "%15[^,],%31[^,],%d,%31[^,],%d,%lf", board, ctl, &fua, wl, &run, &v) != 6)
+			continue;
+		for (int k = 0; k < 4; k++)
+			if (strcmp(wl, metrics[k]) == 0 && pn[fua][k] < 8)
+				pub[fua][k][pn[fua][k]++] = v;
+	}
+	for (int fua = 0; fua < 2; fua++) {
+		struct sim_effmode m = mode_of(fua ? "fua" : "cache-nofua");
+		for (int k = 0; k < 4; k++) {
+			double pm, psd, pmin, pmax;
+			stats(pub[fua][k], pn[fua][k], &pm, &psd, &pmin, &pmax);
+			int inside = 0;
+			double sd_sum = 0, grand = 0;
+			for (int seed = 1; seed <= NSEEDS; seed++) {
+				struct sim_rng r;
+				sim_rng_seed(&r, (uint64_t)seed, metrics[k]);
+				double v[5];
+				for (int i = 0; i < 5; i++) {
+					struct sim_ab_args a = {.seq_mib = 64, .req_mib = 32, .rand_mib = 64, .rand_ios = 4096};
+					struct sim_ab_result res;
+					sim_model_androbench(p, m, 1.0, &a, &r, &res);
+					v[i] = k == 0 ? res.seq_read : k == 1 ? res.rand_read : k == 2 ? res.seq_write : res.rand_write;
+				}
+				double sm, ssd, smin, smax;
+				stats(v, 5, &sm, &ssd, &smin, &smax);
+				inside += sm >= pmin && sm <= pmax;
+				sd_sum += ssd;
+				grand += sm;
+			}
+			double msd = sd_sum / NSEEDS;
+			grand /= NSEEDS;
+			ok(inside >= NSEEDS * 9 / 10, "sprd queue_fua=%d %s: 5-run mean inside %.2f..%.2f in %d/%d seeds",
+			   fua, metrics[k], pmin, pmax, inside, NSEEDS);
+			ok(fabs(grand - pm) <= psd, "sprd queue_fua=%d %s: long-run mean %.2f within one SD (%.2f) of %.2f",
+			   fua, metrics[k], grand, psd, pm);
+			ok(msd > psd / 3 && msd < psd * 3, "sprd queue_fua=%d %s: SD %.2f of the order of %.2f", fua,
+			   metrics[k], msd, psd);
+		}
+	}
+	free(csv);
+}
+
+static void test_profiles(void)
+{
+	int n = 0;
+	for (size_t i = 0; sim_part_at(i); i++) {
+		const struct sim_part *p = sim_part_at(i);
+		n++;
+		ok(p->capacity_bytes > (1ULL << 30) && p->name[0] && p->ext_csd_rev >= 6,
+		   "%s: plausible identity", p->model);
+		ok(!p->cmdq_support || p->ext_csd_rev >= 8, "%s: CMDQ only on eMMC 5.1", p->model);
+	}
+	is_int(n, 6, "six part profiles (five ext4 DUTs and the sprd board)");
+	char s[32];
+	sim_human_size(s, sizeof s, 61071360ULL * 512);
+	is_str(s, "29.1 GiB", "kernel-style size");
+	sim_human_size(s, sizeof s, 4ULL << 20);
+	is_str(s, "4.00 MiB", "kernel-style size (MiB)");
+	struct sim_effmode m = {.fua = false, .cache = true, .cqe = true};
+	is_str(sim_mode_name(m), "cache-nofua-cqe", "mode name");
+	m.cache = false;
+	is_str(sim_mode_name(m), "unknown", "write through is none of the modes");
+}
+
+static void test_faults(void)
+{
+	int id;
+	double v;
+	bool hv;
+	long c;
+	struct lab_err e = {0};
+	ok(sim_fault_parse("panic:1", &id, &v, &hv, &c, &e) == 0 && id == FAULT_PANIC && c == 1 && !hv,
+	   "panic:1");
+	ok(sim_fault_parse("garbage=0.01", &id, &v, &hv, &c, &e) == 0 && id == FAULT_GARBAGE && hv &&
+	       fabs(v - 0.01) < 1e-12 && c == -1, "garbage=0.01");
+	ok(sim_fault_parse("slow-part=3:2", &id, &v, &hv, &c, &e) == 0 && v == 3 && c == 2, "slow-part=3:2");
+	ok(sim_fault_parse("panik", &id, &v, &hv, &c, &e) == LAB_EUSAGE && strstr(e.msg, "did you mean 'panic'"),
+	   "unknown fault suggests the nearest (%s)", e.msg);
+	lab_err_clear(&e);
+	ok(sim_fault_parse("panic:x", &id, &v, &hv, &c, &e) == LAB_EUSAGE, "bad count rejected");
+}
+
+int main(void)
+{
+	test_prng();
+	test_profiles();
+	test_faults();
+	test_fscopy_calibration();
+	test_fscopy_counters();
+	test_androbench_calibration();
+	return tap_done();
+}

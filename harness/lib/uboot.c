@@ -9,9 +9,9 @@
 #include <string.h>
 
 #define KERNEL_START_RE "Starting kernel|Booting Linux|Linux version [0-9]|Uncompressing Linux"
-#define PROMPT_WAIT_MS 1500   /* after Ctrl-C / an interrupt key: how long to wait for a prompt */
+#define PROMPT_WAIT_MS 1000   /* after Ctrl-C / an interrupt key: how long to wait for a prompt */
 #define KEY_TRIES 6           /* interrupt key presses before giving up on a prompt */
-#define ECHO_SLACK_MS 1500    /* echo budget on top of the paced typing time */
+#define ECHO_SLACK_MS 1000    /* echo budget on top of the paced typing time */
 
 enum ub_op { OP_NONE, OP_INTERRUPT, OP_SYNC, OP_RUN, OP_BOOT, OP_SCRIPT };
 
@@ -36,6 +36,8 @@ struct uboot {
 	void *arg;
 	unsigned marker;         /* marker counter, unique per session */
 	unsigned retypes;
+	uint64_t slow_delay_ms;  /* learned pacing after dropped characters (0: none) */
+	size_t slow_chunk;
 	int pats[4];
 	size_t npats;
 	struct loop_timer deadline; /* whole operation */
@@ -133,22 +135,59 @@ static void finish(struct uboot *u, int rc, const char *fmt, ...)
 	loop_timer_start(u->loop, &u->done, 0);
 }
 
+/* The pacing in force: the type's, or slower once the board was seen to drop input. */
+static void eff_pacing(const struct uboot *u, uint64_t *delay_ms, size_t *chunk)
+{
+	uint64_t d = u->cfg->char_delay_ms;
+	size_t c = u->cfg->chunk > 0 ? (size_t)u->cfg->chunk : 1;
+	if (u->slow_delay_ms > d)
+		d = u->slow_delay_ms;
+	if (u->slow_chunk && u->slow_chunk < c)
+		c = u->slow_chunk;
+	*delay_ms = d;
+	*chunk = c;
+}
+
 static void set_pacing(struct uboot *u)
 {
 	struct console_pacing p = {0};
-	if (u->cfg->char_delay_ms > 0) {
-		p.char_delay_us = u->cfg->char_delay_ms * 1000;
-		p.chunk = u->cfg->chunk > 0 ? (size_t)u->cfg->chunk : 1;
+	uint64_t d;
+	size_t c;
+	eff_pacing(u, &d, &c);
+	if (d > 0) {
+		p.char_delay_us = d * 1000;
+		p.chunk = c;
 	}
 	console_set_pacing(u->con, &p);
 }
 
+/* A mangled echo: type slower from now on (bootloader UARTs without flow
+ * control drop what overflows their FIFO).  Bounded: 1 character per 40 ms. */
+static void slow_down(struct uboot *u)
+{
+	uint64_t d;
+	size_t c;
+	eff_pacing(u, &d, &c);
+	if (d == 0) {
+		d = 5;
+		c = c > 16 ? 16 : c;
+	} else {
+		c = c > 1 ? c / 2 : 1;
+		d = d * 2 > 40 ? 40 : d * 2;
+	}
+	u->slow_delay_ms = d;
+	u->slow_chunk = c;
+	set_pacing(u);
+}
+
 static uint64_t typing_ms(const struct uboot *u, size_t n)
 {
-	if (u->cfg->char_delay_ms == 0)
+	uint64_t d;
+	size_t c;
+	eff_pacing(u, &d, &c);
+	if (d == 0)
 		return 0;
-	size_t chunk = u->cfg->chunk > 0 ? (size_t)u->cfg->chunk : 1;
-	return (uint64_t)((n + chunk - 1) / chunk) * u->cfg->char_delay_ms;
+	return (uint64_t)((n + c - 1) / c) * d;
 }
 
 static const char *prompt(const struct uboot *u)
@@ -332,6 +371,7 @@ static void on_echo_timeout(struct loop *l, struct loop_timer *t, void *arg)
 		return;
 	}
 	u->retypes++;
+	slow_down(u);
 	/* Ctrl-C makes U-Boot drop the mangled line and print a fresh prompt. */
 	if (send(u, "\x03"))
 		return;

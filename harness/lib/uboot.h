@@ -21,7 +21,11 @@
  * typed text, and only then sends one "\r".  If the echo does not match in
  * time (a character was lost or garbled), it sends Ctrl-C (U-Boot discards
  * the line and prints a new prompt) and retypes, up to UBOOT_TYPE_RETRIES
- * times.  So a mangled command is never executed.  Lines are at most
+ * times.  So a mangled command is never executed.  Each mismatch also slows
+ * the typing for the rest of the session (adaptive pacing: from unpaced to
+ * 16 characters per 5 ms, then half the chunk and twice the delay, down to
+ * one character per 40 ms), so a type whose pacing is too optimistic still
+ * gets through, a little slower.  Lines are at most
  * UBOOT_MAX_LINE characters (U-Boot's CONFIG_SYS_CBSIZE is 256..2048).
  *
  * Success of a command: U-Boot's hush sets $? in many builds but not all,

@@ -48,6 +48,7 @@ struct fakeboard {
 	bool no_login;         /* boot log ends without a prompt */
 	int fifo;              /* U-Boot: bytes accepted per read; the rest is lost (0 = no loss) */
 	int drop_once_at;      /* U-Boot: drop the n-th input byte once (0 = never) */
+	int drop_line_at;      /* U-Boot: drop the n-th character of every line (0 = never) */
 	int corrupt_seq;       /* agent: corrupt this seq on its first output (0 = never) */
 	bool agent_installed;
 	bool noise;            /* kernel log lines between command outputs */
@@ -56,6 +57,7 @@ struct fakeboard {
 	struct loop_timer t;
 	int countdown;
 	int in_count;
+	bool dropped_this_line;
 	char line[8192];
 	size_t llen;
 	bool echo;
@@ -597,6 +599,13 @@ static FB_UNUSED void fb_input(struct fakeboard *f, const char *buf, size_t n)
 				f->drop_once_at = 0;
 				break;
 			}
+			if (f->drop_line_at && (int)f->llen + 1 == f->drop_line_at && ch != 3 &&
+			    ch != '\r' && ch != '\n' && !f->dropped_this_line) {
+				f->dropped_this_line = true;
+				break;
+			}
+			if (ch == 3 || ch == '\r' || ch == '\n')
+				f->dropped_this_line = false;
 			if (ch == 3) {
 				f->ctrl_c++;
 				f->llen = 0;

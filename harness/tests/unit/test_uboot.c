@@ -125,37 +125,69 @@ static void test_drops(void)
 {
 	struct rig r;
 	rig_init(&r);
-	/* one character lost once: the echo check catches it and the line is retyped */
 	fb_power_on(&r.fb);
 	uboot_interrupt(r.ub, 5000, on_ub, &r);
 	wait_done(&r, 6000);
 	is_int(r.rc, LAB_OK, "at the prompt");
-	int before = r.fb.commands;
+	int before;
+	/* a 16-byte FIFO and no pacing: the first try loses characters, then the
+	 * session slows down by itself and gets through */
+	r.fb.fifo = 16;
+	unsigned rt = uboot_retypes(r.ub);
+	before = r.fb.commands;
+	uboot_run(r.ub, "echo a-long-line-that-overflows-the-fifo", 30000, on_ub, &r);
+	ok(wait_done(&r, 30000), "completed");
+	is_int(r.rc, LAB_OK, "adaptive pacing got the line through the FIFO");
+	ok(strstr(r.out, "a-long-line-that-overflows-the-fifo") != NULL, "output right");
+	ok(uboot_retypes(r.ub) > rt, "after %u retype(s)", uboot_retypes(r.ub) - rt);
+	is_int(r.fb.commands - before, 1, "executed once");
+	rt = uboot_retypes(r.ub);
+	uboot_run(r.ub, "echo another-long-line-through-the-fifo", 30000, on_ub, &r);
+	wait_done(&r, 30000);
+	is_int(r.rc, LAB_OK, "next line ok");
+	is_int((int)(uboot_retypes(r.ub) - rt), 0, "the slower pace is kept: no retype");
+	r.fb.fifo = 0;
+
+	/* one character lost once: the echo check catches it and the line is retyped */
+	before = r.fb.commands;
+	unsigned rt0 = uboot_retypes(r.ub);
 	r.fb.drop_once_at = r.fb.in_count + 5;
 	uboot_setenv(r.ub, "serverip", "192.168.1.10", 3000, on_ub, &r);
 	ok(wait_done(&r, 8000), "setenv completed");
 	is_int(r.rc, LAB_OK, "setenv succeeded after a retype");
-	is_int((int)uboot_retypes(r.ub), 1, "one retype");
+	is_int((int)(uboot_retypes(r.ub) - rt0), 1, "one retype");
+	fb_run_until(r.l, &r.done, 100);
 	is_str(fb_getenv(&r.fb, "serverip"), "192.168.1.10", "the value is right");
 	is_int(r.fb.commands - before, 1, "the mangled line was never executed");
 	ok(r.fb.ctrl_c >= 2, "Ctrl-C sent to discard the mangled line");
 
-	/* a 16-byte FIFO and no pacing: every long line loses characters */
-	r.fb.fifo = 16;
-	uboot_run(r.ub, "echo a-long-line-that-overflows-the-fifo", 30000, on_ub, &r);
-	ok(wait_done(&r, 30000), "completed");
+	/* a board that always mangles the line: bounded retries, then an error */
+	r.fb.drop_line_at = 3;
+	before = r.fb.commands;
+	uboot_run(r.ub, "version", 60000, on_ub, &r);
+	ok(wait_done(&r, 60000), "completed");
 	is_int(r.rc, LAB_EINFRA, "gives up after bounded retries");
 	ok(strstr(uboot_errmsg(r.ub), "char_delay") != NULL, "message suggests pacing: %s",
 	   uboot_errmsg(r.ub));
-	/* paced typing (chunks of 8, 5 ms apart) gets through the same FIFO */
+	is_int(r.fb.commands - before, 0, "nothing mangled was executed");
+	r.fb.drop_line_at = 0;
+	rig_fini(&r);
+}
+
+static void test_configured_pacing(void)
+{
+	struct rig r;
+	rig_init(&r);
 	r.cfg.char_delay_ms = 5;
 	r.cfg.chunk = 8;
-	unsigned rt = uboot_retypes(r.ub);
+	r.fb.fifo = 16;
+	fb_power_on(&r.fb);
+	uboot_interrupt(r.ub, 5000, on_ub, &r);
+	wait_done(&r, 6000);
 	uboot_run(r.ub, "echo a-long-line-that-overflows-the-fifo", 3000, on_ub, &r);
 	ok(wait_done(&r, 8000), "completed");
-	is_int(r.rc, LAB_OK, "paced typing works");
-	ok(strstr(r.out, "a-long-line-that-overflows-the-fifo") != NULL, "output right");
-	is_int((int)(uboot_retypes(r.ub) - rt), 0, "no retypes when paced");
+	is_int(r.rc, LAB_OK, "typing paced by the type's configuration works");
+	is_int((int)uboot_retypes(r.ub), 0, "no retypes when paced from the start");
 	rig_fini(&r);
 }
 
@@ -246,6 +278,7 @@ int main(void)
 	ok(console_pty.name != NULL, "driver console_pty linked");
 	test_interrupt_and_commands();
 	test_drops();
+	test_configured_pacing();
 	test_netboot();
 	test_faults();
 	return tap_done();

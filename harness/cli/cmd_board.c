@@ -1,0 +1,518 @@
+/*
+ * cmd_board.c - `emmclab board`: drive one board by hand with the same
+ * drivers as `run`.
+ *
+ *   board NAME power on|off|cycle|state
+ *   board NAME console                  interactive; Ctrl-] leaves
+ *   board NAME boot [--kernel K] [--mode M] [--cmdline ARGS] [--run CMD]... [--agent ARGS]
+ *   board list-usb
+ *
+ * The lab comes from --lab FILE, else $EMMCLAB_LAB, else
+ * boards/labs/sim-lab.yaml (current directory, then the installed data dir).
+ */
+#include "board.h"
+#include "cli.h"
+#include "config.h"
+#include "console.h"
+#include "power.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+/* `board list-usb` lives in another file that may not be built. */
+int board_list_usb(FILE *out, struct lab_err *e) __attribute__((weak));
+
+#define ESCAPE_KEY 0x1d /* Ctrl-] */
+
+struct bctx {
+	struct cli *cli;
+	struct loop *l;
+	struct board *b;
+	const struct lab_cfg *lab;
+	bool done;
+	int rc;
+	enum board_fail fail;
+	char msg[700];
+	int power_state;
+	/* boot */
+	char **runs;
+	size_t nruns, run_i;
+	const char *agent_args;
+	int exit_code;
+	/* console */
+	bool raw;
+	struct termios saved;
+};
+
+enum { OPT_LAB = 1000, OPT_KERNEL, OPT_MODE, OPT_CMDLINE, OPT_RUN, OPT_AGENT, OPT_TDIR };
+
+static const struct option long_opts[] = {
+	{"lab", required_argument, NULL, OPT_LAB},
+	{"kernel", required_argument, NULL, OPT_KERNEL},
+	{"mode", required_argument, NULL, OPT_MODE},
+	{"cmdline", required_argument, NULL, OPT_CMDLINE},
+	{"run", required_argument, NULL, OPT_RUN},
+	{"agent", required_argument, NULL, OPT_AGENT},
+	{"transcripts", required_argument, NULL, OPT_TDIR},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static const char *default_lab(void)
+{
+	const char *env = getenv("EMMCLAB_LAB");
+	if (env && env[0])
+		return env;
+	static const char *const cands[] = {
+		"boards/labs/sim-lab.yaml",
+		EMMCLAB_DATADIR "/boards/labs/sim-lab.yaml",
+	};
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(cands); i++)
+		if (access(cands[i], R_OK) == 0)
+			return cands[i];
+	return NULL;
+}
+
+static void on_event(struct board *b, const char *kind, const char *stage, const char *msg, void *arg)
+{
+	struct bctx *c = arg;
+	if (c->cli->quiet && strcmp(kind, "info") == 0)
+		return;
+	fprintf(stderr, "%s: %s%s%s: %s\n", board_name(b), kind, stage ? " in " : "", stage ? stage : "",
+		msg);
+}
+
+static void on_state(struct board *b, enum board_state s, void *arg)
+{
+	struct bctx *c = arg;
+	if (c->cli->verbose)
+		fprintf(stderr, "%s: state %s\n", board_name(b), board_state_name(s));
+}
+
+static void on_transcript(struct board *b, const char *path, const char *sha, uint64_t bytes,
+			  int boot_n, void *arg)
+{
+	struct bctx *c = arg;
+	LAB_UNUSED(sha);
+	if (!c->cli->quiet)
+		fprintf(stderr, "%s: transcript of boot %d: %s (%llu bytes)\n", board_name(b), boot_n, path,
+			(unsigned long long)bytes);
+}
+
+static void on_sigint(struct loop *l, int signo, void *arg)
+{
+	LAB_UNUSED(signo);
+	struct bctx *c = arg;
+	board_abort(c->b);
+	c->rc = LAB_EINFRA;
+	snprintf(c->msg, sizeof c->msg, "interrupted");
+	c->done = true;
+	loop_stop(l);
+}
+
+static void run_until_done(struct bctx *c)
+{
+	while (!c->done && !loop_stopped(c->l))
+		loop_run_once(c->l, 1000);
+}
+
+/* ---- power ---- */
+
+static void on_power(struct board *b, int rc, int state, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	struct bctx *c = arg;
+	c->rc = rc;
+	c->power_state = state;
+	snprintf(c->msg, sizeof c->msg, "%s", msg ? msg : "");
+	c->done = true;
+}
+
+static int do_power(struct bctx *c, const char *what)
+{
+	static const char *const names[] = {"on", "off", "cycle", "state"};
+	static const enum power_op ops[] = {POWER_ON, POWER_OFF, POWER_CYCLE, POWER_STATE};
+	int op = -1;
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(names); i++)
+		if (strcmp(what, names[i]) == 0)
+			op = (int)ops[i];
+	if (op < 0) {
+		fprintf(stderr, "emmclab: board power: expected on, off, cycle or state, not '%s'\n", what);
+		return 2;
+	}
+	int rc = board_power(c->b, op, on_power, c);
+	if (rc) {
+		fprintf(stderr, "emmclab: %s: power request refused (%s)\n", board_name(c->b),
+			lab_strerror(rc));
+		return lab_exit_code(rc);
+	}
+	run_until_done(c);
+	if (c->rc) {
+		fprintf(stderr, "emmclab: %s: power %s failed: %s\n", board_name(c->b), what,
+			c->msg[0] ? c->msg : lab_strerror(c->rc));
+		return lab_exit_code(c->rc);
+	}
+	if (op == POWER_STATE)
+		printf("%s\n", c->power_state == POWER_IS_ON ? "on" :
+		       c->power_state == POWER_IS_OFF ? "off" : "unknown");
+	else if (!c->cli->quiet)
+		printf("%s: power %s: done\n", board_name(c->b), what);
+	return 0;
+}
+
+/* ---- boot ---- */
+
+static void next_step(struct bctx *c);
+
+static void on_cmd(struct board *b, int rc, int status, const char *out, size_t len, void *arg)
+{
+	LAB_UNUSED(b);
+	struct bctx *c = arg;
+	fwrite(out, 1, len, stdout);
+	fflush(stdout);
+	if (rc) {
+		c->rc = rc;
+		c->done = true;
+		fprintf(stderr, "emmclab: %s: command failed: %s\n", board_name(c->b), lab_strerror(rc));
+		return;
+	}
+	if (status != 0) {
+		fprintf(stderr, "emmclab: %s: `%s` exited with %d\n", board_name(c->b),
+			c->runs[c->run_i - 1], status);
+		c->exit_code = 1;
+	}
+	next_step(c);
+}
+
+static void on_msg(struct board *b, const struct proto_msg *m, void *arg)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(arg);
+	printf("%llu %s", (unsigned long long)m->seq, m->kind);
+	for (size_t i = 0; i < m->nkv; i++)
+		printf(" %s=%s", m->kv[i].key, m->kv[i].value);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void on_agent_done(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	struct bctx *c = arg;
+	if (rc) {
+		fprintf(stderr, "emmclab: %s: agent: %s (%s)\n", board_name(c->b), msg ? msg : "",
+			board_fail_name(fail));
+		c->rc = rc;
+	}
+	c->done = true;
+}
+
+static void next_step(struct bctx *c)
+{
+	if (c->run_i < c->nruns) {
+		const char *cmd = c->runs[c->run_i++];
+		if (board_shell(c->b, cmd, 0, on_cmd, c) == LAB_OK)
+			return;
+		c->rc = LAB_EINFRA;
+		c->done = true;
+		return;
+	}
+	if (c->agent_args) {
+		const char *a = c->agent_args;
+		c->agent_args = NULL;
+		if (board_agent(c->b, a, 0, on_msg, on_agent_done, c) == LAB_OK)
+			return;
+		fprintf(stderr, "emmclab: %s: the agent cannot run (no shell.agent_path?)\n",
+			board_name(c->b));
+		c->rc = LAB_EUSAGE;
+	}
+	c->done = true;
+}
+
+static void on_booted(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+{
+	struct bctx *c = arg;
+	if (rc) {
+		c->rc = rc;
+		c->fail = fail;
+		snprintf(c->msg, sizeof c->msg, "%s", msg ? msg : "");
+		c->done = true;
+		return;
+	}
+	if (!c->cli->quiet)
+		fprintf(stderr, "%s: at a shell (state %s)\n", board_name(b), board_state_name(board_get_state(b)));
+	next_step(c);
+}
+
+static int do_boot(struct bctx *c, const char *kernel_name, const char *mode, const char *cmdline,
+		   const char *tdir)
+{
+	const struct kernel_cfg *k = NULL;
+	if (kernel_name) {
+		k = config_kernel(c->lab, kernel_name);
+		if (!k) {
+			fprintf(stderr, "emmclab: no kernel '%s' in the lab\n", kernel_name);
+			return 2;
+		}
+	} else if (c->lab->nkernels) {
+		k = &c->lab->kernels[0];
+	}
+	const struct board_cfg *bc = board_cfg(c->b);
+	struct lab_buf extra;
+	lab_buf_init(&extra, 8192);
+	if (mode) {
+		int m = lab_mode_parse(mode);
+		if (m < 0) {
+			fprintf(stderr, "emmclab: unknown mode '%s' (fua, cache-nofua, fua-cqe, cache-nofua-cqe)\n",
+				mode);
+			lab_buf_free(&extra);
+			return 2;
+		}
+		if (bc->type && !bc->type->modes[m].supported)
+			fprintf(stderr, "emmclab: warning: mode %s is not supported by type %s\n", mode,
+				bc->type->name);
+		if (bc->type && bc->type->modes[m].cmdline)
+			lab_buf_printf(&extra, "%s", bc->type->modes[m].cmdline);
+	}
+	if (cmdline)
+		lab_buf_printf(&extra, "%s%s", extra.len ? " " : "", cmdline);
+	int rc = board_boot(c->b, k, lab_buf_cstr(&extra), tdir, on_booted, c);
+	lab_buf_free(&extra);
+	if (rc) {
+		fprintf(stderr, "emmclab: %s: cannot boot: %s\n", board_name(c->b), lab_strerror(rc));
+		return lab_exit_code(rc);
+	}
+	run_until_done(c);
+	if (c->rc) {
+		if (c->msg[0])
+			fprintf(stderr, "emmclab: %s: boot failed (%s): %s\n", board_name(c->b),
+				board_fail_name(c->fail), c->msg);
+		return lab_exit_code(c->rc);
+	}
+	return c->exit_code;
+}
+
+/* ---- interactive console ---- */
+
+static void restore_tty(struct bctx *c)
+{
+	if (c->raw) {
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &c->saved);
+		c->raw = false;
+	}
+}
+
+static void on_tap(struct board *b, const char *buf, size_t n, void *arg)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(arg);
+	/* the CLI owns stdout; a terminal keeps up with a UART */
+	size_t off = 0;
+	while (off < n) {
+		ssize_t w = write(STDOUT_FILENO, buf + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+}
+
+static void on_stdin(struct loop *l, int fd, unsigned ev, void *arg)
+{
+	LAB_UNUSED(ev);
+	struct bctx *c = arg;
+	char buf[512];
+	ssize_t n = read(fd, buf, sizeof buf);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		loop_fd_del(l, fd);
+		c->done = true;
+		return;
+	}
+	char *esc = memchr(buf, ESCAPE_KEY, (size_t)n);
+	size_t len = esc ? (size_t)(esc - buf) : (size_t)n;
+	if (len && console_write(board_console(c->b), buf, len) != LAB_OK)
+		fprintf(stderr, "\r\nemmclab: console write queue full\r\n");
+	if (esc) {
+		loop_fd_del(l, fd);
+		c->done = true;
+	}
+}
+
+static void on_stdin_eof_grace(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct bctx *c = arg;
+	c->done = true;
+}
+
+static int do_console(struct bctx *c, const char *tdir)
+{
+	struct lab_err e = {0};
+	if (board_console_open(c->b, tdir, &e))
+		return cli_error(&e);
+	board_set_tap(c->b, on_tap, c);
+	bool tty = isatty(STDIN_FILENO);
+	if (tty && tcgetattr(STDIN_FILENO, &c->saved) == 0) {
+		struct termios raw = c->saved;
+		cfmakeraw(&raw);
+		if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0)
+			c->raw = true;
+	}
+	if (!c->cli->quiet)
+		fprintf(stderr, "%s: console open; Ctrl-] leaves%s\r\n", board_name(c->b),
+			tty ? "" : " (stdin is not a terminal: until EOF)");
+	lab_fd_nonblock(STDIN_FILENO);
+	if (loop_fd_add(c->l, STDIN_FILENO, LOOP_READ, on_stdin, c) != 0) {
+		restore_tty(c);
+		fprintf(stderr, "emmclab: cannot watch stdin\n");
+		return 3;
+	}
+	run_until_done(c);
+	/* stdin ended: give output already on its way a moment, then leave */
+	struct loop_timer grace;
+	loop_timer_init(&grace, on_stdin_eof_grace, c);
+	c->done = false;
+	if (!tty) {
+		loop_timer_start(c->l, &grace, 500);
+		run_until_done(c);
+	}
+	loop_timer_stop(c->l, &grace);
+	if (loop_fd_watched(c->l, STDIN_FILENO))
+		loop_fd_del(c->l, STDIN_FILENO);
+	restore_tty(c);
+	board_set_tap(c->b, NULL, NULL);
+	if (!c->cli->quiet)
+		fprintf(stderr, "\n%s: console closed\n", board_name(c->b));
+	return 0;
+}
+
+/* ---- entry ---- */
+
+static int usage(void)
+{
+	return cli_usage("board");
+}
+
+int cmd_board(struct cli *cli, int argc, char **argv)
+{
+	const char *lab_path = NULL, *kernel = NULL, *mode = NULL, *cmdline = NULL, *agent = NULL;
+	const char *tdir = NULL;
+	char **runs = NULL;
+	size_t nruns = 0;
+	int opt;
+	optind = 1;
+	/* GNU getopt permutes: options may come before or after NAME VERB */
+	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_LAB: lab_path = optarg; break;
+		case OPT_KERNEL: kernel = optarg; break;
+		case OPT_MODE: mode = optarg; break;
+		case OPT_CMDLINE: cmdline = optarg; break;
+		case OPT_AGENT: agent = optarg; break;
+		case OPT_TDIR: tdir = optarg; break;
+		case OPT_RUN:
+			runs = xreallocarray(runs, nruns + 1, sizeof *runs);
+			runs[nruns++] = optarg;
+			break;
+		case 'h':
+			free(runs);
+			cli_usage("board");
+			return 0;
+		default:
+			free(runs);
+			return usage();
+		}
+	}
+	char *pos[4];
+	int npos = 0;
+	while (optind < argc) {
+		if (npos >= 4) {
+			free(runs);
+			return usage();
+		}
+		pos[npos++] = argv[optind++];
+	}
+	if (npos == 1 && strcmp(pos[0], "list-usb") == 0) {
+		free(runs);
+		if (!board_list_usb) {
+			fprintf(stderr, "emmclab: 'board list-usb' is not built yet\n");
+			return 2;
+		}
+		struct lab_err e = {0};
+		int rc = board_list_usb(stdout, &e);
+		return rc ? cli_error(&e) : 0;
+	}
+	if (npos < 2) {
+		free(runs);
+		return usage();
+	}
+	const char *name = pos[0], *verb = pos[1];
+	bool is_power = strcmp(verb, "power") == 0, is_console = strcmp(verb, "console") == 0,
+	     is_boot = strcmp(verb, "boot") == 0;
+	if ((!is_power && !is_console && !is_boot) || (is_power && npos != 3) ||
+	    (!is_power && npos != 2) || (!is_boot && (nruns || agent || mode || kernel || cmdline))) {
+		free(runs);
+		return usage();
+	}
+	if (!lab_path)
+		lab_path = default_lab();
+	if (!lab_path) {
+		free(runs);
+		fprintf(stderr, "emmclab: no lab file: use --lab FILE or set EMMCLAB_LAB\n");
+		return 2;
+	}
+	struct lab_err e = {0};
+	struct lab_cfg *lab = NULL;
+	const char *paths[] = {lab_path};
+	if (config_load(paths, 1, &lab, &e)) {
+		free(runs);
+		return cli_error(&e);
+	}
+	const struct board_cfg *bc = config_board(lab, name);
+	if (!bc) {
+		fprintf(stderr, "emmclab: no board '%s' in %s\n", name, lab_path);
+		config_free(lab);
+		free(runs);
+		return 2;
+	}
+	struct bctx c = {.cli = cli, .lab = lab, .runs = runs, .nruns = nruns, .agent_args = agent};
+	c.l = loop_new();
+	static const struct board_events ev = {.state = on_state, .event = on_event,
+					       .transcript = on_transcript};
+	int code;
+	if (board_new(c.l, lab, bc, &ev, &c, &c.b, &e)) {
+		code = cli_error(&e);
+		goto out;
+	}
+	loop_signal(c.l, SIGINT, on_sigint, &c);
+	loop_signal(c.l, SIGTERM, on_sigint, &c);
+	if (is_power)
+		code = do_power(&c, pos[2]);
+	else if (is_console)
+		code = do_console(&c, tdir);
+	else
+		code = do_boot(&c, kernel, mode, cmdline, tdir);
+	if (c.msg[0] && strcmp(c.msg, "interrupted") == 0) {
+		fprintf(stderr, "emmclab: interrupted\n");
+		code = 3;
+	}
+	board_free(c.b);
+	/* reap what drivers started (power commands) */
+	for (int i = 0; i < 5; i++)
+		loop_run_once(c.l, 0);
+out:
+	restore_tty(&c);
+	loop_free(c.l);
+	config_free(lab);
+	free(runs);
+	return code;
+}

@@ -36,7 +36,7 @@ zeros=$(head -c 1048576 "$loop" | tr -d '\000' | wc -c)
 [ "$zeros" -gt 1000000 ] || fail "precondition left zeros ($zeros non-zero bytes of 1 MiB)"
 
 # fscopy on the device: mkfs + mount + copies, samples incl. mkfs_time
-if run fscopy target="$loop" iter=2 scale=0.01 >"$tmp/out"; then
+if run fscopy target="$loop" iterations=2 scale=0.01 >"$tmp/out"; then
 	for m in wall_time mkfs_time mount_time copy1_time rm_time copy2_time sync_time; do
 		[ "$(grep -c " metric=$m " "$tmp/out")" = 2 ] || fail "fscopy: metric $m twice"
 	done

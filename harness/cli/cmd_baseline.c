@@ -7,6 +7,17 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+
+/* Reading commands never create a database: a missing file is a usage error. */
+static int db_missing(const char *path)
+{
+	if (access(path, F_OK) == 0)
+		return 0;
+	fprintf(stderr, "emmclab: baseline: no results database at %s (import data or run a plan first)\n", path);
+	return 2;
+}
 
 enum { O_DB = 1000, O_RUN, O_LAST, O_NAME };
 
@@ -67,7 +78,9 @@ int cmd_baseline(struct cli *cli, int argc, char **argv)
 			fprintf(stderr, "emmclab: baseline set: --run and --last exclude each other\n");
 			return 2;
 		}
-		if (store_open(store_default_path(db), STORE_NO_MIGRATE, &s, &e))
+		if (db_missing(store_default_path(db)))
+		return 2;
+	if (store_open(store_default_path(db), STORE_NO_MIGRATE, &s, &e))
 			return cli_error(&e);
 		if (!run && !last && (rc = results_latest_run(s, &run, &e)) == 0 && !run)
 			rc = lab_err_set(&e, LAB_EUSAGE, "no run to pin: the database holds no run");
@@ -85,6 +98,8 @@ int cmd_baseline(struct cli *cli, int argc, char **argv)
 			       (long long)last);
 		return 0;
 	}
+	if (db_missing(store_default_path(db)))
+		return 2;
 	if (store_open(store_default_path(db), STORE_READONLY, &s, &e))
 		return cli_error(&e);
 	struct baseline_info *list = NULL;

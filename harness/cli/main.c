@@ -34,11 +34,14 @@ const struct cmd_entry cmd_table[] = {
 	 "the board's transcript.", cmd_board},
 	{"check", "FILE...", "validate lab, type, suite and plan files and print the resolved configuration",
 	 "Every error names file:line:column; an unknown key names the nearest valid key.", cmd_check},
-	{"compare", "[--db PATH] [--by mode|part|kernel|run] [--filter FIELD=VALUE]... [--alpha A]",
+	{"compare", "[--db PATH] [--by mode|part|kernel|run] [--filter FIELD=VALUE]... [--alpha A] "
+		    "[--min-effect PCT] [--a X --b Y] [--exclude-warmup] [--baseline[=NAME]] [--run ID] "
+		    "[--format text|json]",
 	 "compare modes, parts, kernels or runs with confidence intervals and tests",
 	 "Welch's t-test and Mann-Whitney U per group pair, with a verdict at the given alpha and\n"
 	 "minimum effect size. Works on imported published data as on lab runs.", cmd_compare},
-	{"report", "[--db PATH] [--run ID] --format text|markdown|html|json|csv|junit [-o FILE]",
+	{"report", "[--db PATH] [--run ID|--all] --format text|markdown|html|json|csv|junit [-o FILE] "
+		   "[--baseline[=NAME]] [--threshold PCT] [--exclude-warmup] [--filter FIELD=VALUE]...",
 	 "render a run (or all data) as a report",
 	 "One results model, several renderers; the HTML file is self-contained with inline SVG.",
 	 cmd_report},

@@ -194,8 +194,17 @@ int report_write_file(struct store *s, int64_t run_id, const char *format, const
 	rc = report_render(m, format, mf, e);
 	fclose(mf);
 	report_free(m);
-	if (!rc)
+	if (!rc) {
+		/* The nightly report usually lands in a directory nobody created yet. */
+		char *dir = xstrdup(path);
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = '\0';
+			lab_mkdir_p(dir, 0755);
+		}
+		free(dir);
 		rc = lab_write_file_atomic(path, buf, len, e);
+	}
 	free(buf);
 	return rc;
 }

@@ -193,7 +193,7 @@ static void test_regression(struct store *s, int64_t last, const char *dir)
 	is_int(n, 0, "no regression on a normal night");
 
 	char path[600];
-	snprintf(path, sizeof path, "%s/night.html", dir);
+	snprintf(path, sizeof path, "%s/new/dir/night.html", dir);
 	is_int(report_write_file(s, last, "html", path, NULL, &e), 0, "report_write_file");
 	ok(access(path, R_OK) == 0, "html file written");
 	is_int(report_write_file(s, last, "nope", path, NULL, &e), LAB_EUSAGE, "bad format refused");

@@ -422,7 +422,7 @@ int cmd_identify(struct agent *a)
 		agent_kv_add(&k, dec.kv[2 * i], "%s", dec.kv[2 * i + 1]);
 	agent_kv_add(&k, "kernel", "%s", uname(&un) == 0 ? un.release : "unknown");
 	/* capped: the whole identity must fit one protocol line */
-	if (agent_readf(a, buf, 768, "/proc/cmdline") >= 0)
+	if (agent_readf(a, buf, 512, "/proc/cmdline") >= 0)
 		agent_kv_add(&k, "cmdline", "%s", buf);
 	agent_knobs(a, &k);
 	agent_kv_add(&k, "ext_csd_src", "%s", src);

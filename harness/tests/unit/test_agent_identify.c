@@ -119,6 +119,34 @@ static void test_discovery_and_cid(const char *root)
 	is_str(get_kv(&r, "identity", "date"), "01/2020", "sysfs date wins");
 	run_free(&r);
 
+	/* worst case: a long cmdline of bytes that all need encoding, plus the EXT_CSD hex */
+	{
+		static char cmd[3000];
+		char hex[1100];
+		int i;
+
+		for (i = 0; i < 2999; i++)
+			cmd[i] = i % 2 ? ' ' : '=';
+		put_str("root/proc/cmdline", cmd);
+		for (i = 0; i < 1024; i++)
+			hex[i] = "0123456789abcdef"[i % 16];
+		hex[1024] = '\0';
+		put_str("root/sys/kernel/debug/mmc1/mmc1:0001/ext_csd", hex);
+		run_agent(&r, "--sysroot", root, "identify", NULL);
+		is_int(r.bad, 0, "long cmdline: protocol");
+		ok(get_kv(&r, "identity", "ext_csd") != NULL, "identity with EXT_CSD still fits");
+		is_int((long long)strlen(get_kv(&r, "identity", "cmdline")), 512 - 1,
+		       "cmdline capped");
+		run_free(&r);
+		put_str("root/proc/cmdline", "console=ttyS0 mmc_block.fua=on mmc_core.disable_cqe=1\n");
+		{
+			char dbg[4200];
+
+			tpath(dbg, sizeof(dbg), "root/sys/kernel/debug/mmc1/mmc1:0001/ext_csd");
+			unlink(dbg);
+		}
+	}
+
 	run_agent(&r, "--sysroot", root, "--device", "/dev/mmcblk0", "identify", NULL);
 	is_str(get_kv(&r, "hello", "device"), "mmcblk0", "--device /dev/mmcblk0 accepted");
 	run_free(&r);

@@ -98,6 +98,9 @@ struct board {
 	uint64_t agent_timeout;
 	uint64_t agent_deadline_ms;
 	char agent_err[256];
+	char agent_cmd[32];   /* the agent command asked for (hello's cmd= must match) */
+	bool agent_seen;      /* a protocol line (even a corrupted one) came back */
+	bool agent_stale;     /* the hello line belongs to another invocation */
 	struct proto_msg *pm;
 };
 
@@ -755,6 +758,8 @@ static void agent_reset(struct board *b)
 	b->resend_tries = 0;
 	b->corrupt = 0;
 	b->agent_err[0] = '\0';
+	b->agent_seen = false;
+	b->agent_stale = false;
 }
 
 static bool seq_room(struct board *b, uint64_t seq)
@@ -781,6 +786,12 @@ static void deliver_ready(struct board *b)
 		b->lines[b->next_seq] = NULL;
 		b->next_seq++;
 		if (proto_parse(raw, strlen(raw), b->pm) == PROTO_OK) {
+			if (b->pm->seq == 1) {
+				const char *cmd = proto_get(b->pm, "cmd");
+				if (strcmp(b->pm->kind, "hello") != 0 ||
+				    (b->agent_cmd[0] && cmd && strcmp(cmd, b->agent_cmd) != 0))
+					b->agent_stale = true;
+			}
 			if (strcmp(b->pm->kind, "error") == 0 && !b->agent_err[0]) {
 				const char *em = proto_get(b->pm, "msg");
 				const char *ec = proto_get(b->pm, "code");
@@ -800,6 +811,7 @@ static void on_agent_line(struct shell *s, const char *line, size_t len, void *a
 	struct board *b = arg;
 	if (!memmem(line, len, PROTO_MAGIC, strlen(PROTO_MAGIC)))
 		return;
+	b->agent_seen = true;
 	int st = proto_parse(line, len, b->pm);
 	if (st == PROTO_BAD_CRC && b->pm->seq > 0 && seq_room(b, b->pm->seq)) {
 		b->bad[b->pm->seq] = true;
@@ -850,12 +862,26 @@ static void on_agent_cmd(struct shell *s, int rc, int status, const char *out, s
 	LAB_UNUSED(out);
 	LAB_UNUSED(len);
 	struct board *b = arg;
-	if (rc != LAB_OK) {
+	/* LAB_EPROTO: a shell marker was mangled, but the agent ran: its lines decide */
+	if (rc != LAB_OK && rc != LAB_EPROTO) {
 		set_state(b, BOARD_SHELL);
 		enum board_fail f = shell_failure(b->sh) == SHELL_FAIL_PANIC ? FAIL_KERNEL_PANIC :
 			rc == LAB_ETIMEOUT ? FAIL_COMMAND_TIMEOUT : FAIL_AGENT_PROTOCOL;
 		emit(b, board_fail_name(f), "running", "agent: %s", shell_errmsg(b->sh));
 		complete(b, LAB_EINFRA, f, "agent: %s", shell_errmsg(b->sh));
+		return;
+	}
+	if (b->agent_stale) {
+		set_state(b, BOARD_SHELL);
+		complete(b, LAB_EINFRA, FAIL_AGENT_PROTOCOL, "agent: the first line is not this "
+			 "invocation's hello (cmd=%s expected): stale log or mangled command", b->agent_cmd);
+		return;
+	}
+	if (!b->agent_seen) {
+		/* nothing to re-request: `resend` would replay an older invocation's log */
+		set_state(b, BOARD_SHELL);
+		complete(b, LAB_EINFRA, FAIL_AGENT_PROTOCOL, "agent printed no protocol line (exit %d%s)",
+			 status, status == 127 ? ": not found" : "");
 		return;
 	}
 	uint64_t miss[AGENT_RESEND_BATCH];
@@ -916,6 +942,15 @@ int board_agent(struct board *b, const char *args, uint64_t timeout_ms, board_ms
 	agent_reset(b);
 	if (!b->pm)
 		b->pm = xmalloc(sizeof *b->pm);
+	/* the command word: hello's cmd= is compared with it */
+	size_t k = 0;
+	const char *a = args ? args : "";
+	while (*a == ' ')
+		a++;
+	while (a[k] && a[k] != ' ' && k + 1 < sizeof b->agent_cmd)
+		k++;
+	memcpy(b->agent_cmd, a, k);
+	b->agent_cmd[k] = '\0';
 	b->op = OP_AGENT;
 	b->msg_cb = msg_cb;
 	b->done_cb = done_cb;

@@ -48,6 +48,7 @@ struct shell {
 
 	/* the command in flight */
 	bool in_cmd, seen_begin;
+	int prompt_pat;          /* expect id of the prompt watch, -1 when none */
 	unsigned n;
 	uint64_t cmd_timeout_ms;
 	sh_next next;
@@ -116,6 +117,10 @@ static void on_done(struct loop *l, struct loop_timer *t, void *arg)
 static void stop_all(struct shell *s)
 {
 	clear_pats(s);
+	if (s->prompt_pat >= 0) {
+		expect_remove(s->x, s->prompt_pat);
+		s->prompt_pat = -1;
+	}
 	loop_timer_stop(s->loop, &s->deadline);
 	loop_timer_stop(s->loop, &s->step);
 	s->in_cmd = false;
@@ -246,6 +251,36 @@ static const char *find_in(const char *line, size_t len, const char *needle)
 
 static void cmd_complete(struct shell *s, int rc);
 
+/* The prompt at the very end of the text after a command started means the
+ * command is over; if its END marker did not come first, characters of the
+ * marker were lost on the way in (no echo to check with stty -echo). */
+static void on_prompt_back(struct expect *x, const struct expect_match *m, void *arg)
+{
+	LAB_UNUSED(x);
+	LAB_UNUSED(m);
+	struct shell *s = arg;
+	s->prompt_pat = -1;
+	if (s->in_cmd && s->seen_begin)
+		cmd_complete(s, LAB_EPROTO);
+}
+
+static void arm_prompt_watch(struct shell *s)
+{
+	char re[96];
+	size_t o = 0;
+	for (const char *p = s->prompt; *p && o + 3 < sizeof re; p++) {
+		if (strchr("$.^*+?()[]{}|\\", *p))
+			re[o++] = '\\';
+		re[o++] = *p;
+	}
+	re[o++] = '$';
+	re[o] = '\0';
+	struct lab_err e = {0};
+	if (s->prompt_pat >= 0)
+		expect_remove(s->x, s->prompt_pat);
+	s->prompt_pat = expect_add(s->x, EXPECT_REGEX, re, 0, on_prompt_back, s, &e);
+}
+
 static void on_line(struct expect *x, const char *line, size_t len, void *arg)
 {
 	LAB_UNUSED(x);
@@ -271,9 +306,11 @@ static void on_line(struct expect *x, const char *line, size_t len, void *arg)
 	if (!s->seen_begin) {
 		int ml = snprintf(mark, sizeof mark, "@@BEGIN-%u@@", s->n);
 		const char *m = find_in(line, len, mark);
-		if (m && is_blank_tail(m + ml, end))
+		if (m && is_blank_tail(m + ml, end)) {
 			s->seen_begin = true;
-		return;
+			arm_prompt_watch(s);
+			return;
+		}
 	}
 	int ml = snprintf(mark, sizeof mark, "@@END-%u@@ ", s->n);
 	const char *m = find_in(line, len, mark);
@@ -285,30 +322,35 @@ static void on_line(struct expect *x, const char *line, size_t len, void *arg)
 			st = st * 10 + (*q++ - '0');
 		if (q > d && is_blank_tail(q, end)) {
 			/* output without a final newline ends up before the marker */
-			if (m > line) {
+			if (m > line && s->seen_begin) {
 				lab_buf_append(&s->out, line, (size_t)(m - line));
 				lab_buf_append(&s->out, "\n", 1);
-				if (s->line_cb)
-					s->line_cb(s, line, (size_t)(m - line), s->arg);
 			}
+			if (m > line && s->line_cb)
+				s->line_cb(s, line, (size_t)(m - line), s->arg);
 			s->status = st;
-			cmd_complete(s, LAB_OK);
+			/* no BEGIN: a character of it was lost; the output is incomplete */
+			cmd_complete(s, s->seen_begin ? LAB_OK : LAB_EPROTO);
 			return;
 		}
 	}
-	if (lab_buf_append(&s->out, line, len) || lab_buf_append(&s->out, "\n", 1)) {
-		finish(s, LAB_EINFRA, SHELL_FAIL_IO, "%s: command output over %u bytes", s->board,
-		       SHELL_MAX_OUTPUT);
-		return;
-	}
 	if (s->line_cb)
 		s->line_cb(s, line, len, s->arg);
+	if (!s->seen_begin)
+		return;
+	if (lab_buf_append(&s->out, line, len) || lab_buf_append(&s->out, "\n", 1))
+		finish(s, LAB_EINFRA, SHELL_FAIL_IO, "%s: command output over %u bytes", s->board,
+		       SHELL_MAX_OUTPUT);
 }
 
 /* ---- running wrapped commands ---- */
 
 static void cmd_complete(struct shell *s, int rc)
 {
+	if (s->prompt_pat >= 0) {
+		expect_remove(s->x, s->prompt_pat);
+		s->prompt_pat = -1;
+	}
 	sh_next next = s->next;
 	s->in_cmd = false;
 	s->next = NULL;
@@ -483,6 +525,7 @@ struct shell *shell_new(struct loop *l, struct console *c, struct expect *x,
 	s->x = x;
 	s->cfg = cfg;
 	s->board = xstrdup(board ? board : "board");
+	s->prompt_pat = -1;
 	loop_timer_init(&s->deadline, on_boot_timeout, s);
 	loop_timer_init(&s->step, on_cmd_timeout, s);
 	loop_timer_init(&s->done, on_done, s);
@@ -596,6 +639,13 @@ static void run_done(struct shell *s, int rc, int status)
 		       s->board, (unsigned long long)s->cmd_timeout_ms);
 		return;
 	}
+	if (rc == LAB_EPROTO) {
+		set_result(s, s->out.data ? s->out.data : "", s->out.len);
+		s->result_status = status;
+		finish(s, LAB_EPROTO, SHELL_FAIL_IO, "%s: a marker of the command was lost (characters "
+		       "dropped on the way to the board?)", s->board);
+		return;
+	}
 	set_result(s, s->out.data ? s->out.data : "", s->out.len);
 	s->result_status = status;
 	finish(s, LAB_OK, SHELL_FAIL_NONE, NULL);
@@ -626,6 +676,11 @@ static void put_chunk(struct shell *s, int rc, int status);
 
 static bool step_failed(struct shell *s, int rc, int status, const char *what)
 {
+	if (rc == LAB_EPROTO) {
+		finish(s, LAB_EPROTO, SHELL_FAIL_IO, "%s: %s: a command marker was lost (characters "
+		       "dropped on the way to the board?)", s->board, what);
+		return true;
+	}
 	if (rc == LAB_ETIMEOUT) {
 		finish(s, LAB_ETIMEOUT, SHELL_FAIL_COMMAND_TIMEOUT, "%s: %s timed out", s->board, what);
 		return true;

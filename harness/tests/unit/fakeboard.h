@@ -52,6 +52,8 @@ struct fakeboard {
 	int corrupt_seq;       /* agent: corrupt this seq on its first output (0 = never) */
 	bool agent_installed;
 	bool noise;            /* kernel log lines between command outputs */
+	bool mangle_end_once;  /* shell: the next END marker command loses a character */
+	bool mangle_begin_once;/* shell: the next BEGIN marker command loses a character */
 	int faults_left;       /* >0: panic/no_output only for this many boots */
 	/* state */
 	struct loop_timer t;
@@ -462,6 +464,16 @@ static FB_UNUSED void fb_shell_line(struct fakeboard *f, char *line)
 		char *p = part;
 		while (*p == ' ')
 			p++;
+		if (strncmp(p, "echo @@END-", 11) == 0 && f->mangle_end_once) {
+			f->mangle_end_once = false;
+			fb_write(f, "sh: ech: not found\r\n");
+			continue;
+		}
+		if (strncmp(p, "echo @@BEGIN-", 13) == 0 && f->mangle_begin_once) {
+			f->mangle_begin_once = false;
+			fb_printf(f, "@@BEGN-%s\r\n", p + 13);
+			continue;
+		}
 		if (strncmp(p, "echo @@END-", 11) == 0) {
 			char m[64];
 			if (sscanf(p, "echo %63s", m) == 1)

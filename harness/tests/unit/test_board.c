@@ -243,6 +243,24 @@ static void test_happy_path(void)
 	ok(r.seqs[0] == 1 && r.seqs[1] == 2 && r.seqs[2] == 3 && r.seqs[3] == 4, "delivered in seq order");
 	ok(strstr(r.events, "re-requesting 1 line") != NULL, "resend noted as an event");
 
+	/* the END marker is mangled on the way in: the agent's own lines still decide */
+	r.nmsgs = 0;
+	r.fb.mangle_end_once = true;
+	board_agent(r.b, "mode", 5000, on_msg, on_done, &r);
+	ok(wait_done(&r, 8000), "agent finished");
+	is_int(r.rc, LAB_OK, "agent ok although the shell's end marker was lost");
+	is_int(r.nmsgs, 4, "all four messages");
+
+	/* the agent vanished: exit 127, nothing replayed from the old log */
+	r.nmsgs = 0;
+	r.fb.agent_installed = false;
+	board_agent(r.b, "mode", 5000, on_msg, on_done, &r);
+	wait_done(&r, 8000);
+	is_str(board_fail_name(r.fail), "agent-protocol", "missing agent: agent-protocol");
+	ok(strstr(r.msg, "not found") != NULL, "says not found: %s", r.msg);
+	is_int(r.nmsgs, 0, "no stale message delivered");
+	r.fb.agent_installed = true;
+
 	board_power_off(r.b, on_done, &r);
 	wait_done(&r, 3000);
 	is_int(r.rc, LAB_OK, "powered off");

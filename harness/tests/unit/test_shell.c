@@ -146,6 +146,22 @@ static void test_login_and_run(void)
 	is_int(r.fb.ctrl_c, cc + 1, "Ctrl-C sent");
 	is_str(r.out, "again\n", "session usable after a timeout");
 	is_int(shell_run(r.sh, "a\nb", 100, on_sh, &r), LAB_EUSAGE, "newline in a command refused");
+
+	/* characters of a marker lost on the way in: noticed at once, not after the timeout */
+	uint64_t t0 = lab_now_ms();
+	r.fb.mangle_end_once = true;
+	shell_run(r.sh, "echo lost-end", 5000, on_sh, &r);
+	wait_done(&r, 6000);
+	is_int(r.rc, LAB_EPROTO, "lost END marker: protocol error");
+	ok(lab_now_ms() - t0 < 2000, "detected by the prompt coming back, not by the timeout");
+	ok(strstr(r.out, "lost-end") != NULL, "output so far kept: %s", r.out);
+	r.fb.mangle_begin_once = true;
+	shell_run(r.sh, "echo lost-begin", 5000, on_sh, &r);
+	wait_done(&r, 6000);
+	is_int(r.rc, LAB_EPROTO, "lost BEGIN marker: protocol error");
+	shell_run(r.sh, "echo fine", 2000, on_sh, &r);
+	wait_done(&r, 3000);
+	is_str(r.out, "fine\n", "next command fine");
 	rig_fini(&r);
 }
 

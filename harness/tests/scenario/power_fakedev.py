@@ -20,6 +20,7 @@ user:pw required, else 401).
 import base64
 import http.server
 import json
+import os
 import sys
 import threading
 import time
@@ -194,6 +195,15 @@ def main():
     srv.handle_error = lambda request, address: None  # clients hang up on purpose in tests
     srv.daemon_threads = True
     print("PORT %d" % srv.server_address[1], flush=True)
+    parent = os.getppid()
+
+    def orphan_watch():
+        # A crashed test must not leave the server behind.
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=orphan_watch, daemon=True).start()
     srv.serve_forever()
 
 

@@ -288,7 +288,7 @@ static void probe_mode(struct sim_board *b, bool stuck)
 		fua = cache_enabled;
 	else if (!stuck && strcmp(b->knob_fua, "off") == 0)
 		fua = false;
-	bool disable = !stuck && b->knob_cqe > 0;
+	bool disable = b->knob_cqe > 0; /* mode-stuck is about the FUA knob only */
 	b->eff.cache = cache_enabled;
 	b->eff.fua = fua && cache_enabled;
 	b->eff.cqe = b->cfg.cqe && p->cmdq_support && !disable;

@@ -118,10 +118,6 @@ static void ub_tick(struct sim_board *b, long left)
 		return;
 	}
 	sim_out_now(b, "\n", 1);
-	if (sim_board_fault_fire(b, FAULT_UBOOT_HANG)) {
-		sim_set_stage(b, SIM_DEAD);
-		return;
-	}
 	sim_set_stage(b, SIM_UBOOT_BUSY);
 	ub_autoboot(b, 0);
 }
@@ -140,12 +136,16 @@ static void ub_start_countdown(struct sim_board *b, long arg)
 	const char *bd = sim_kv_get(&b->env, "bootdelay");
 	if (bd)
 		lab_parse_i64(bd, &delay);
-	bool hang = sim_board_fault_on(b, FAULT_UBOOT_HANG);
 	char s[64];
 	snprintf(s, sizeof s, "Hit any key to stop autoboot: %2lld ", (long long)delay);
 	sim_out_now(b, s, strlen(s));
+	if (sim_board_fault_fire(b, FAULT_UBOOT_HANG)) {
+		/* hung after the banner: the countdown never moves, keys go nowhere */
+		sim_set_stage(b, SIM_DEAD);
+		return;
+	}
 	sim_set_stage(b, SIM_AUTOBOOT);
-	if (b->early_key && !hang) {
+	if (b->early_key) {
 		/* A key typed during SPL waits in the FIFO: autoboot stops at once. */
 		b->early_key = false;
 		ub_stop_autoboot(b);

@@ -11,6 +11,7 @@ steps:
   run:CMD         run a shell command (e.g. curl to the power API); must exit 0
   crc             every @@emmclab line received so far must carry a valid CRC
   badcrc          at least one @@emmclab line received so far has a bad CRC
+  crctail:N       the last N @@emmclab lines received carry valid CRCs
 Exit 0 when every step passed, 1 (with the transcript on stderr) otherwise.
 """
 import os, re, select, socket, subprocess, sys, termios, time, tty, zlib
@@ -99,6 +100,9 @@ def main():
             if not pl: fail('no protocol lines')
             bad = [l for l, ok in pl if not ok]
             if bad: fail('bad CRC: %r' % bad[0])
+        elif kind == 'crctail':
+            pl = proto_lines()[-int(arg):]
+            if len(pl) < int(arg) or not all(ok for _, ok in pl): fail('bad CRC in the last %s lines' % arg)
         elif kind == 'badcrc':
             if all(ok for _, ok in proto_lines()): fail('no line with a bad CRC')
         else:

@@ -564,6 +564,7 @@ static void power_cycle(struct board *b)
 		return;
 	}
 	expect_flush(b->x);
+	shell_watch(b->sh);
 	set_state(b, BOARD_POWERING);
 	console_set_expect_down(b->con, true);
 	if (b->tr)

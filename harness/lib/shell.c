@@ -600,7 +600,7 @@ static int begin(struct shell *s, enum sh_op op, shell_cb cb, void *arg)
 	struct console_pacing none = {0};
 	console_set_pacing(s->con, &none);
 	expect_set_line_cb(s->x, on_line, s);
-	if (s->panicked && op != OP_ATTACH) {
+	if (s->panicked) {
 		finish(s, LAB_EINFRA, SHELL_FAIL_PANIC, "%s: kernel panic/oops: %s", s->board, s->panic_line);
 		return 1;
 	}
@@ -612,8 +612,6 @@ int shell_attach(struct shell *s, uint64_t boot_ms, uint64_t login_ms, shell_cb 
 	int rc = begin(s, OP_ATTACH, cb, arg);
 	if (rc)
 		return rc == 1 ? LAB_OK : rc;
-	s->panicked = false;
-	s->panic_line[0] = '\0';
 	s->login_seen = s->password_sent = false;
 	s->at = AT_BOOT;
 	s->login_ms = login_ms ? login_ms : 60000;
@@ -629,7 +627,19 @@ int shell_attach(struct shell *s, uint64_t boot_ms, uint64_t login_ms, shell_cb 
 	}
 	s->deadline.cb = on_boot_timeout;
 	loop_timer_start(s->loop, &s->deadline, s->boot_ms);
+	/* Text already buffered (the kernel's whole boot log can arrive in the same
+	 * read as "Starting kernel") is only matched when more comes: press Enter,
+	 * as a human would, so a prompt printed already is printed again. */
+	if (expect_buffered(s->x) > 0)
+		send(s, "\n");
 	return LAB_OK;
+}
+
+void shell_watch(struct shell *s)
+{
+	s->panicked = false;
+	s->panic_line[0] = '\0';
+	expect_set_line_cb(s->x, on_line, s);
 }
 
 static void run_done(struct shell *s, int rc, int status)

@@ -70,6 +70,12 @@ const char *shell_prompt(const struct shell *s);
 /* Kernel log lines seen while attached (last few, for messages): the panic line. */
 const char *shell_panic_line(const struct shell *s);
 
+/* Watch console lines for kernel panics from now on (call at power-on, so a
+ * panic in the burst of text that follows "Starting kernel" is not missed) and
+ * forget an earlier panic.  Every later operation fails at once with
+ * SHELL_FAIL_PANIC once a panic line was seen. */
+void shell_watch(struct shell *s);
+
 /* After the kernel started: wait up to boot_ms for the login prompt
  * (cfg->login_pattern) or a shell prompt (cfg->prompt_pattern); log in as
  * cfg->user with the password from getenv(cfg->password_env); then within

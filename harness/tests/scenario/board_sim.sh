@@ -20,9 +20,22 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*"; echo "--- last output:"; cat "$T/out" "$T/err" 2>/dev/null | tail -40; exit 1; }
+fail() {
+	echo "FAIL: $*"
+	echo "--- last output:"
+	cat "$T/out" "$T/err" 2>/dev/null | tail -40
+	local tr
+	tr=$(ls -t "$T"/transcripts/*.log 2>/dev/null | head -1)
+	[ -n "$tr" ] && { echo "--- tail of $tr:"; tail -25 "$tr"; }
+	exit 1
+}
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PORT=$(freeport)
+S2N=0
+if command -v ser2net > /dev/null || [ -x /usr/sbin/ser2net ]; then
+	S2N=$(freeport)
+fi
 
 # A test type: the sim-board type with short budgets, one retry, and the
 # simulator's agent path.  (Its own file so the test does not depend on the
@@ -74,8 +87,26 @@ boards:
     power: {driver: tasmota, url: "http://127.0.0.1:$PORT/plug/b2", off_time: 50ms}
     sim: {host: sdhci-sprd, cqe: false, login: true}
 EOF
+# The simulator reads its own copy of the lab: b3's console is a pty there,
+# published by a real ser2net on 127.0.0.1 (raw TCP), and a TCP console for
+# the controller, as labs share consoles.
+cp "$T/lab.yaml" "$T/sim-lab.yaml"
+if [ "$S2N" -gt 0 ]; then
+	b3() {
+		cat <<EOF
+  - name: b3
+    type: scn-board
+    part: {label: "DUT1", model: foresee-32g}
+    console: $1
+    power: {driver: pdudaemon, url: "http://127.0.0.1:$PORT", hostname: pdu, port: 3, off_time: 50ms}
+    sim: {host: sdhci-of-arasan, cqe: false, ser2net_port: $S2N}
+EOF
+	}
+	b3 "{driver: pty, path: $T/b3.tty}" >> "$T/sim-lab.yaml"
+	b3 "{driver: tcp, host: 127.0.0.1, port: $S2N, protocol: raw}" >> "$T/lab.yaml"
+fi
 
-"$SIM" --lab "$T/lab.yaml" --state-dir "$T" > "$T/sim.log" 2>&1 &
+"$SIM" --lab "$T/sim-lab.yaml" --state-dir "$T" > "$T/sim.log" 2>&1 &
 SIMPID=$!
 for _ in $(seq 100); do
 	grep -q ready "$T/sim.log" 2>/dev/null && break
@@ -106,6 +137,16 @@ ls "$T"/transcripts/b1-1-*.log > /dev/null || fail "no transcript"
 B b2 boot --mode cache-nofua --agent "mode expect=cache-nofua" || fail "b2 login boot"
 grep -q "mode=cache-nofua" "$T/out" && grep -q "match=1" "$T/out" || fail "mode not verified"
 grep -q "done status=ok" "$T/out" || fail "no done line"
+
+# the same boot through ser2net
+if [ "$S2N" -gt 0 ]; then
+	B b3 boot --mode cache-nofua --run "cat /proc/cmdline" --agent "mode expect=cache-nofua" ||
+		fail "b3 boot over ser2net"
+	grep -q "mmc_block.fua=off" "$T/out" && grep -q "match=1" "$T/out" || fail "b3 over ser2net"
+	B b3 power off
+else
+	echo "ser2net not installed: tcp console part skipped"
+fi
 
 # corrupted agent lines are re-requested
 fault b1 bad-crc "value=0.5"

@@ -223,6 +223,7 @@ static void test_boot_faults(void)
 	struct rig r;
 	rig_init(&r, false);
 	r.fb.panic = true;
+	shell_watch(r.sh);
 	fb_power_on(&r.fb);
 	shell_attach(r.sh, 3000, 3000, on_sh, &r);
 	wait_done(&r, 5000);
@@ -231,6 +232,10 @@ static void test_boot_faults(void)
 	r.fb.panic = false;
 	r.fb.no_login = true;
 	fb_power_off(&r.fb);
+	shell_attach(r.sh, 500, 3000, on_sh, &r);
+	wait_done(&r, 3000);
+	is_int(shell_failure(r.sh), SHELL_FAIL_PANIC, "a panic is remembered until shell_watch");
+	shell_watch(r.sh);
 	fb_power_on(&r.fb);
 	shell_attach(r.sh, 500, 3000, on_sh, &r);
 	wait_done(&r, 3000);
@@ -243,12 +248,30 @@ static void test_boot_faults(void)
 	r.cfg.password_env = (char *)"EMMCLAB_TEST_PW_UNSET";
 	unsetenv("EMMCLAB_TEST_PW_UNSET");
 	fb_power_off(&r.fb);
+	shell_watch(r.sh);
 	fb_power_on(&r.fb);
 	shell_attach(r.sh, 3000, 3000, on_sh, &r);
 	wait_done(&r, 5000);
 	is_int(shell_failure(r.sh), SHELL_FAIL_LOGIN_REFUSED, "wrong password refused");
 	ok(strstr(shell_errmsg(r.sh), "not set") != NULL, "says the variable is unset: %s",
 	   shell_errmsg(r.sh));
+	rig_fini(&r);
+}
+
+/* The whole boot log and the prompt arrived before the session was attached
+ * (one burst after "Starting kernel"): the session presses Enter. */
+static void test_prompt_already_there(void)
+{
+	struct rig r;
+	rig_init(&r, false);
+	shell_watch(r.sh);
+	fb_power_on(&r.fb);
+	bool never = false;
+	fb_run_until(r.l, &never, 300);
+	ok(expect_buffered(r.x) > 0, "prompt text buffered before attaching");
+	shell_attach(r.sh, 2000, 2000, on_sh, &r);
+	ok(wait_done(&r, 3000), "finished");
+	is_int(r.rc, LAB_OK, "attached to a prompt printed before");
 	rig_fini(&r);
 }
 
@@ -269,5 +292,6 @@ int main(void)
 	test_login_and_run();
 	test_files_and_agent();
 	test_boot_faults();
+	test_prompt_already_there();
 	return tap_done();
 }

@@ -135,7 +135,7 @@ static int pid_alive(const char *pidfile)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: emmclab-sim --lab LAB.yaml [--state-dir DIR] [--ready-fd N]\n");
+	fprintf(stderr, "usage: emmclab-sim --lab LAB.yaml [--state-dir DIR] [--ready-fd N] | --keys\n");
 }
 
 int main(int argc, char **argv)
@@ -157,6 +157,10 @@ int main(int argc, char **argv)
 			}
 			ready_fd = (int)fd;
 			lab_fd_cloexec(ready_fd);
+		} else if (strcmp(argv[i], "--keys") == 0) {
+			/* the sim: block keys, for docs/simulator.md */
+			opt_help(stdout, sim_cfg_opts, 0);
+			return 0;
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage();
 			return 0;

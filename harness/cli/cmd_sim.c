@@ -255,7 +255,9 @@ static int sim_start(int argc, char **argv)
 			dup2(log, 1);
 			dup2(log, 2);
 		}
-		if (dup2(pfd[1], 3) < 0)
+		if (pfd[1] == 3)
+			fcntl(3, F_SETFD, 0); /* dup2(3, 3) would keep close-on-exec */
+		else if (dup2(pfd[1], 3) < 0)
 			_exit(127);
 		char *args[] = {bin, (char *)"--lab", lababs, (char *)"--state-dir", (char *)dir,
 				(char *)"--ready-fd", (char *)"3", NULL};

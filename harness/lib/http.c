@@ -354,6 +354,11 @@ void http_req_auth(struct http_req *r, const char *user, const char *password)
 	r->has_auth = true;
 }
 
+void http_req_ca_file(struct http_req *r, const char *path)
+{
+	curl_easy_setopt(r->easy, CURLOPT_CAINFO, path); /* curl copies the string */
+}
+
 void http_req_timeout(struct http_req *r, uint64_t total_ms, uint64_t connect_ms)
 {
 	if (total_ms)

@@ -96,6 +96,9 @@ int http_req_form_file(struct http_req *r, const char *name, const char *path,
 		       const char *content_type, struct lab_err *e);
 /* HTTP basic or digest authentication (curl picks what the server asks for). */
 void http_req_auth(struct http_req *r, const char *user, const char *password);
+/* Verify the server certificate against this PEM CA bundle instead of the
+ * system store (verification itself always stays on). */
+void http_req_ca_file(struct http_req *r, const char *path);
 /* Per attempt: whole transfer and connect phase, in ms (defaults 30 s, 10 s). */
 void http_req_timeout(struct http_req *r, uint64_t total_ms, uint64_t connect_ms);
 /* Cap of the response body in bytes (0 = default 64 KiB). */

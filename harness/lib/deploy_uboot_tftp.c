@@ -20,6 +20,7 @@
 #include "deploy.h"
 #include "uboot.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,7 +33,8 @@ struct tftp_cfg {
 	char *tftp_root;
 	char *subdir;
 	int stage;
-	char *ip, *netmask, *server_ip;
+	char *ip, *netmask, *server;
+	char *dtb;
 	char *boot_cmd;
 	uint64_t step_timeout_ms;
 };
@@ -50,8 +52,11 @@ static const struct opt tftp_opts[] = {
 	 .help = "board's static IP address; empty: dhcp"},
 	{.key = "netmask", .type = OPT_STR, .offset = offsetof(struct tftp_cfg, netmask),
 	 .help = "netmask with a static ip"},
-	{.key = "server_ip", .type = OPT_STR, .offset = offsetof(struct tftp_cfg, server_ip),
+	{.key = "server", .type = OPT_STR, .offset = offsetof(struct tftp_cfg, server),
 	 .help = "TFTP server address as the board sees it (empty: from DHCP)"},
+	{.key = "dtb", .type = OPT_STR, .offset = offsetof(struct tftp_cfg, dtb),
+	 .help = "this board's DTB: a path, or a file name found next to the kernel image "
+		 "(or in its dtbs/ or dtbs/*/); wins over the kernel's dtb"},
 	{.key = "boot_cmd", .type = OPT_STR, .offset = offsetof(struct tftp_cfg, boot_cmd),
 	 .help = "boot command (default: the board type's, else booti with the staged files)"},
 	{.key = "step_timeout", .type = OPT_DURATION, .offset = offsetof(struct tftp_cfg, step_timeout_ms),
@@ -141,6 +146,8 @@ static void tftp_fini(struct deploy *d)
 	d->priv = NULL;
 }
 
+static int stage_files(struct tftp *s, const char *const src[3], struct lab_err *e);
+
 static int copy_fd(int in, int out)
 {
 	for (;;) {
@@ -220,10 +227,73 @@ static const char *base_name(const char *p)
 	return b ? b + 1 : p;
 }
 
+/* The board's dtb option: absolute, or looked up next to the kernel image. Caller frees. */
+static char *find_dtb(const char *dtb, const char *image, struct lab_err *e)
+{
+	if (dtb[0] == '/') {
+		if (access(dtb, R_OK) == 0)
+			return xstrdup(dtb);
+		LAB_ERR(e, LAB_EUSAGE, "dtb %s: %s", dtb, strerror(errno));
+		return NULL;
+	}
+	const char *slash = strrchr(image, '/');
+	char *dir = slash ? xstrndup(image, (size_t)(slash - image)) : xstrdup(".");
+	char *cand[2] = {xasprintf("%s/%s", dir, dtb), xasprintf("%s/dtbs/%s", dir, dtb)};
+	char *found = NULL;
+	for (int i = 0; i < 2 && !found; i++)
+		if (access(cand[i], R_OK) == 0)
+			found = xstrdup(cand[i]);
+	if (!found) {
+		/* Kernel trees install as dtbs/<vendor>/<name>.dtb. */
+		char *dtbs = xasprintf("%s/dtbs", dir);
+		DIR *dh = opendir(dtbs);
+		struct dirent *de;
+		while (dh && !found && (de = readdir(dh)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			char *p = xasprintf("%s/%s/%s", dtbs, de->d_name, dtb);
+			if (access(p, R_OK) == 0)
+				found = p;
+			else
+				free(p);
+		}
+		if (dh)
+			closedir(dh);
+		free(dtbs);
+	}
+	if (!found)
+		LAB_ERR(e, LAB_EUSAGE, "dtb %s not found next to %s (nor in dtbs/, dtbs/*/)", dtb, image);
+	free(cand[0]);
+	free(cand[1]);
+	free(dir);
+	return found;
+}
+
 static int stage_all(struct tftp *s, const struct kernel_cfg *k, struct lab_err *e)
 {
 	struct tftp_cfg *c = s->d->cfg;
 	const char *src[3] = {k->image, k->initrd, k->dtb};
+	char *board_dtb = NULL;
+	if (c->dtb && c->dtb[0]) {
+		board_dtb = find_dtb(c->dtb, k->image, e);
+		if (!board_dtb)
+			return LAB_EUSAGE;
+		/* Record what is really booted for the results store. */
+		int rc = lab_sha256_file(board_dtb, s->d->dtb_sha256, e);
+		if (rc) {
+			free(board_dtb);
+			return rc;
+		}
+		src[2] = board_dtb;
+	}
+	int rc = stage_files(s, src, e);
+	free(board_dtb);
+	return rc;
+}
+
+static int stage_files(struct tftp *s, const char *const src[3], struct lab_err *e)
+{
+	struct tftp_cfg *c = s->d->cfg;
 	const char *want[3] = {s->d->kernel_sha256, s->d->initrd_sha256, s->d->dtb_sha256};
 	if (lab_mkdir_p(s->dir, 0755) != 0)
 		return LAB_ERR(e, LAB_EINFRA, "cannot create %s: %s", s->dir, strerror(errno));
@@ -283,7 +353,7 @@ static int tftp_run(struct deploy *d, const struct deploy_ctx *ctx)
 			.dhcp = !(c->ip && c->ip[0]),
 			.ipaddr = c->ip,
 			.netmask = c->netmask,
-			.serverip = c->server_ip,
+			.serverip = c->server,
 			.kernel = s->names[0],
 			.initrd = s->names[1],
 			.dtb = s->names[2],

@@ -257,7 +257,7 @@ static void test_tftp(void)
 	struct lab_err e = {0};
 	ok(rig_init(&r), "fake board at the U-Boot prompt");
 	char *root = path("tftp"), yaml[512];
-	snprintf(yaml, sizeof yaml, "{driver: uboot-tftp, tftp_root: '%s', server_ip: 10.0.0.1}", root);
+	snprintf(yaml, sizeof yaml, "{driver: uboot-tftp, tftp_root: '%s', server: 10.0.0.1}", root);
 	struct deploy *d = mk(L, yaml, &e);
 	ok(d && (deploy_uboot_tftp.flags & (DEPLOY_AT_UBOOT | DEPLOY_BOOTS)) ==
 		(DEPLOY_AT_UBOOT | DEPLOY_BOOTS), "uboot-tftp deploy (%s)", e.msg);
@@ -321,6 +321,30 @@ static void test_tftp(void)
 	ok(res.rc == LAB_EUSAGE && strstr(res.msg, "no U-Boot session"), "no session: %s", res.msg);
 	deploy_free(d);
 	free(bad.image);
+
+	/* The board's own DTB by name, found in dtbs/<vendor>/ next to the kernel image. */
+	char *vd = path("dtbs/rockchip");
+	lab_mkdir_p(vd, 0755);
+	put("dtbs/rockchip/rk3399-rockpro64.dtb", "rockpro64 dtb\n");
+	snprintf(yaml, sizeof yaml, "{driver: uboot-tftp, tftp_root: '%s', dtb: rk3399-rockpro64.dtb}", root);
+	d = mk(L, yaml, &e);
+	ctx.uboot = r.ub;
+	ok(rig_uboot(&r), "board power-cycled back to U-Boot");
+	res = run(L, d, &ctx, 10000);
+	char *bd = xasprintf("%s/dut1/rk3399-rockpro64.dtb", root), *vdf = path("dtbs/rockchip/rk3399-rockpro64.dtb");
+	char h[65];
+	lab_sha256_file(vdf, h, NULL);
+	ok(res.rc == LAB_OK && same_file(bd, vdf) && strcmp(d->dtb_sha256, h) == 0,
+	   "board dtb found in dtbs/rockchip/, staged, its sha256 recorded (%s)", res.msg);
+	deploy_free(d);
+	snprintf(yaml, sizeof yaml, "{driver: uboot-tftp, tftp_root: '%s', dtb: nope.dtb}", root);
+	d = mk(L, yaml, &e);
+	res = run(L, d, &ctx, 5000);
+	ok(res.rc == LAB_EUSAGE && strstr(res.msg, "nope.dtb not found"), "missing board dtb: %s", res.msg);
+	deploy_free(d);
+	free(bd);
+	free(vdf);
+	free(vd);
 
 	lab_err_clear(&e);
 	snprintf(yaml, sizeof yaml, "{driver: uboot-tftp, tftp_root: '%s', subdir: '../etc'}", root);

@@ -166,6 +166,12 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		else
 			fprintf(stderr, "emmclab: HTML report written to %s\n", report);
 	}
+	if (res.integrity_failures > 0) {
+		fprintf(stderr, "emmclab: %d power-fail iteration(s) lost acknowledged data\n",
+			res.integrity_failures);
+		if (exit_code == 0)
+			exit_code = 1;
+	}
 	if (baseline) {
 		int nreg = 0;
 		struct lab_err be = {0};
@@ -174,7 +180,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		else if (nreg > 0 && exit_code == 0)
 			exit_code = 1;
 	}
-	if (exit_code == 0 && (res.jobs_infra > 0 || res.aborted || res.jobs_ok == 0))
+	if ((exit_code == 0 || exit_code == 1) && (res.jobs_infra > 0 || res.aborted || res.jobs_ok == 0))
 		exit_code = 3;
 	if (exit_code == 0 && res.jobs_mismatch > 0)
 		exit_code = 3;

@@ -3,6 +3,7 @@
 #include "board.h"
 #include "loop.h"
 #include "plan.h"
+#include "power.h"
 #include "proto.h"
 
 #include <errno.h>
@@ -49,6 +50,10 @@ struct rboard {
 	uint64_t wl_start_ns;
 	size_t sysfs_i;        /* next sysfs write of the recipe */
 	struct collect col;
+	/* power-fail workload (the controller cuts power while the agent writes) */
+	int pf_phase;          /* 0 idle, 1 writing, 2 cutting, 3 booting, 4 checking */
+	int64_t pf_acked;      /* highest acknowledged record so far */
+	struct loop_timer pf_timer;
 	bool done;
 	bool failing;          /* slot failure being handled */
 };
@@ -68,6 +73,8 @@ struct runner {
 	char *transcript_dir;
 	struct lab_err err; /* first store error: fatal for the run */
 };
+
+static void powerfail_start(struct rboard *rb);
 
 static void next_slot(struct rboard *rb);
 static void run_workload(struct rboard *rb);
@@ -310,6 +317,12 @@ static void on_agent_msg(struct board *b, const struct proto_msg *m, void *arg)
 		int64_t v = geti64(m, "value");
 		if (!name || v < 0)
 			return;
+		if (rb->pf_phase == 1 && strcmp(name, "acked") == 0) {
+			/* Acknowledgements stream while the writer runs: keep only the latest. */
+			if (v > rb->pf_acked)
+				rb->pf_acked = v;
+			return;
+		}
 		c->counters = xreallocarray(c->counters, c->ncounters + 1, sizeof *c->counters);
 		c->counters[c->ncounters++] = (struct store_counter){xstrdup(name), v};
 	} else if (strcmp(m->kind, "mode") == 0) {
@@ -448,6 +461,254 @@ static void on_workload_done(struct board *b, int rc, enum board_fail fail, cons
 	run_workload(rb);
 }
 
+/* ---- the power-fail workload ----
+ * One iteration: the agent writes fsync'd records and acknowledges each; at a
+ * random moment (seeded: suite seed, board, iteration) the controller cuts the
+ * power, boots the same mode again, verifies it, and has the agent check that
+ * every acknowledged record survived.  Lost or corrupt acknowledged records
+ * are a result (the part is not safe in this mode), not an infrastructure error. */
+
+static const char *wl_arg(const struct workload_cfg *w, const char *key)
+{
+	if (!w->args || w->args->kind != CFG_MAP)
+		return NULL;
+	const struct cfg_node *v = cfg_map_get(w->args, key);
+	return v && v->kind == CFG_SCALAR ? v->value : NULL;
+}
+
+static uint64_t wl_ms(const struct workload_cfg *w, const char *key, uint64_t def)
+{
+	const char *v = wl_arg(w, key);
+	uint64_t ms;
+	if (v && opt_parse_duration(v, &ms) == 0)
+		return ms;
+	return def;
+}
+
+static void pf_args(struct lab_buf *b, const struct workload_cfg *w, const char *skip1, const char *skip2)
+{
+	if (!w->args || w->args->kind != CFG_MAP)
+		return;
+	for (size_t i = 0; i < w->args->n; i++) {
+		const char *k = w->args->keys[i]->value;
+		if (w->args->items[i]->kind != CFG_SCALAR || strcmp(k, "cut_min") == 0 ||
+		    strcmp(k, "cut_max") == 0 || (skip1 && strcmp(k, skip1) == 0) ||
+		    (skip2 && strcmp(k, skip2) == 0))
+			continue;
+		append_arg(b, k, w->args->items[i]->value);
+	}
+}
+
+static void pf_fail(struct rboard *rb, int rc, enum board_fail fail, const char *what, const char *msg)
+{
+	loop_timer_stop(rb->r->loop, &rb->pf_timer);
+	rb->pf_phase = 0;
+	const char *kind = rc ? board_fail_name(fail) : "agent-protocol";
+	char *m = xasprintf("powerfail %s: %s", what, rb->col.error[0] ? rb->col.error : msg ? msg : "failed");
+	record_event(rb, kind, "running", m);
+	slot_failed(rb, kind, m);
+	free(m);
+}
+
+static int64_t counter_value(const struct collect *c, const char *name)
+{
+	for (size_t i = 0; i < c->ncounters; i++)
+		if (strcmp(c->counters[i].name, name) == 0)
+			return c->counters[i].value;
+	return -1;
+}
+
+static void pf_check_done(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	struct rboard *rb = arg;
+	struct runner *r = rb->r;
+	struct collect *c = &rb->col;
+	if (rc != LAB_OK || c->error[0]) {
+		pf_fail(rb, rc, fail, "check", msg);
+		return;
+	}
+	rb->pf_phase = 0;
+	struct plan_job *j = cur_job(rb);
+	const struct plan_slot *s = cur_slot(rb);
+	int64_t acked = counter_value(c, "acked"), lost = counter_value(c, "lost");
+	int64_t corrupt = counter_value(c, "corrupt");
+	if (acked < 0 || lost < 0 || corrupt < 0) {
+		pf_fail(rb, LAB_OK, FAIL_AGENT_PROTOCOL, "check", "the check reported no acked/lost/corrupt counts");
+		return;
+	}
+	struct store_sample smp[3] = {
+		{"acked_records", (double)acked, "records"},
+		{"lost_records", (double)lost, "records"},
+		{"corrupt_records", (double)corrupt, "records"},
+	};
+	struct lab_err e = {0};
+	if (store_iteration_write(r->store, j->db_id, "powerfail", s->iteration,
+				  (double)(lab_now_ns() - rb->wl_start_ns) / 1e9, 0, smp, 3, c->counters,
+				  c->ncounters, NULL, &e)) {
+		store_fail(r, &e);
+		end_board(rb);
+		return;
+	}
+	r->res->iterations++;
+	r->res->samples += 3;
+	if (lost > 0 || corrupt > 0) {
+		r->res->integrity_failures++;
+		logf_(r, "%s: DATA LOSS in %s iteration %d: %lld of %lld acknowledged records lost, %lld corrupt",
+		      rb->cfg->name, lab_mode_names[j->mode], s->iteration, (long long)lost,
+		      (long long)acked, (long long)corrupt);
+	} else if (r->o->verbose) {
+		logf_(r, "%s: %s powerfail iteration %d: %lld acknowledged records intact", rb->cfg->name,
+		      lab_mode_names[j->mode], s->iteration, (long long)acked);
+	}
+	collect_reset(c);
+	rb->wl++;
+	run_workload(rb);
+}
+
+static void pf_mode_done(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	struct rboard *rb = arg;
+	struct collect *c = &rb->col;
+	struct plan_job *j = cur_job(rb);
+	if (rc != LAB_OK || !c->have_mode) {
+		pf_fail(rb, rc, fail, "mode verification after the cut", msg);
+		return;
+	}
+	int vm = run_mode_from_verified(c->fua, c->write_cache, c->cqe);
+	if (vm != j->mode) {
+		char *m = xasprintf("after the power cut the DUT runs %s, not %s; no samples stored",
+				    vm >= 0 ? lab_mode_names[vm] : c->vmode, lab_mode_names[j->mode]);
+		rb->pf_phase = 0;
+		record_event(rb, "mode-mismatch", "running", m);
+		finish_job(rb, j, JOB_MISMATCH, m);
+		free(m);
+		collect_reset(c);
+		rb->booted_job = -1;
+		rb->cur++;
+		next_slot(rb);
+		return;
+	}
+	const struct workload_cfg *w = &j->suite->workloads[rb->wl];
+	struct lab_buf args;
+	lab_buf_init(&args, 4096);
+	lab_buf_printf(&args, "powerfail-check");
+	char num[32];
+	snprintf(num, sizeof num, "%d", cur_slot(rb)->iteration);
+	append_arg(&args, "iter", num);
+	snprintf(num, sizeof num, "%lld", (long long)rb->pf_acked);
+	append_arg(&args, "acked", num);
+	pf_args(&args, w, "records", NULL);
+	collect_reset(c);
+	rb->pf_phase = 4;
+	if (board_agent(rb->b, lab_buf_cstr(&args), agent_timeout(rb), on_agent_msg, pf_check_done, rb))
+		pf_fail(rb, LAB_OK, FAIL_AGENT_PROTOCOL, "check", "could not start the agent");
+	lab_buf_free(&args);
+}
+
+static void pf_booted(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	struct rboard *rb = arg;
+	if (rc != LAB_OK) {
+		pf_fail(rb, rc, fail, "boot after the cut", msg);
+		return;
+	}
+	rb->booted_job = (int)cur_slot(rb)->job;
+	char *a = xasprintf("mode expect=%s", lab_mode_names[cur_job(rb)->mode]);
+	collect_reset(&rb->col);
+	if (board_agent(rb->b, a, 120000, on_agent_msg, pf_mode_done, rb))
+		pf_fail(rb, LAB_OK, FAIL_AGENT_PROTOCOL, "mode verification", "could not start the agent");
+	free(a);
+}
+
+static void pf_off(struct board *b, int rc, int state, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(state);
+	struct rboard *rb = arg;
+	if (rc != LAB_OK) {
+		pf_fail(rb, LAB_EINFRA, FAIL_POWER, "power cut", msg);
+		return;
+	}
+	struct plan_job *j = cur_job(rb);
+	rb->pf_phase = 3;
+	rb->booted_job = -1;
+	const char *extra = rb->cfg->type ? rb->cfg->type->modes[j->mode].cmdline : NULL;
+	if (board_boot(rb->b, j->kernel, extra ? extra : "", rb->r->transcript_dir, pf_booted, rb))
+		pf_fail(rb, LAB_EINFRA, FAIL_POWER, "boot after the cut", "board busy");
+}
+
+static void pf_cut(struct rboard *rb)
+{
+	loop_timer_stop(rb->r->loop, &rb->pf_timer);
+	rb->pf_phase = 2;
+	/* Abandon the writer mid-record: that is the point. */
+	board_abort(rb->b);
+	if (board_power(rb->b, POWER_OFF, pf_off, rb))
+		pf_fail(rb, LAB_EINFRA, FAIL_POWER, "power cut", "the power driver refused");
+}
+
+static void on_pf_timer(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct rboard *rb = arg;
+	if (rb->pf_phase == 1)
+		pf_cut(rb);
+}
+
+static void pf_write_done(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	struct rboard *rb = arg;
+	if (rb->pf_phase != 1)
+		return;
+	if (rc != LAB_OK || rb->col.error[0]) {
+		pf_fail(rb, rc, fail, "write", msg);
+		return;
+	}
+	/* Every record was written before the cut came: cut now. */
+	pf_cut(rb);
+}
+
+static void powerfail_start(struct rboard *rb)
+{
+	struct runner *r = rb->r;
+	struct plan_job *j = cur_job(rb);
+	const struct plan_slot *s = cur_slot(rb);
+	const struct workload_cfg *w = &j->suite->workloads[rb->wl];
+	uint64_t lo = wl_ms(w, "cut_min", 500), hi = wl_ms(w, "cut_max", 3000);
+	if (hi < lo)
+		hi = lo;
+	uint64_t seed = (uint64_t)j->suite->seed * 0x9E3779B97F4A7C15ull ^
+			((uint64_t)rb->pb->board << 32) ^ ((uint64_t)s->iteration << 8) ^ (uint64_t)j->failures;
+	seed ^= seed >> 31;
+	seed *= 0xBF58476D1CE4E5B9ull;
+	seed ^= seed >> 27;
+	uint64_t delay = lo + seed % (hi - lo + 1);
+	struct lab_buf args;
+	lab_buf_init(&args, 4096);
+	lab_buf_printf(&args, "powerfail-write");
+	char it[16];
+	snprintf(it, sizeof it, "%d", s->iteration);
+	append_arg(&args, "iter", it);
+	pf_args(&args, w, NULL, NULL);
+	collect_reset(&rb->col);
+	rb->pf_phase = 1;
+	rb->pf_acked = 0;
+	rb->wl_start_ns = lab_now_ns();
+	loop_timer_init(&rb->pf_timer, on_pf_timer, rb);
+	loop_timer_start(r->loop, &rb->pf_timer, delay);
+	if (r->o->verbose)
+		logf_(r, "%s: %s powerfail iteration %d: cutting power after %llu ms", rb->cfg->name,
+		      lab_mode_names[j->mode], s->iteration, (unsigned long long)delay);
+	if (board_agent(rb->b, lab_buf_cstr(&args), agent_timeout(rb), on_agent_msg, pf_write_done, rb))
+		pf_fail(rb, LAB_OK, FAIL_AGENT_PROTOCOL, "write", "could not start the agent");
+	lab_buf_free(&args);
+}
+
 static void run_workload(struct rboard *rb)
 {
 	struct plan_job *j = cur_job(rb);
@@ -462,6 +723,10 @@ static void run_workload(struct rboard *rb)
 		return;
 	}
 	const struct workload_cfg *w = &j->suite->workloads[rb->wl];
+	if (strcmp(w->name, "powerfail") == 0) {
+		powerfail_start(rb);
+		return;
+	}
 	struct lab_buf args;
 	lab_buf_init(&args, 4096);
 	lab_buf_printf(&args, "%s", w->name);
@@ -798,6 +1063,7 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 		rb->pb = &r.plan->boards[i];
 		rb->cfg = &lab->boards[rb->pb->board];
 		rb->booted_job = -1;
+		loop_timer_init(&rb->pf_timer, on_pf_timer, rb);
 		collect_reset(&rb->col);
 		rc = store_board_upsert(s, rb->cfg->name, rb->cfg->type_name, rb->cfg->type ? rb->cfg->type->host : NULL,
 					lab->name, &rb->board_id, e);
@@ -860,6 +1126,7 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 	}
 out_boards:
 	for (size_t i = 0; i < r.nrb; i++) {
+		loop_timer_stop(r.loop, &r.rb[i].pf_timer);
 		collect_reset(&r.rb[i].col);
 		board_free(r.rb[i].b);
 	}

@@ -33,6 +33,7 @@ struct run_result {
 	int jobs, jobs_ok, jobs_infra, jobs_mismatch, jobs_skipped;
 	int iterations, samples, events;
 	int boards_quarantined;
+	int integrity_failures; /* power-fail iterations that lost acknowledged records */
 	bool aborted;
 	bool budget_exhausted;
 	uint64_t wall_ms;

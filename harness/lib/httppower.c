@@ -43,10 +43,15 @@ int httppower_init(struct httppower *hp, struct power *p, const char *url, const
 		hp->base[--n] = '\0';
 	hp->user = user && user[0] ? xstrdup(user) : NULL;
 	hp->retries = retries;
-	/* Leave room for every attempt (and some backoff) inside the power timeout. */
-	hp->try_ms = p->timeout_ms / (uint64_t)(retries + 1);
-	if (hp->try_ms > 250 * (uint64_t)retries + 200)
-		hp->try_ms -= 250 * (uint64_t)retries;
+	/* Fit every attempt and the backoff between them inside the power timeout;
+	 * when that leaves too little per attempt, the power timeout is the backstop. */
+	uint64_t backoff = 0;
+	for (int i = 0; i < retries; i++)
+		backoff += (uint64_t)HTTPPOWER_BACKOFF_MS << i;
+	uint64_t n = (uint64_t)retries + 1;
+	hp->try_ms = p->timeout_ms > backoff ? (p->timeout_ms - backoff) / n : 0;
+	if (hp->try_ms < 300)
+		hp->try_ms = p->timeout_ms / n;
 	if (hp->try_ms < 100)
 		hp->try_ms = 100;
 	hp->retry_timeouts = true;

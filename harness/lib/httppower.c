@@ -48,10 +48,10 @@ int httppower_init(struct httppower *hp, struct power *p, const char *url, const
 	uint64_t backoff = 0;
 	for (int i = 0; i < retries; i++)
 		backoff += (uint64_t)HTTPPOWER_BACKOFF_MS << i;
-	uint64_t n = (uint64_t)retries + 1;
-	hp->try_ms = p->timeout_ms > backoff ? (p->timeout_ms - backoff) / n : 0;
+	uint64_t tries = (uint64_t)retries + 1;
+	hp->try_ms = p->timeout_ms > backoff ? (p->timeout_ms - backoff) / tries : 0;
 	if (hp->try_ms < 300)
-		hp->try_ms = p->timeout_ms / n;
+		hp->try_ms = p->timeout_ms / tries;
 	if (hp->try_ms < 100)
 		hp->try_ms = 100;
 	hp->retry_timeouts = true;

@@ -344,16 +344,18 @@ static void count_io(struct sim_board *b, long rel, long flushes)
 static int cmd_androbench(struct agent_run *r)
 {
 	struct sim_board *b = r->b;
-	double iters, count, seq, req, rnd, ios;
-	if (!arg_num(r, "iter", 1, 1, 100000, &iters) || !arg_num(r, "count", 0, 0, 1, &count) ||
+	double iters, label, count, seq, req, rnd, ios;
+	/* As the real agent: iter= labels the iteration, iterations= runs several. */
+	if (!arg_num(r, "iter", 1, 1, 100000, &label) || !arg_num(r, "iterations", 1, 1, 100000, &iters) ||
+	    !arg_num(r, "count", 0, 0, 1, &count) ||
 	    !arg_num(r, "seq_mib", 64, 1, 65536, &seq) || !arg_num(r, "req_mib", 32, 1, 4096, &req) ||
 	    !arg_num(r, "rand_mib", 64, 1, 65536, &rnd) || !arg_num(r, "rand_ios", 4096, 1, 1e8, &ios))
 		return -1;
 	struct sim_ab_args a = {.seq_mib = seq, .req_mib = req, .rand_mib = rnd, .rand_ios = (long)ios};
 	char what[128];
-	for (unsigned it = 1; it <= (unsigned)iters; it++) {
-		snprintf(what, sizeof what, "androbench iter %u/%u in /dev/mmcblk0", it, (unsigned)iters);
-		emit_progress(r, (int)((it - 1) * 100 / (unsigned)iters), what);
+	for (unsigned it = (unsigned)label; it < (unsigned)label + (unsigned)iters; it++) {
+		snprintf(what, sizeof what, "androbench iter %u in /dev/mmcblk0", it);
+		emit_progress(r, (int)((it - (unsigned)label) * 100 / (unsigned)iters), what);
 		struct sim_ab_result res;
 		sim_model_androbench(b->part, b->eff, slow_factor(b), &a, &b->rng_model, &res);
 		wait_ms(r, res.duration_s * 1000);
@@ -379,8 +381,9 @@ static int cmd_androbench(struct agent_run *r)
 static int cmd_fscopy(struct agent_run *r)
 {
 	struct sim_board *b = r->b;
-	double iters, count, scale;
-	if (!arg_num(r, "iter", 1, 1, 100000, &iters) || !arg_num(r, "count", 0, 0, 1, &count) ||
+	double iters, label, count, scale;
+	if (!arg_num(r, "iter", 1, 1, 100000, &label) || !arg_num(r, "iterations", 1, 1, 100000, &iters) ||
+	    !arg_num(r, "count", 0, 0, 1, &count) ||
 	    !arg_num(r, "scale", 1.0, 0.0001, 100, &scale))
 		return -1;
 	const char *tree = arg(r, "tree");
@@ -389,9 +392,9 @@ static int cmd_fscopy(struct agent_run *r)
 		 (unsigned)(79000 * scale), (unsigned)(5100 * scale), 1228.8 * scale);
 	if (!tree || strcmp(tree, "synthetic") == 0)
 		emit_progress(r, 0, what);
-	for (unsigned it = 1; it <= (unsigned)iters; it++) {
-		snprintf(what, sizeof what, "fscopy iter %u/%u on /dev/mmcblk0", it, (unsigned)iters);
-		emit_progress(r, (int)((it - 1) * 100 / (unsigned)iters), what);
+	for (unsigned it = (unsigned)label; it < (unsigned)label + (unsigned)iters; it++) {
+		snprintf(what, sizeof what, "fscopy iter %u on /dev/mmcblk0", it);
+		emit_progress(r, (int)((it - (unsigned)label) * 100 / (unsigned)iters), what);
 		struct sim_fs_result res;
 		sim_model_fscopy(b->part, b->eff, b->fs_runs == 0, slow_factor(b), scale, &b->rng_model, &res);
 		b->fs_runs++;

@@ -534,6 +534,9 @@ static void on_powered(struct power *p, int rc, int state, const char *msg, void
 		return;
 	}
 	console_set_expect_down(b->con, false);
+	/* panic watch from power-on, not before: the last lines of the previous
+	 * boot's panic may still come in while the power is being cycled */
+	shell_watch(b->sh);
 	b->at_uboot = false;
 	if (b->tr)
 		transcript_mark(b->tr, "== power on ==");
@@ -564,7 +567,6 @@ static void power_cycle(struct board *b)
 		return;
 	}
 	expect_flush(b->x);
-	shell_watch(b->sh);
 	set_state(b, BOARD_POWERING);
 	console_set_expect_down(b->con, true);
 	if (b->tr)

@@ -218,7 +218,7 @@ int report_print_mode_table(struct store *s, int64_t run_id, FILE *f, struct lab
 	int rc = report_build(s, &o, &m, e);
 	if (rc)
 		return rc;
-	report_text_modes(m, f, 72);
+	report_text_mode_table(m, f);
 	report_free(m);
 	return LAB_OK;
 }

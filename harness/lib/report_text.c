@@ -142,6 +142,110 @@ void report_text_modes(const struct report_model *m, FILE *f, int width)
 	rows_text(f, width, m->modes, false);
 }
 
+/*
+ * The table `emmclab run` prints at the end: per DUT, the headline metrics of
+ * each workload, FUA against cache-no-FUA (and the same with CQE), means with
+ * the change, its 95% CI and the verdict.  The full comparison (every metric,
+ * p-values, fua-cqe vs fua) is `emmclab compare` / `emmclab report`.
+ */
+static bool headline_metric(const char *w, const char *m)
+{
+	static const char *const heads[] = {
+		"androbench/seq_read", "androbench/seq_write", "androbench/rand_read",
+		"androbench/rand_write", "fscopy/wall_time", "powerfail/lost_records", NULL};
+	char key[128];
+	snprintf(key, sizeof key, "%s/%s", w, m);
+	for (size_t i = 0; heads[i]; i++)
+		if (strcmp(heads[i], key) == 0)
+			return true;
+	return false;
+}
+
+static const char *short_verdict(enum stats_verdict v)
+{
+	switch (v) {
+	case VERDICT_BETTER: return "better";
+	case VERDICT_WORSE: return "WORSE";
+	case VERDICT_NO_DIFF: return "same";
+	default: return "no test";
+	}
+}
+
+static void fmt_mean(char *buf, size_t n, const struct compare_side *s)
+{
+	if (s->n == 0)
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%.4g", s->d.mean);
+}
+
+void report_text_mode_table(const struct report_model *m, FILE *f)
+{
+	const struct compare_result *c = m->modes;
+	static const char *const pairs[2][2] = {{"fua", "cache-nofua"}, {"fua-cqe", "cache-nofua-cqe"}};
+	size_t shown = 0;
+	fprintf(f, "FUA vs cache-no-FUA (means of n iterations; change of cache-nofua against fua,\n"
+		   "95%% CI; verdict at alpha %.3g and minimum effect %.3g%%)\n",
+		m->opts.alpha, 100 * m->opts.min_effect);
+	const char *last_part = NULL, *last_board = NULL;
+	for (size_t pi = 0; pi < c->nrows; pi++) {
+		const struct compare_row *r0 = &c->rows[pi];
+		/* One block per part/board/kernel; rows of a block are contiguous. */
+		if (last_part && strcmp(last_part, r0->part_label) == 0 && last_board &&
+		    strcmp(last_board, r0->board) == 0)
+			continue;
+		last_part = r0->part_label;
+		last_board = r0->board;
+		bool header = false;
+		for (int pr = 0; pr < 2; pr++) {
+			bool sub = false;
+			for (size_t i = pi; i < c->nrows; i++) {
+				const struct compare_row *x = &c->rows[i];
+				if (strcmp(x->part_label, last_part) != 0 || strcmp(x->board, last_board) != 0)
+					break;
+				if (!x->a.label || !x->b.label || strcmp(x->a.label, pairs[pr][0]) != 0 ||
+				    strcmp(x->b.label, pairs[pr][1]) != 0 || !headline_metric(x->workload, x->metric))
+					continue;
+				if (!header) {
+					fprintf(f, "\n%s", x->part_label);
+					if (x->board[0])
+						fprintf(f, " on %s", x->board);
+					if (x->kernel[0])
+						fprintf(f, ", kernel %s", x->kernel);
+					fputc('\n', f);
+					header = true;
+				}
+				if (!sub) {
+					fprintf(f, "  %-24s %-6s %3s %9s %9s %8s %-19s %s\n", "workload/metric",
+						"unit", "n", pairs[pr][0], pr ? "+nofua" : "nofua", "change",
+						"95% CI", "verdict");
+					sub = true;
+				}
+				char wm[64], ma[24], mb[24], ch[24], lo[24], hi[24], ci[64];
+				snprintf(wm, sizeof wm, "%s/%s", x->workload, x->metric);
+				fmt_mean(ma, sizeof ma, &x->a);
+				fmt_mean(mb, sizeof mb, &x->b);
+				bool test = x->cmp.verdict != VERDICT_NO_TEST;
+				report_pct(ch, sizeof ch, x->cmp.change);
+				if (test && isfinite(x->cmp.change_lo)) {
+					report_pct(lo, sizeof lo, x->cmp.change_lo);
+					report_pct(hi, sizeof hi, x->cmp.change_hi);
+					snprintf(ci, sizeof ci, "[%s, %s]", lo, hi);
+				} else {
+					snprintf(ci, sizeof ci, "%s", "");
+				}
+				fprintf(f, "  %-24s %-6s %3zu %9s %9s %8s %-19s %s\n", wm, x->unit ? x->unit : "",
+					x->a.n < x->b.n ? x->a.n : x->b.n, ma, mb, ch, ci, short_verdict(x->cmp.verdict));
+				shown++;
+			}
+		}
+	}
+	if (shown == 0)
+		fprintf(f, "\nNo FUA vs cache-no-FUA pair with samples in %s.\n", m->scope);
+	fprintf(f, "\nEvery metric and test: emmclab compare --run %lld; the HTML report has plots.\n",
+		(long long)m->run_id);
+}
+
 static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 {
 	LAB_UNUSED(e);

@@ -218,9 +218,10 @@ int cmd_upload(struct cli *cli, int argc, char **argv)
 		rc = cli_error(&e);
 	} else {
 		if (!cli->quiet)
-			printf("%d attempted: %d sent, %d to retry, %d failed\n", st.attempted, st.sent,
-			       st.retry, st.rejected);
-		rc = (st.retry || st.rejected) ? 3 : 0;
+			printf("%d attempt%s: %d sent, %d to retry later, %d failed; %d not delivered\n",
+			       st.attempted, st.attempted == 1 ? "" : "s", st.sent, st.retry, st.rejected,
+			       st.unsent);
+		rc = st.unsent ? 3 : 0;
 	}
 	loop_free(l);
 	store_close(s);

@@ -1419,6 +1419,15 @@ int upload_send(struct store *s, struct loop *l, const struct upload_send_opts *
 		flight_free(&sd, f);
 	}
 	http_free(sd.h);
+	struct lab_err qe = {0};
+	sqlite3_stmt *q = prep(s, "SELECT state FROM upload WHERE id = ?", &qe);
+	for (size_t i = 0; q && i < sd.nstarted; i++) {
+		sqlite3_reset(q);
+		sqlite3_bind_int64(q, 1, sd.started[i]);
+		if (sqlite3_step(q) != SQLITE_ROW || strcmp(col_str(q, 0), "sent") != 0)
+			st->unsent++;
+	}
+	sqlite3_finalize(q);
 	free(sd.started);
 	free(sd.spool_root);
 	upload_targets_free(&sd.over);

@@ -139,7 +139,8 @@ struct upload_send_opts {
 };
 
 struct upload_stats {
-	int attempted, sent, retry, rejected;
+	int attempted, sent, retry, rejected; /* per attempt */
+	int unsent;  /* rows attempted by this call that are not sent at its end */
 };
 
 /* Send what is due on loop l (driven here until done).  Returns LAB_OK even

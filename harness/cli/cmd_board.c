@@ -147,7 +147,8 @@ static int do_power(struct bctx *c, const char *what)
 	}
 	int rc = board_power(c->b, op, on_power, c);
 	if (rc) {
-		fprintf(stderr, "emmclab: %s: power request refused (%s)\n", board_name(c->b),
+		fprintf(stderr, "emmclab: %s: power request refused%s (%s)\n", board_name(c->b),
+			op == POWER_STATE ? ": this power driver cannot read the state" : "",
 			lab_strerror(rc));
 		return lab_exit_code(rc);
 	}

@@ -201,5 +201,37 @@ B b1 power cycle
 sleep 0.3
 printf ' \r' | "$EMMCLAB" board b1 console --lab "$T/lab.yaml" > "$T/out" 2> "$T/err" || fail "console"
 grep -q "console closed" "$T/err" || fail "console did not close"
+# ... and on a terminal: raw mode, typed keys reach U-Boot, Ctrl-] leaves
+B b1 power off
+python3 - "$EMMCLAB" "$T/lab.yaml" > "$T/out" 2> "$T/err" <<'PY' || fail "interactive console"
+import os, pty, select, subprocess, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "board", "b1", "console", "--lab", sys.argv[2]])
+buf = b""
+def read_until(token, secs):
+    global buf
+    end = time.time() + secs
+    while token not in buf and time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                buf += os.read(fd, 4096)
+            except OSError:
+                break
+    return token in buf
+ok = read_until(b"console open", 5)
+subprocess.run([sys.argv[1], "-q", "board", "b1", "power", "on", "--lab", sys.argv[2]], check=True)
+ok = ok and read_until(b"Hit any key", 5)
+os.write(fd, b" ")                      # stops autoboot
+ok = ok and read_until(b"=> ", 5)
+os.write(fd, b"version\r")
+ok = ok and read_until(b"U-Boot 20", 5)
+os.write(fd, b"\x1d")                   # Ctrl-]
+ok = ok and read_until(b"console closed", 5)
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(buf.decode(errors="replace"))
+sys.exit(0 if ok and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0 else 1)
+PY
 B b1 power off
 echo "board_sim: all passed"

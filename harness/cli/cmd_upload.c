@@ -22,7 +22,7 @@
 
 enum {
 	O_DB = 1000, O_PENDING, O_RETRY, O_RUN, O_CONFIG, O_NOW, O_FAILED, O_MAXTIME, O_SPOOL,
-	O_PARALLEL, O_ALL, O_NOSEND,
+	O_PARALLEL, O_ALL, O_NOSEND, O_SCHEMA,
 };
 
 static void print_row(const struct upload_row *r, void *arg)
@@ -66,6 +66,7 @@ int cmd_upload(struct cli *cli, int argc, char **argv)
 		{"parallel", required_argument, NULL, O_PARALLEL},
 		{"all", no_argument, NULL, O_ALL},
 		{"no-send", no_argument, NULL, O_NOSEND},
+		{"schema", no_argument, NULL, O_SCHEMA},
 		{NULL, 0, NULL, 0},
 	};
 	const char *db = NULL;
@@ -132,6 +133,10 @@ int cmd_upload(struct cli *cli, int argc, char **argv)
 		case O_NOSEND:
 			nosend = true;
 			break;
+		case O_SCHEMA: /* the key tables of docs/uploads.md */
+			upload_schema_md(stdout);
+			free(configs);
+			return 0;
 		default:
 			fprintf(stderr, "emmclab: upload: unknown option '%s'\n", argv[optind - 1]);
 			free(configs);
@@ -179,7 +184,8 @@ int cmd_upload(struct cli *cli, int argc, char **argv)
 		return 2;
 	}
 	struct store *s = NULL;
-	if (store_open(path, pending ? STORE_READONLY : 0, &s, &e)) {
+	/* Not read-only even for --pending: an older store gets the outbox columns first. */
+	if (store_open(path, 0, &s, &e)) {
 		config_free(lab);
 		return cli_error(&e);
 	}

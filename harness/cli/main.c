@@ -48,8 +48,14 @@ const struct cmd_entry cmd_table[] = {
 	{"baseline", "set [--run ID | --last N] [--name NAME] | show", "pin or show the regression baseline",
 	 "Nightly runs are compared against the baseline; significant regressions exit 1.",
 	 cmd_baseline},
-	{"upload", "--pending | --retry | --run ID", "send results to the configured web targets",
-	 "Uploads go through a durable outbox in the results store and are idempotent.", cmd_upload},
+	{"upload", "--pending [--all] | --retry [--now] [--failed] [--max-time DUR] | --run ID [--no-send]  "
+	 "(each takes --db PATH, --config FILE, --spool DIR, --parallel N)",
+	 "send results to the configured web targets",
+	 "Uploads go through a durable outbox in the results store and are idempotent.\n"
+	 "--pending lists what waits; --retry sends what is due (all targets at once; --now ignores\n"
+	 "the backoff, --failed includes rows that failed for good, --max-time keeps retrying);\n"
+	 "--run ID queues the run for the targets of --config FILE (if given) and sends it again.\n"
+	 "Exit 3 while something is left undelivered. See docs/uploads.md.", cmd_upload},
 	{"import", "[--db PATH] [--skip-bad] [--force] FILE.csv...", "import published measurements (CSV)",
 	 "Recognises the AndroBench (board,controller,queue_fua,workload,run,mib_per_s) and ext4 copy\n"
 	 "(dut,module,mode,run,seconds) layouts by their header; each file becomes one run.\n"

@@ -138,6 +138,11 @@ grep -q '"replaced": true' store.jsonl || fail "PUT re-send did not replace by p
 # 5. kill -9 the sender while the server holds a request: the row stays
 #    pending with the attempt charged, and the next retry completes it once.
 "$EMMCLAB" import --db "$db" "$EMMCLAB_SRC/results/reference/androbench-sdhci-sprd.csv" >/dev/null
+# One job of that run failed to boot: its transcript goes along, its test fails.
+printf 'U-Boot 2023.01\nmmc0: timeout\nresetting ...\n' > boot-1.log
+sqlite3 "$db" "UPDATE job SET status = 'infra' WHERE id = (SELECT min(id) FROM job WHERE run_id = 2);
+	INSERT INTO transcript (run_id, job_id, board_id, path, sha256, bytes, boot_n)
+	SELECT 2, min(id), board_id, '$tmp/boot-1.log', 'x', 40, 1 FROM job WHERE run_id = 2;"
 "$EMMCLAB" upload --db "$db" --run 2 --config lab.yaml --no-send >/dev/null
 start_server "hang:4"
 "$EMMCLAB" upload --db "$db" --retry --parallel 1 > out5.txt 2>&1 &
@@ -147,9 +152,13 @@ kill -9 $pid; wait $pid 2>/dev/null || true
 [ "$(rows "run_id = 2 AND state = 'pending' AND attempts = 1")" -ge 1 ] || fail "killed attempt not charged"
 "$EMMCLAB" upload --db "$db" --retry --now --max-time 20s > out6.txt 2>&1 || { cat out6.txt; fail "after kill"; }
 [ "$(rows "state <> 'sent'")" = 0 ] || fail "rows left after the kill"
-python3 - store.jsonl <<'PY' || fail "duplicates after kill -9"
+python3 - store.jsonl <<'PY' || fail "duplicates after kill -9, or the failed boot not attached"
 import json, sys, collections
-c = collections.Counter(json.loads(l)["job_id"] for l in open(sys.argv[1]) if '"squad"' in l)
+recs = [json.loads(l) for l in open(sys.argv[1])]
+c = collections.Counter(r["job_id"] for r in recs if r["kind"] == "squad")
 assert len(c) == 6 and set(c.values()) == {1}, c
+r2 = [r for r in recs if r["kind"] == "squad" and r["metadata"]["emmclab_run_id"] == "2"][0]
+import hashlib; assert r2["attachments"].get("boot-1.log", {}).get("sha256") == hashlib.sha256(open("boot-1.log", "rb").read()).hexdigest(), r2["attachments"]
+assert "fail" in r2["tests"].values() and "pass" in r2["tests"].values(), r2["tests"]
 PY
 echo "upload_squad: ok"

@@ -226,12 +226,24 @@ static char *required_literal(const char *re)
 			lit = depth == 0;
 			litc = ch;
 		}
-		char q = next <= n ? re[next] : 0;
-		bool optional = q == '?' || q == '*' || q == '{';
+		/* the quantifier chain after this atom: any ?, * or {} makes it optional
+		 * (a+* is optional too); a pure + chain keeps one copy but ends the run */
+		bool optional = false, quant = false;
+		size_t j = next;
+		while (j < n && strchr("+*?{", re[j])) {
+			quant = true;
+			if (re[j] != '+')
+				optional = true;
+			if (re[j] == '{') {
+				const char *close = strchr(re + j, '}');
+				j = close ? (size_t)(close - re) : n;
+			}
+			j++;
+		}
+		next = j; /* the quantifiers are consumed with their atom */
 		if (lit && !optional)
 			cur[curlen++] = litc;
-		/* `x+` keeps the one copy added above, but the run cannot continue past it */
-		if (!lit || optional || q == '+') {
+		if (!lit || quant) {
 			if (curlen > bestlen) {
 				free(best);
 				best = xstrndup(cur, curlen);
@@ -244,6 +256,50 @@ static char *required_literal(const char *re)
 	}
 	free(cur);
 	return best;
+}
+
+/* POSIX leaves adjacent duplication symbols (a+*, b?+, c{2}*) undefined, and glibc's
+ * regcomp takes exponential time on chains of them: refuse them up front. */
+static bool stacked_quantifiers(const char *re)
+{
+	bool prev_quant = false;
+	for (size_t i = 0; re[i]; i++) {
+		char ch = re[i];
+		if (ch == '\\') {
+			if (re[i + 1])
+				i++;
+			prev_quant = false;
+		} else if (ch == '[') {
+			size_t j = i + 1;
+			if (re[j] == '^')
+				j++;
+			if (re[j] == ']')
+				j++;
+			while (re[j] && re[j] != ']') {
+				if (re[j] == '[' && (re[j + 1] == ':' || re[j + 1] == '.' || re[j + 1] == '=')) {
+					const char *close = strstr(re + j + 2, (char[]){re[j + 1], ']', 0});
+					j = close ? (size_t)(close - re) + 2 : strlen(re);
+				} else {
+					j++;
+				}
+			}
+			i = re[j] ? j : j - 1;
+			prev_quant = false;
+		} else if (ch == '*' || ch == '+' || ch == '?' || ch == '{') {
+			if (prev_quant && i > 0)
+				return true;
+			if (ch == '{') {
+				const char *close = strchr(re + i, '}');
+				if (!close)
+					return false; /* regcomp will say what is wrong */
+				i = (size_t)(close - re);
+			}
+			prev_quant = true;
+		} else {
+			prev_quant = false;
+		}
+	}
+	return false;
 }
 
 int expect_add(struct expect *x, enum expect_kind kind, const char *pattern, uint64_t timeout_ms,
@@ -262,6 +318,12 @@ int expect_add(struct expect *x, enum expect_kind kind, const char *pattern, uin
 		p->lit = xstrdup(pattern);
 		p->litlen = strlen(pattern);
 	} else {
+		if (stacked_quantifiers(pattern)) {
+			LAB_ERR(e, LAB_EUSAGE, "expect: bad regex '%s': adjacent repetition operators",
+				pattern);
+			free(p);
+			return -1;
+		}
 		int rc = regcomp(&p->re, pattern, REG_EXTENDED | REG_NEWLINE);
 		if (rc != 0) {
 			char msg[256];

@@ -112,6 +112,34 @@ static void test_order_and_groups(void)
 	expect_free(x);
 }
 
+/* Regexes with a required literal are searched line by line: same results as regexec. */
+static void test_prefilter(void)
+{
+	struct rec r = {0};
+	struct expect *x = expect_new(NULL, 0);
+	struct lab_err e = {0};
+	int ext = expect_add(x, EXPECT_REGEX, "EXT4-fs \\(mmcblk([0-9]+)p[0-9]+\\): mounted", 0, cb,
+			     &r, &e);
+	int opt = expect_add(x, EXPECT_REGEX, "x?yz+q", 0, cb, &r, &e);
+	int grp = expect_add(x, EXPECT_REGEX, "^(ab)?cd{2}$", 0, cb, &r, &e);
+	ok(ext >= 0 && opt >= 0 && grp >= 0, "regexes added %s", e.msg);
+	feeds(x, "EXT4-fs (mmcblk0p1): mou");
+	feeds(x, "nted\nyzzzq\nxxcdd\n");
+	feeds(x, "abcdd\ncdd");
+	is_int(r.n, 4, "four matches");
+	is_int(r.ids[0], ext, "escaped parentheses are literal");
+	is_str(r.g1[0], "0", "group inside the match");
+	is_int(r.ids[1], opt, "optional x, repeated z");
+	is_str(r.text[1], "yzzzq", "longest match");
+	is_int(r.ids[2], grp, "anchored with an optional group");
+	is_str(r.text[2], "abcdd", "not the mid-line cdd");
+	is_int(r.ids[3], grp, "$ matches at the buffer end");
+	lab_err_clear(&e);
+	ok(expect_add(x, EXPECT_REGEX, "a+*", 0, cb, &r, &e) < 0 && strstr(e.msg, "adjacent"),
+	   "stacked quantifiers refused: %s", e.msg);
+	expect_free(x);
+}
+
 static void test_bounded(void)
 {
 	struct rec r = {0};
@@ -227,6 +255,7 @@ int main(void)
 	test_literal_across_reads();
 	test_regex_and_cleaning();
 	test_order_and_groups();
+	test_prefilter();
 	test_bounded();
 	test_lines();
 	test_reentrancy();

@@ -184,8 +184,8 @@ void report_text_mode_table(const struct report_model *m, FILE *f)
 	const struct compare_result *c = m->modes;
 	static const char *const pairs[2][2] = {{"fua", "cache-nofua"}, {"fua-cqe", "cache-nofua-cqe"}};
 	size_t shown = 0;
-	fprintf(f, "FUA vs cache-no-FUA (means of n iterations; change of cache-nofua against fua,\n"
-		   "95%% CI; verdict at alpha %.3g and minimum effect %.3g%%)\n",
+	fprintf(f, "FUA vs cache-no-FUA: means of n iterations, change of cache-nofua\n"
+		   "against fua, verdict at alpha %.3g and minimum effect %.3g%%\n",
 		m->opts.alpha, 100 * m->opts.min_effect);
 	const char *last_part = NULL, *last_board = NULL;
 	for (size_t pi = 0; pi < c->nrows; pi++) {
@@ -216,33 +216,24 @@ void report_text_mode_table(const struct report_model *m, FILE *f)
 					header = true;
 				}
 				if (!sub) {
-					fprintf(f, "  %-24s %-6s %3s %9s %9s %8s %-19s %s\n", "workload/metric",
-						"unit", "n", pairs[pr][0], pr ? "+nofua" : "nofua", "change",
-						"95% CI", "verdict");
+					fprintf(f, "  %-22s %-5s %2s %9s %9s %8s %s\n", "workload/metric", "unit",
+						"n", pairs[pr][0], pr ? "+nofua" : "nofua", "change", "verdict");
 					sub = true;
 				}
-				char wm[64], ma[24], mb[24], ch[24], lo[24], hi[24], ci[64];
+				char wm[64], ma[24], mb[24], ch[24];
 				snprintf(wm, sizeof wm, "%s/%s", x->workload, x->metric);
 				fmt_mean(ma, sizeof ma, &x->a);
 				fmt_mean(mb, sizeof mb, &x->b);
-				bool test = x->cmp.verdict != VERDICT_NO_TEST;
 				report_pct(ch, sizeof ch, x->cmp.change);
-				if (test && isfinite(x->cmp.change_lo)) {
-					report_pct(lo, sizeof lo, x->cmp.change_lo);
-					report_pct(hi, sizeof hi, x->cmp.change_hi);
-					snprintf(ci, sizeof ci, "[%s, %s]", lo, hi);
-				} else {
-					snprintf(ci, sizeof ci, "%s", "");
-				}
-				fprintf(f, "  %-24s %-6s %3zu %9s %9s %8s %-19s %s\n", wm, x->unit ? x->unit : "",
-					x->a.n < x->b.n ? x->a.n : x->b.n, ma, mb, ch, ci, short_verdict(x->cmp.verdict));
+				fprintf(f, "  %-22s %-5s %2zu %9s %9s %8s %s\n", wm, x->unit ? x->unit : "",
+					x->a.n < x->b.n ? x->a.n : x->b.n, ma, mb, ch, short_verdict(x->cmp.verdict));
 				shown++;
 			}
 		}
 	}
 	if (shown == 0)
 		fprintf(f, "\nNo FUA vs cache-no-FUA pair with samples in %s.\n", m->scope);
-	fprintf(f, "\nEvery metric and test: emmclab compare --run %lld; the HTML report has plots.\n",
+	fprintf(f, "\nAll metrics, CIs and p-values: emmclab compare --run %lld\n",
 		(long long)m->run_id);
 }
 

@@ -17,6 +17,7 @@
 #include "power.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -371,8 +372,13 @@ static int do_console(struct bctx *c, const char *tdir)
 	if (!c->cli->quiet)
 		fprintf(stderr, "%s: console open; Ctrl-] leaves%s\r\n", board_name(c->b),
 			tty ? "" : " (stdin is not a terminal: until EOF)");
+	/* O_NONBLOCK is on the open file description, shared with our parent's
+	 * terminal: put the old flags back on the way out */
+	int fl = fcntl(STDIN_FILENO, F_GETFL);
 	lab_fd_nonblock(STDIN_FILENO);
 	if (loop_fd_add(c->l, STDIN_FILENO, LOOP_READ, on_stdin, c) != 0) {
+		if (fl >= 0)
+			fcntl(STDIN_FILENO, F_SETFL, fl);
 		restore_tty(c);
 		fprintf(stderr, "emmclab: cannot watch stdin\n");
 		return 3;
@@ -389,6 +395,8 @@ static int do_console(struct bctx *c, const char *tdir)
 	loop_timer_stop(c->l, &grace);
 	if (loop_fd_watched(c->l, STDIN_FILENO))
 		loop_fd_del(c->l, STDIN_FILENO);
+	if (fl >= 0)
+		fcntl(STDIN_FILENO, F_SETFL, fl);
 	restore_tty(c);
 	board_set_tap(c->b, NULL, NULL);
 	if (!c->cli->quiet)

@@ -1038,6 +1038,8 @@ int board_power(struct board *b, int power_op, board_power_cb cb, void *arg)
 	b->msg[0] = '\0';
 	if (power_op == POWER_OFF)
 		console_set_expect_down(b->con, true);
+	else if (power_op == POWER_ON || power_op == POWER_CYCLE)
+		console_set_expect_down(b->con, false);
 	return LAB_OK;
 }
 

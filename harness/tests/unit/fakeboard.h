@@ -50,6 +50,7 @@ struct fakeboard {
 	int drop_once_at;      /* U-Boot: drop the n-th input byte once (0 = never) */
 	int drop_line_at;      /* U-Boot: drop the n-th character of every line (0 = never) */
 	int corrupt_seq;       /* agent: corrupt this seq on its first output (0 = never) */
+	int corrupt_always;    /* agent: corrupt this seq every time, resends too (0 = never) */
 	bool agent_installed;
 	bool noise;            /* kernel log lines between command outputs */
 	bool mangle_end_once;  /* shell: the next END marker command loses a character */
@@ -286,8 +287,9 @@ static FB_UNUSED void fb_agent_emit(struct fakeboard *f, int seq, const char *ki
 		return;
 	if (f->agent_nlog < 64 && seq == f->agent_nlog + 1)
 		lab_strlcpy(f->agent_log[f->agent_nlog++], line, sizeof f->agent_log[0]);
-	if (seq == f->corrupt_seq) {
-		f->corrupt_seq = 0;
+	if (seq == f->corrupt_seq || seq == f->corrupt_always) {
+		if (seq == f->corrupt_seq)
+			f->corrupt_seq = 0;
 		char *c = strstr(line, "crc=");
 		if (c)
 			c[4] = c[4] == '0' ? '1' : '0';
@@ -422,8 +424,14 @@ static FB_UNUSED int fb_shell_cmd(struct fakeboard *f, char *c)
 		char *p = c + 29;
 		while (*p) {
 			long s = strtol(p, &p, 10);
-			if (s >= 1 && s <= f->agent_nlog)
-				fb_write(f, f->agent_log[s - 1]);
+			if (s >= 1 && s <= f->agent_nlog) {
+				char l[512];
+				lab_strlcpy(l, f->agent_log[s - 1], sizeof l);
+				char *crc = strstr(l, "crc=");
+				if (s == f->corrupt_always && crc)
+					crc[4] = crc[4] == '0' ? '1' : '0';
+				fb_write(f, l);
+			}
 			while (*p == ' ')
 				p++;
 			if (*p && (*p < '0' || *p > '9'))

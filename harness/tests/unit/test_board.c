@@ -251,6 +251,18 @@ static void test_happy_path(void)
 	is_int(r.rc, LAB_OK, "agent ok although the shell's end marker was lost");
 	is_int(r.nmsgs, 4, "all four messages");
 
+	/* a line that stays corrupted: bounded resends, then agent-protocol */
+	r.nmsgs = 0;
+	r.fb.corrupt_always = 2;
+	board_agent(r.b, "mode", 8000, on_msg, on_done, &r);
+	ok(wait_done(&r, 10000), "agent finished");
+	is_str(board_fail_name(r.fail), "agent-protocol", "persistent corruption: agent-protocol");
+	ok(strstr(r.msg, "seq 2") != NULL, "names the missing line: %s", r.msg);
+	is_int(r.nmsgs, 1, "only the line before the gap was delivered");
+	ok(strstr(r.events, "(try 3)") != NULL && strstr(r.events, "(try 4)") == NULL,
+	   "three resend requests");
+	r.fb.corrupt_always = 0;
+
 	/* the agent vanished: exit 127, nothing replayed from the old log */
 	r.nmsgs = 0;
 	r.fb.agent_installed = false;

@@ -36,7 +36,7 @@ const struct opt sim_cfg_opts[] = {
 	{.key = "time_scale", .type = OPT_DOUBLE, .offset = O(time_scale), .def = "1000", .min = 1,
 	 .max = 1e7, .help = "modelled seconds per real second"},
 	{.key = "autoboot_floor", .type = OPT_DURATION, .offset = O(autoboot_floor_ms),
-	 .def = "100ms", .min = 0, .max = 10000,
+	 .def = "250ms", .min = 0, .max = 10000,
 	 .help = "minimum real time per autoboot countdown second"},
 	{.key = "prompt", .type = OPT_STR, .offset = O(prompt), .def = "=> ",
 	 .help = "U-Boot prompt"},
@@ -52,8 +52,8 @@ const struct opt sim_cfg_opts[] = {
 	 .help = "hostname (default: board name)"},
 	{.key = "agent_installed", .type = OPT_BOOL, .offset = O(agent_installed), .def = "true",
 	 .help = "the agent is present in the root filesystem"},
-	{.key = "agent_path", .type = OPT_STR, .offset = O(agent_path),
-	 .def = "/usr/bin/emmclab-agent", .help = "where the agent lives on the DUT"},
+	{.key = "agent_path", .type = OPT_STR, .offset = O(agent_path), .def = "",
+	 .help = "where the agent lives on the DUT (default: the type's shell.agent_path, else /usr/bin/emmclab-agent)"},
 	{.key = "tftp_files", .type = OPT_STRLIST, .offset = O(tftp_files),
 	 .help = "files the TFTP server has (others: File not found); empty = any"},
 	{.key = "tftp_root", .type = OPT_STR, .offset = O(tftp_root), .def = "",
@@ -462,7 +462,7 @@ struct sim_board *sim_board_new(struct sim *s, const struct board_cfg *bc, struc
 	b->master = b->slave = -1;
 	lab_buf_init(&b->txq, 1 << 20);
 	lab_buf_init(&b->klog, 256 * 1024);
-	lab_buf_init(&b->line, 8192);
+	lab_buf_init(&b->line, 4096); /* N_TTY canonical line limit */
 	loop_timer_init(&b->qtimer, q_fire, b);
 	loop_timer_init(&b->ptimer, on_ptimer, b);
 	b->knob_cqe = -1;
@@ -492,6 +492,11 @@ struct sim_board *sim_board_new(struct sim *s, const struct board_cfg *bc, struc
 	if (!b->cfg.host || !b->cfg.host[0]) {
 		free(b->cfg.host);
 		b->cfg.host = xstrdup(bc->type && bc->type->host ? bc->type->host : "sdhci-of-arasan");
+	}
+	if (!b->cfg.agent_path || !b->cfg.agent_path[0]) {
+		free(b->cfg.agent_path);
+		b->cfg.agent_path = xstrdup(bc->type && bc->type->shell.agent_path && bc->type->shell.agent_path[0]
+					    ? bc->type->shell.agent_path : "/usr/bin/emmclab-agent");
 	}
 	if (!b->cfg.hostname || !b->cfg.hostname[0]) {
 		free(b->cfg.hostname);

@@ -285,7 +285,7 @@ static void probe_mode(struct sim_board *b, bool stuck)
 	bool fua_auto = rel && strcmp(b->cfg.host, "sdhci-sprd") != 0;
 	bool fua = fua_auto;
 	if (!stuck && strcmp(b->knob_fua, "on") == 0)
-		fua = cache_enabled;
+		fua = rel; /* the series: on = whenever the card can do reliable writes */
 	else if (!stuck && strcmp(b->knob_fua, "off") == 0)
 		fua = false;
 	bool disable = b->knob_cqe > 0; /* mode-stuck is about the FUA knob only */
@@ -395,6 +395,8 @@ void sim_linux_boot(struct sim_board *b, const char *bootargs)
 		klog(b, boot_ms * 0.15, "%s %s: mmc host probed", b->cfg.host, ldev);
 	if (b->eff.cqe)
 		klog(b, 30, "mmc0: Command Queue Engine enabled");
+	else if (b->cfg.cqe && p->cmdq_support && b->knob_cqe > 0)
+		klog(b, 30, "mmc0: Command Queue Engine disabled (mmc_core.disable_cqe=1)");
 	else if (strcmp(b->cfg.host, "sdhci-sprd") == 0)
 		klog(b, 30, "mmc0: Host Software Queue enabled");
 	klog(b, 10, "mmc0: new %s MMC card at address 0001", p->bus_mode);
@@ -405,10 +407,23 @@ void sim_linux_boot(struct sim_board *b, const char *bootargs)
 	klog(b, 1, "mmcblk0boot1: mmc0:0001 %s 4.00 MiB", p->name);
 	klog(b, 1, "mmcblk0rpmb: mmc0:0001 %s 4.00 MiB, chardev (243:0)", p->name);
 	klog(b, 2, " mmcblk0: p1 p2");
-	if (b->cfg.kernel_patched && !stuck && strcmp(b->knob_fua, "off") == 0)
-		klog(b, 0, "mmc_block: mmcblk0: FUA off (mmc_block.fua=off): REQ_FUA becomes write + flush");
-	else if (b->cfg.kernel_patched && !stuck && strcmp(b->knob_fua, "on") == 0)
-		klog(b, 0, "mmc_block: mmcblk0: FUA on (mmc_block.fua=on)");
+	if (b->cfg.kernel_patched) {
+		/* the series logs its decision once per card (patch 0004); a
+		 * mode-stuck kernel behaves as `auto` and says so */
+		const char *pol = stuck ? "auto" : b->knob_fua;
+		if (b->eff.fua)
+			klog(b, 0, "mmc_block: mmcblk0: FUA on (mmc_block.fua=%s): REQ_FUA becomes reliable write", pol);
+		else if (strcmp(pol, "on") == 0)
+			klog(b, 0, "mmc_block: mmcblk0: FUA unavailable (mmc_block.fua=on): no reliable write on this card or host");
+		else if (!rel_capable(p))
+			klog(b, 0, "mmc_block: mmcblk0: FUA off (mmc_block.fua=%s): no reliable write on this card or host", pol);
+		else if (!b->eff.cache)
+			klog(b, 0, "mmc_block: mmcblk0: FUA off (mmc_block.fua=%s): no write cache, writes are durable on completion", pol);
+		else if (strcmp(pol, "off") == 0)
+			klog(b, 0, "mmc_block: mmcblk0: FUA off (mmc_block.fua=off): REQ_FUA becomes write + flush");
+		else
+			klog(b, 0, "mmc_block: mmcblk0: FUA off (host no-fua): REQ_FUA becomes write + flush");
+	}
 	klog(b, boot_ms * 0.25, "EXT4-fs (mmcblk0p2): mounted filesystem with ordered data mode. Quota mode: none.");
 	klog(b, 1, "VFS: Mounted root (ext4 filesystem) on device 179:2.");
 	klog(b, 30, "Freeing unused kernel memory: 7040K");

@@ -26,7 +26,7 @@ include:
   - $EMMCLAB_SRC/boards/types/sim-board.yaml
 lab:
   name: simtest
-  sim: {time_scale: 1000, seed: 5, autoboot_floor: 100ms}
+  sim: {time_scale: 1000, seed: 5, autoboot_floor: 250ms}
 boards:
   - name: b5
     type: sim-board

@@ -75,15 +75,15 @@ con bnoagent "run:curl -sf 'http://127.0.0.1:$PORT/power/control/on?alias=noagen
 	'slow:tftp 0x1000 Image\r' 'expect:ipaddr' 'slow:setenv ipaddr 10.0.0.2\r' 'slow:setenv serverip 10.0.0.1\r' \
 	'slow:tftp 0x1000 nosuch.img\r' "expect:TFTP error: 'File not found' \(1\)" 'expect:U-Boot> $' \
 	'slow:boot\r' 'expect:\n# $' \
-	'send:echo @@BEGIN-5@@; test -x /usr/bin/emmclab-agent && echo yes; echo @@END-5@@ $?\r' 'expect:@@BEGIN-5@@\r\n@@END-5@@ 1' \
-	'send:emmclab-agent identify\r' 'expect:sh: emmclab-agent: not found' \
+	'send:echo @@BEGIN-5@@; test -x /usr/bin/emmclab-agent && echo yes; echo @@END-5@@ $?\r' 'expect:@@BEGIN-5@@\r\n@@END-5@@ 1\r\n# $' \
+	'send:emmclab-agent identify\r' 'expect:sh: emmclab-agent: not found\r\n# $' \
 	"send:echo $c1 | base64 -d >> /usr/bin/emmclab-agent\r" 'expect:# $' \
 	"send:echo $c2 | base64 -d >> /usr/bin/emmclab-agent\r" 'expect:# $' \
-	'send:sha256sum /usr/bin/emmclab-agent\r' "expect:$sum  /usr/bin/emmclab-agent" \
-	'send:/usr/bin/emmclab-agent identify\r' 'expect:Permission denied' \
+	'send:sha256sum /usr/bin/emmclab-agent\r' "expect:$sum  /usr/bin/emmclab-agent\r\n# $" \
+	'send:/usr/bin/emmclab-agent identify\r' 'expect:Permission denied\r\n# $' \
 	'send:chmod 755 /usr/bin/emmclab-agent\r' 'expect:# $' \
-	'send:test -x /usr/bin/emmclab-agent && echo yes\r' 'expect:\r\nyes\r\n' \
-	'send:emmclab-agent identify\r' 'expect:identity .*name=NCard' 'expect:done status=ok' crc \
+	'send:test -x /usr/bin/emmclab-agent && echo yes\r' 'expect:\nyes\r\n# $' \
+	'send:emmclab-agent identify\r' 'expect:identity .*name=NCard' 'expect:done status=ok[^\n]*\n# $' crc \
 	'send:reboot -f\r' 'expect:reboot: Restarting system' 'expect:DDR Version' 'expect:# $' \
-	'send:test -x /usr/bin/emmclab-agent && echo yes\r' 'expect:\r\nyes\r\n' >/dev/null
+	'send:test -x /usr/bin/emmclab-agent && echo yes\r' 'expect:\nyes\r\n# $' >/dev/null
 echo ok

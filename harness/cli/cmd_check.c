@@ -2,10 +2,49 @@
  * print the resolved configuration, or the first error as file:line:col. */
 #include "cli.h"
 #include "config.h"
+#include "console.h"
+#include "deploy.h"
+#include "loop.h"
+#include "power.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The driver blocks (console, power, deploy) are kept raw by the loader; their
+ * keys belong to the drivers.  Check them with the drivers' own option tables,
+ * without touching any device.  Returns the number of errors printed. */
+static int check_drivers(const struct lab_cfg *c)
+{
+	int errors = 0;
+	struct loop *l = loop_new();
+	for (size_t i = 0; i < c->nboards; i++) {
+		const struct board_cfg *b = &c->boards[i];
+		struct lab_err e = {0};
+		if (b->power && power_check_cfg(b->name, b->power, &e)) {
+			fprintf(stderr, "emmclab: %s\n", e.msg);
+			errors++;
+		}
+		lab_err_clear(&e);
+		if (b->deploy && deploy_check_cfg(b->name, b->deploy, &e)) {
+			fprintf(stderr, "emmclab: %s\n", e.msg);
+			errors++;
+		}
+		lab_err_clear(&e);
+		struct console *con = NULL;
+		static const struct console_events ev = {0};
+		if (l && b->console) {
+			if (console_new(l, b->name, b->console, &ev, NULL, &con, &e)) {
+				fprintf(stderr, "emmclab: %s\n", e.msg);
+				errors++;
+			} else {
+				console_free(con);
+			}
+		}
+	}
+	loop_free(l);
+	return errors;
+}
 
 int cmd_check(struct cli *cli, int argc, char **argv)
 {
@@ -42,6 +81,11 @@ int cmd_check(struct cli *cli, int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "emmclab: %s\n", e.msg[0] ? e.msg : lab_strerror(rc));
 		return 2; /* every load failure is a configuration problem for `check` */
+	}
+	int bad = check_drivers(c);
+	if (bad) {
+		config_free(c);
+		return 2;
 	}
 	if (!quiet) {
 		config_print(stdout, c);

@@ -73,8 +73,8 @@ static struct cfg_node *subset(const struct cfg_node *map, bool common)
 	return n;
 }
 
-int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct deploy **out,
-	       struct lab_err *e)
+static int deploy_create(struct loop *l, const char *board, const struct cfg_node *cfg, bool run_init,
+			 struct deploy **out, struct lab_err *e)
 {
 	if (cfg == NULL || cfg->kind != CFG_MAP)
 		return cfg_error(e, cfg, "deploy: expected a map with 'driver:'");
@@ -118,7 +118,8 @@ int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, st
 		if (!rc)
 			rc = opt_parse(d->options, own, dp->cfg, e);
 		cfg_free(own);
-		if (rc) {
+		if (rc || !run_init) {
+			/* Failed, or only checking the options: nothing was initialised. */
 			dp->drv = NULL;
 			opt_free(d->options, dp->cfg);
 			free(dp->cfg);
@@ -126,6 +127,12 @@ int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, st
 			free(dp);
 			return rc;
 		}
+	}
+	if (!run_init) {
+		free(dp->cfg);
+		free(dp->board);
+		free(dp);
+		return LAB_OK;
 	}
 	if (d->init && (rc = d->init(dp, e)) != LAB_OK) {
 		if (d->options)
@@ -137,6 +144,17 @@ int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, st
 	}
 	*out = dp;
 	return LAB_OK;
+}
+
+int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct deploy **out,
+	       struct lab_err *e)
+{
+	return deploy_create(l, board, cfg, true, out, e);
+}
+
+int deploy_check_cfg(const char *board, const struct cfg_node *cfg, struct lab_err *e)
+{
+	return deploy_create(NULL, board, cfg, false, NULL, e);
 }
 
 void deploy_free(struct deploy *d)

@@ -65,6 +65,8 @@ const struct deploy_driver *const *deploy_driver_list(void); /* NULL-terminated 
 const struct deploy_driver *deploy_driver_find(const char *name);
 int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct deploy **out,
 	       struct lab_err *e);
+/* Validate a `deploy:` block (method name and every key) without creating it. */
+int deploy_check_cfg(const char *board, const struct cfg_node *cfg, struct lab_err *e);
 void deploy_free(struct deploy *d);
 int deploy_run(struct deploy *d, const struct deploy_ctx *ctx, deploy_done_cb cb, void *arg);
 void deploy_complete(struct deploy *d, int rc, const char *fmt, ...)

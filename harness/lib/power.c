@@ -84,8 +84,8 @@ static struct cfg_node *subset(const struct cfg_node *map, const struct opt *kee
 	return n;
 }
 
-int power_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct power **out,
-	      struct lab_err *e)
+static int power_create(struct loop *l, const char *board, const struct cfg_node *cfg, bool run_init,
+			struct power **out, struct lab_err *e)
 {
 	if (cfg == NULL || cfg->kind != CFG_MAP)
 		return cfg_error(e, cfg, "power: expected a map with 'driver:'");
@@ -131,10 +131,20 @@ int power_new(struct loop *l, const char *board, const struct cfg_node *cfg, str
 		if (!rc)
 			rc = opt_parse(d->options, own, p->cfg, e);
 		cfg_free(own);
-		if (rc) {
-			power_free(p);
+		if (rc || !run_init) {
+			/* Failed, or only checking the options: nothing was initialised. */
+			opt_free(d->options, p->cfg);
+			free(p->cfg);
+			free(p->board);
+			free(p);
 			return rc;
 		}
+	}
+	if (!run_init) {
+		free(p->cfg);
+		free(p->board);
+		free(p);
+		return LAB_OK;
 	}
 	if (d->init && (rc = d->init(p, e)) != LAB_OK) {
 		p->drv = NULL; /* init failed: no fini */
@@ -150,6 +160,17 @@ int power_new(struct loop *l, const char *board, const struct cfg_node *cfg, str
 		p->device = xasprintf("%s power of %s", d->name, board);
 	*out = p;
 	return LAB_OK;
+}
+
+int power_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct power **out,
+	      struct lab_err *e)
+{
+	return power_create(l, board, cfg, true, out, e);
+}
+
+int power_check_cfg(const char *board, const struct cfg_node *cfg, struct lab_err *e)
+{
+	return power_create(NULL, board, cfg, false, NULL, e);
 }
 
 void power_free(struct power *p)

@@ -66,6 +66,8 @@ const struct power_driver *power_driver_find(const char *name);
 /* Create from a `power:` block ({driver: NAME, off_time:, timeout:, ...driver keys}). */
 int power_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct power **out,
 	      struct lab_err *e);
+/* Validate a `power:` block (driver name and every key) without creating the driver. */
+int power_check_cfg(const char *board, const struct cfg_node *cfg, struct lab_err *e);
 void power_free(struct power *p);
 /* Start op; cb(p, rc, state, msg, arg) runs once, later, on the loop. */
 int power_request(struct power *p, enum power_op op, power_done_cb cb, void *arg);

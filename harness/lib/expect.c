@@ -33,16 +33,26 @@
 
 enum clean_state { CL_NORMAL, CL_ESC, CL_ESC_INTER, CL_CSI, CL_STR, CL_STR_ESC };
 
+/* A literal with its rarest byte: memchr on that byte, then memcmp, beats memmem on
+ * console text (most needles hold an upper-case letter or punctuation like '@' or '='). */
+struct needle {
+	const char *s;
+	size_t n;
+	size_t k; /* offset of the rare byte */
+};
+
 struct pattern {
 	struct expect *x;
 	int id;
 	enum expect_kind kind;
 	char *lit;
 	size_t litlen;
+	struct needle litn;
 	regex_t re;
 	bool multiline;   /* regex may match across '\n': rescan whole buffer */
 	char *req;        /* regex: a literal every match contains (prefilter), or NULL */
 	size_t reqlen;
+	struct needle reqn;
 	size_t scan_from; /* buffer offset from which a match may still be found */
 	expect_cb cb;
 	void *arg;
@@ -167,6 +177,52 @@ static void on_timeout(struct loop *l, struct loop_timer *t, void *arg)
 	x->depth++;
 	p->cb(x, &m, p->arg);
 	leave(x);
+}
+
+/* Rough frequency of a byte in console text (higher = more common). */
+static int byte_rank(unsigned char c)
+{
+	if (c == ' ')
+		return 10;
+	if (c >= 'a' && c <= 'z')
+		return strchr("etaoinsrhldcum", c) ? 8 : 4;
+	if (c >= '0' && c <= '9')
+		return 6;
+	if (strchr(".:[]-_/,\n\t", c))
+		return 6;
+	if (c >= 'A' && c <= 'Z')
+		return 2;
+	return 1;
+}
+
+static void needle_init(struct needle *nd, const char *s, size_t n)
+{
+	nd->s = s;
+	nd->n = n;
+	nd->k = 0;
+	for (size_t i = 1; i < n; i++)
+		if (byte_rank((unsigned char)s[i]) < byte_rank((unsigned char)s[nd->k]))
+			nd->k = i;
+}
+
+/* First occurrence of the needle in h[0..hn), or NULL. */
+static const char *needle_find(const struct needle *nd, const char *h, size_t hn)
+{
+	if (nd->n == 0 || hn < nd->n)
+		return NULL;
+	const char *p = h + nd->k;
+	const char *last = h + hn - (nd->n - nd->k); /* last position the rare byte may be */
+	char c = nd->s[nd->k];
+	while (p <= last) {
+		p = memchr(p, c, (size_t)(last - p) + 1);
+		if (!p)
+			return NULL;
+		const char *start = p - nd->k;
+		if (memcmp(start, nd->s, nd->n) == 0)
+			return start;
+		p++;
+	}
+	return NULL;
 }
 
 /* Could this regex match a newline under REG_NEWLINE?  Conservative. */
@@ -317,6 +373,7 @@ int expect_add(struct expect *x, enum expect_kind kind, const char *pattern, uin
 	if (kind == EXPECT_LITERAL) {
 		p->lit = xstrdup(pattern);
 		p->litlen = strlen(pattern);
+		needle_init(&p->litn, p->lit, p->litlen);
 	} else {
 		if (stacked_quantifiers(pattern)) {
 			LAB_ERR(e, LAB_EUSAGE, "expect: bad regex '%s': adjacent repetition operators",
@@ -335,6 +392,7 @@ int expect_add(struct expect *x, enum expect_kind kind, const char *pattern, uin
 		p->multiline = regex_multiline(pattern);
 		p->req = required_literal(pattern);
 		p->reqlen = p->req ? strlen(p->req) : 0;
+		needle_init(&p->reqn, p->req, p->reqlen);
 	}
 	p->id = x->next_id++;
 	if (x->next_id < 0) /* wrapped after 2^31 patterns */
@@ -407,6 +465,16 @@ static size_t clean(struct expect *x, const char *in, size_t n, char *out)
 	size_t sl = x->cst_len;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)in[i];
+		if (st == CL_NORMAL && c != 0x1b && c != '\r' && c != '\0') {
+			/* fast path: plain text runs */
+			size_t j = i;
+			while (j < n && in[j] != 0x1b && in[j] != '\r' && in[j] != '\0')
+				j++;
+			memmove(out + o, in + i, j - i);
+			o += j - i;
+			i = j - 1;
+			continue;
+		}
 		switch (st) {
 		case CL_NORMAL:
 			if (c == 0x1b) {
@@ -554,7 +622,7 @@ static bool find_req(struct expect *x, struct pattern *p, size_t from, size_t *s
 {
 	size_t pos = from;
 	while (pos < x->len) {
-		const char *hit = memmem(x->buf + pos, x->len - pos, p->req, p->reqlen);
+		const char *hit = needle_find(&p->reqn, x->buf + pos, x->len - pos);
 		if (!hit)
 			break;
 		size_t h = (size_t)(hit - x->buf);
@@ -588,7 +656,7 @@ static bool find(struct expect *x, struct pattern *p, size_t *so, size_t *eo, re
 	if (p->kind == EXPECT_LITERAL) {
 		size_t from = p->scan_from;
 		if (from < x->len) {
-			const char *hit = memmem(x->buf + from, x->len - from, p->lit, p->litlen);
+			const char *hit = needle_find(&p->litn, x->buf + from, x->len - from);
 			if (hit) {
 				*so = (size_t)(hit - x->buf);
 				*eo = *so + p->litlen;
@@ -604,7 +672,7 @@ static bool find(struct expect *x, struct pattern *p, size_t *so, size_t *eo, re
 		from = x->len;
 	if (p->req && !p->multiline)
 		return find_req(x, p, from, so, eo, rm);
-	if (p->req && !memmem(x->buf, x->len, p->req, p->reqlen))
+	if (p->req && !needle_find(&p->reqn, x->buf, x->len))
 		return false;
 	bool at_bol = from == 0 ? x->bol : x->buf[from - 1] == '\n';
 	int flags = at_bol ? 0 : REG_NOTBOL;

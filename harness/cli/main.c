@@ -28,7 +28,8 @@ const struct cmd_entry cmd_table[] = {
 	 "Exit 0 when the run completed, 1 when a regression against the baseline was found,\n"
 	 "3 when infrastructure failures left jobs without results.",
 	 cmd_run},
-	{"board", "NAME power on|off|cycle|state | NAME console | NAME boot | list-usb [--lab LAB.yaml]",
+	{"board", "NAME power on|off|cycle|state | NAME console | NAME boot [--mode M] [--kernel K] "
+	 "[--cmdline ARGS] [--run CMD]... [--agent ARGS] | list-usb [--lab LAB.yaml]",
 	 "drive one board by hand: power, console, boot to a shell",
 	 "Uses the same drivers as `run`. The interactive console escapes with Ctrl-] and shares\n"
 	 "the board's transcript.", cmd_board},

@@ -141,6 +141,7 @@ static void test_parse(void)
 		       "spec is YAML");
 		struct cfg_node *seq = yaml("[]");
 		if (seq && back) {
+			free(seq->items);
 			seq->items = xcalloc(1, sizeof *seq->items);
 			seq->items[0] = back;
 			seq->n = 1;

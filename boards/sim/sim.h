@@ -36,7 +36,7 @@ bool sim_rng_chance(struct sim_rng *r, double p);
 /* ---- eMMC part profiles and the timing model (sim_model.c) ---- */
 struct sim_fs_model {   /* ext4 copy benchmark, one iteration (seconds) */
 	double base_s;      /* everything but the commit costs */
-	double warmup_s;    /* extra on the first iteration after power-on */
+	double warmup_s;    /* extra on the first iteration after preconditioning */
 	double sd_s;        /* iteration-to-iteration noise */
 	double flush_ms;    /* cost of one flush after a journal commit's data */
 	double rel_ms;      /* cost of one reliable (FUA) journal commit write */
@@ -96,7 +96,7 @@ struct sim_fs_result {
 	double wall, mkfs, mount, copy1, rm, copy2, sync;
 	long rel_writes, flushes, flush_ms;
 };
-/* One fscopy iteration.  first: first iteration since power-on; slow: factor
+/* One fscopy iteration.  first: first iteration after preconditioning; slow: factor
  * (slow-part fault, 1.0 normally); scale: workload size factor. */
 void sim_model_fscopy(const struct sim_part *p, struct sim_effmode m, bool first, double slow,
 		      double scale, struct sim_rng *r, struct sim_fs_result *out);

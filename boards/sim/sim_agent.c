@@ -320,6 +320,7 @@ static int cmd_precondition(struct agent_run *r)
 	double passes;
 	if (!arg_num(r, "passes", 3, 1, 100, &passes))
 		return -1;
+	b->fs_runs = 0; /* a freshly preconditioned part: the next fscopy is a warm-up */
 	double pass_s = (double)b->part->capacity_bytes / 1048576.0 / b->part->seq_write_mibs *
 			slow_factor(b);
 	char what[128];

@@ -325,7 +325,6 @@ static void power_on(struct sim_board *b)
 		return;
 	b->running = true;
 	b->boots++;
-	b->fs_runs = 0;
 	/* Output nobody read before the cut is gone, as on a real UART. */
 	b->txq.len = 0;
 	if (b->slave >= 0)

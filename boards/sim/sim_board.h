@@ -121,7 +121,7 @@ struct sim_board {
 	/* agent */
 	char **alog;
 	size_t nalog;
-	int fs_runs;           /* fscopy iterations since power-on (warm-up) */
+	int fs_runs;           /* fscopy iterations since the last precondition (warm-up); device state, survives power cycles */
 	struct sim_pf pf;
 
 	/* statistics for /sim/state */

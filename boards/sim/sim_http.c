@@ -418,7 +418,11 @@ static void on_conn(struct loop *l, int fd, unsigned ev, void *arg)
 	const char *s = lab_buf_cstr(&c->in);
 	const char *end = strstr(s, "\r\n\r\n");
 	if (!end) {
-		if (memchr(c->in.data, '\0', c->in.len))
+		/* Reject a garbage request line at once rather than at the idle timeout. */
+		const char *nl = strchr(s, '\n');
+		char m[16], t[8], v[16];
+		if (memchr(c->in.data, '\0', c->in.len) ||
+		    (nl && (sscanf(s, "%15s %7s %15s", m, t, v) != 3 || t[0] != '/' || strncmp(v, "HTTP/1.", 7) != 0)))
 			respond(c, 400, "text/plain", "Bad Request\n");
 		return;
 	}

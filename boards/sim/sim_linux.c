@@ -328,7 +328,6 @@ void sim_linux_boot(struct sim_board *b, const char *bootargs)
 	sim_kv_set(&b->vars, "HOME", "/root");
 	sim_kv_set(&b->vars, "PS1", "# ");
 	snprintf(b->cwd, sizeof b->cwd, "/root");
-	b->fs_runs = 0;
 
 	char val[64];
 	bool unknown_fua = false;
@@ -557,7 +556,6 @@ static void reboot_board(struct sim_board *b, long arg)
 	sim_agent_poweroff(b);
 	sim_linux_poweroff(b);
 	b->boots++;
-	b->fs_runs = 0;
 	sim_uboot_poweron(b);
 }
 

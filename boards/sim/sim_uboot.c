@@ -558,7 +558,6 @@ static void ub_reset(struct sim_board *b, long arg)
 	LAB_UNUSED(arg);
 	sim_sched_clear(b);
 	b->boots++;
-	b->fs_runs = 0;
 	sim_uboot_poweron(b);
 }
 

@@ -420,9 +420,11 @@ static void on_conn(struct loop *l, int fd, unsigned ev, void *arg)
 	if (!end) {
 		/* Reject a garbage request line at once rather than at the idle timeout. */
 		const char *nl = strchr(s, '\n');
-		char m[16], t[8], v[16];
+		const char *sp = strchr(s, ' ');
+		const char *sp2 = sp ? strchr(sp + 1, ' ') : NULL;
 		if (memchr(c->in.data, '\0', c->in.len) ||
-		    (nl && (sscanf(s, "%15s %7s %15s", m, t, v) != 3 || t[0] != '/' || strncmp(v, "HTTP/1.", 7) != 0)))
+		    (nl && (!sp || sp > nl || sp[1] != '/' || !sp2 || sp2 > nl ||
+			    strncmp(sp2 + 1, "HTTP/1.", 7) != 0)))
 			respond(c, 400, "text/plain", "Bad Request\n");
 		return;
 	}

@@ -45,6 +45,15 @@ import socket,sys; s=socket.create_connection(("127.0.0.1",'$PORT')); s.sendall(
 resp=$(timeout 5 python3 -c '
 import socket; s=socket.create_connection(("127.0.0.1",'$PORT')); s.sendall(b"GET /"+b"a"*20000+b" HTTP/1.1\r\n\r\n"); print(s.recv(100).decode().split("\r\n")[0])')
 [ "$resp" = "HTTP/1.1 413 Payload Too Large" ] || fail "oversize answered '$resp'"
+# a request line split across two sends is answered; a garbage line at once
+resp=$(timeout 5 python3 -c '
+import socket,time; s=socket.create_connection(("127.0.0.1",'$PORT'))
+s.sendall(b"GET /sim/state HTTP/1.1\r\nHost: x\r\n"); time.sleep(0.2); s.sendall(b"\r\n")
+print(s.recv(100).decode().split("\r\n")[0])')
+[ "$resp" = "HTTP/1.1 200 OK" ] || fail "split request answered '$resp'"
+resp=$(timeout 2 python3 -c '
+import socket; s=socket.create_connection(("127.0.0.1",'$PORT')); s.sendall(b"HELLO\n"); print(s.recv(100).decode().split("\r\n")[0])')
+[ "$resp" = "HTTP/1.1 400 Bad Request" ] || fail "garbage line answered '$resp'"
 api /sim/state >/dev/null || fail "server died"
 
 # pdu-500 (once), then normal

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# End to end: the real controller runs plans on the simulated lab (real ptys,
+# HTTP power through the pdudaemon and Tasmota drivers, the agent protocol).
+#  1. a 4-mode suite on a CQE board and a non-CQE board: every job ok, every
+#     stored job verified, reliable writes only in fua modes, HTML + table;
+#  2. a kernel that ignores the FUA knob (sim fault mode-stuck): the mismatch is
+#     caught, the job stores nothing, exit 3;
+#  3. power-fail suite on a part that loses acknowledged writes without FUA:
+#     data loss found in cache-nofua only, exit 1;
+#  4. a board with no console output: retried, quarantined, the other board's
+#     jobs complete, exit 3;
+#  5. SIGTERM in the middle of a run: run aborted, no half-written iteration.
+set -euo pipefail
+: "${EMMCLAB:?}" "${EMMCLAB_SRC:?}"
+T=$(mktemp -d /tmp/emmclab-runsim.XXXXXX)
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cleanup() {
+	"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null 2>&1 || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+q() { sqlite3 "$1" "$2"; }
+
+# lab FAULTS_B5 FAULTS_SPRD
+lab() {
+	cat > "$T/lab.yaml" <<YAML
+include:
+  - $EMMCLAB_SRC/boards/types/sim-board.yaml
+lab:
+  name: runsim
+  transcripts: $T/transcripts
+  sim: {time_scale: 1000, seed: 3, autoboot_floor: 150ms}
+types:
+  - name: nocqe
+    host: sim
+    has_cqe: false
+    uboot: {prompt: "=> ", char_delay: 5ms, chunk: 8, bootargs: "console=ttyS0,115200"}
+    timeouts: {power: 5s, first_output: 3s, bootloader: 10s, boot: 20s, login: 10s, command: 1m, job: 10m}
+    retries: 1
+    quarantine_after: 2
+    modes:
+      fua: {cmdline: "mmc_block.fua=on mmc_core.disable_cqe=1"}
+      cache-nofua: {cmdline: "mmc_block.fua=off mmc_core.disable_cqe=1"}
+  - name: cqe
+    host: sim
+    has_cqe: true
+    uboot: {prompt: "=> ", char_delay: 5ms, chunk: 8, bootargs: "console=ttyS0,115200"}
+    timeouts: {power: 5s, first_output: 3s, bootloader: 10s, boot: 20s, login: 10s, command: 1m, job: 10m}
+    retries: 1
+    quarantine_after: 2
+    modes:
+      fua: {cmdline: "mmc_block.fua=on mmc_core.disable_cqe=1"}
+      cache-nofua: {cmdline: "mmc_block.fua=off mmc_core.disable_cqe=1"}
+      fua-cqe: {cmdline: "mmc_block.fua=on mmc_core.disable_cqe=0"}
+      cache-nofua-cqe: {cmdline: "mmc_block.fua=off mmc_core.disable_cqe=0"}
+boards:
+  - name: b5
+    type: cqe
+    part: {label: "DUT5 industrial", model: industrial-8g}
+    console: {driver: pty, path: $T/sim/b5.tty}
+    power: {driver: pdudaemon, url: "http://127.0.0.1:$PORT", hostname: pdu, port: 5, off_time: 50ms}
+    deploy: {driver: none}
+    sim: {host: sdhci-of-arasan, cqe: true, faults: [$1]}
+  - name: bsprd
+    type: nocqe
+    part: {label: "sprd part", model: sprd-32g}
+    console: {driver: pty, path: $T/sim/bsprd.tty}
+    power: {driver: tasmota, url: "http://127.0.0.1:$PORT/plug/bsprd", off_time: 50ms}
+    deploy: {driver: none}
+    sim: {host: sdhci-sprd, cqe: false, login: true, faults: [$2]}
+YAML
+}
+
+plan() { # SUITE-YAML
+	cat > "$T/plan.yaml" <<YAML
+suites:
+$1
+plan:
+  name: runsim
+  lab: lab.yaml
+  suites: [s]
+  budget: 5m
+YAML
+}
+
+run() { # expected-exit
+	"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null 2>&1 || true
+	rm -rf "$T/sim" "$T/lab.db"*
+	"$EMMCLAB" sim start "$T/lab.yaml" --state-dir "$T/sim" >/dev/null
+	set +e
+	"$EMMCLAB" run --db "$T/lab.db" --report "$T/report.html" "$T/plan.yaml" >"$T/out" 2>"$T/err"
+	rc=$?
+	set -e
+	"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null
+	if [ "$rc" != "$1" ]; then
+		cat "$T/err" >&2
+		fail "run exited $rc, expected $1"
+	fi
+}
+
+FUA_SUITE='  - name: s
+    modes: [fua, cache-nofua, fua-cqe, cache-nofua-cqe]
+    iterations: 3
+    order: interleave
+    precondition_passes: 1
+    workloads: [{name: androbench}, {name: fscopy}]'
+
+# 1. happy path
+lab "" ""
+plan "$FUA_SUITE"
+run 0
+grep -q "FUA vs cache-no-FUA" "$T/out" || fail "no mode table"
+grep -q "DUT5 industrial on b5" "$T/out" || fail "no table block for b5"
+grep -q "sprd part on bsprd" "$T/out" || fail "no table block for bsprd"
+grep -q "fua-cqe" "$T/out" || fail "no CQE rows for the CQE board"
+[ -s "$T/report.html" ] || fail "no HTML report"
+grep -q "mode fua-cqe not supported" "$T/err" || fail "unsupported modes not reported"
+[ "$(q "$T/lab.db" "select count(*) from job where status='ok'")" = 6 ] || fail "expected 6 ok jobs"
+[ "$(q "$T/lab.db" "select count(*) from job where verified_mode is null or verified_mode != mode")" = 0 ] ||
+	fail "a stored job is not verified as its requested mode"
+[ "$(q "$T/lab.db" "select count(*) from iteration")" = 36 ] || fail "expected 36 iterations (6 jobs x 3 x 2 workloads)"
+[ "$(q "$T/lab.db" "select count(*) from counter c join iteration i on i.id=c.iteration_id join job j on j.id=i.job_id where c.name='reliable_writes' and j.mode like 'cache-nofua%' and c.value != 0")" = 0 ] ||
+	fail "cache-nofua iterations issued reliable writes"
+[ "$(q "$T/lab.db" "select min(c.value) from counter c join iteration i on i.id=c.iteration_id join job j on j.id=i.job_id where c.name='reliable_writes' and j.mode like 'fua%' and i.workload='fscopy'")" -gt 0 ] ||
+	fail "fua fscopy iterations issued no reliable writes"
+[ "$(q "$T/lab.db" "select min(c.value) from counter c join iteration i on i.id=c.iteration_id where c.name='flushes'")" -gt 0 ] ||
+	fail "an iteration issued no flush"
+[ "$(q "$T/lab.db" "select status from run")" = complete ] || fail "run not complete"
+[ "$(q "$T/lab.db" "select count(*) from transcript")" -ge 12 ] || fail "transcripts not recorded"
+echo "ok 1 - 4-mode suite on two boards: 6 jobs verified, counters as the modes require"
+
+# 2. the kernel ignores the FUA knob on b5: cache-nofua runs with FUA
+lab "mode-stuck" ""
+plan "$FUA_SUITE"
+run 3
+grep -q "mode-mismatch" "$T/err" || fail "mismatch not reported"
+[ "$(q "$T/lab.db" "select count(*) from job where status='mode-mismatch' and board_id=(select id from board where name='b5')")" -ge 1 ] ||
+	fail "no mode-mismatch job"
+[ "$(q "$T/lab.db" "select count(*) from sample s join iteration i on i.id=s.iteration_id join job j on j.id=i.job_id where j.status='mode-mismatch'")" = 0 ] ||
+	fail "samples stored for a mismatched job"
+[ "$(q "$T/lab.db" "select count(*) from job where status='ok' and board_id=(select id from board where name='bsprd')")" = 2 ] ||
+	fail "the other board's jobs did not complete"
+echo "ok 2 - a kernel that ignores the FUA knob is caught, its samples discarded"
+
+# 3. power-fail integrity on a part that loses acknowledged writes without FUA
+lab "" "lose-writes=8"
+plan '  - name: s
+    modes: [fua, cache-nofua]
+    iterations: 2
+    order: interleave
+    workloads: [{name: powerfail, args: {records: 3000, record_size: 4096, cut_min: 200ms, cut_max: 600ms}}]'
+sed -i 's/^  name: runsim$/  name: runsim\n  boards: [bsprd]/' "$T/plan.yaml"
+run 1
+grep -q "DATA LOSS" "$T/err" || fail "data loss not reported"
+lost_nofua=$(q "$T/lab.db" "select sum(s.value) from sample s join iteration i on i.id=s.iteration_id join job j on j.id=i.job_id where s.metric='lost_records' and j.mode='cache-nofua'")
+lost_fua=$(q "$T/lab.db" "select sum(s.value) from sample s join iteration i on i.id=s.iteration_id join job j on j.id=i.job_id where s.metric='lost_records' and j.mode='fua'")
+acked=$(q "$T/lab.db" "select min(s.value) from sample s where s.metric='acked_records'")
+[ "${lost_nofua%.*}" -gt 0 ] || fail "no loss recorded in cache-nofua ($lost_nofua)"
+[ "${lost_fua%.*}" = 0 ] || fail "loss recorded with FUA ($lost_fua)"
+[ "${acked%.*}" -gt 0 ] || fail "no acknowledged records ($acked)"
+echo "ok 3 - power cut: acknowledged data lost only without FUA ($lost_nofua records), exit 1"
+
+# 4. b5 gives no console output at all: retried, quarantined; bsprd completes
+lab "no-output" ""
+plan "$FUA_SUITE"
+run 3
+grep -q "quarantine" "$T/err" || fail "no quarantine"
+[ "$(q "$T/lab.db" "select count(*) from event where kind='no-output'")" -ge 2 ] || fail "no-output not classified"
+[ "$(q "$T/lab.db" "select count(*) from job where status='ok' and board_id=(select id from board where name='bsprd')")" = 2 ] ||
+	fail "the healthy board's jobs did not complete"
+echo "ok 4 - a silent board is classified, retried and quarantined; the other board completes"
+
+# 5. SIGTERM in the middle: finished iterations stay whole, the run is aborted
+lab "slow-part=20" "slow-part=20"
+plan "$FUA_SUITE"
+"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null 2>&1 || true
+rm -rf "$T/sim" "$T/lab.db"*
+"$EMMCLAB" sim start "$T/lab.yaml" --state-dir "$T/sim" >/dev/null
+"$EMMCLAB" run --db "$T/lab.db" --no-report "$T/plan.yaml" >"$T/out" 2>"$T/err" &
+pid=$!
+for _ in $(seq 1 100); do
+	n=$(q "$T/lab.db" "select count(*) from iteration" 2>/dev/null || echo 0)
+	[ "${n:-0}" -ge 2 ] && break
+	sleep 0.1
+done
+kill -TERM $pid
+set +e
+wait $pid
+rc=$?
+set -e
+"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null
+[ "$rc" = 3 ] || { cat "$T/err" >&2; fail "interrupted run exited $rc, expected 3"; }
+[ "$(q "$T/lab.db" "select status from run")" = aborted ] || fail "run not marked aborted"
+# every stored iteration is whole: androbench 8 samples, fscopy 7
+[ "$(q "$T/lab.db" "select count(*) from (select i.id, i.workload, count(s.id) n from iteration i left join sample s on s.iteration_id=i.id group by i.id) where (workload='androbench' and n!=8) or (workload='fscopy' and n!=7)")" = 0 ] ||
+	fail "a half-written iteration"
+[ "$(q "$T/lab.db" "select count(*) from job where status in ('pending','running')")" = 0 ] || fail "jobs left running"
+echo "ok 5 - SIGTERM: run aborted cleanly, every stored iteration whole"
+echo "5 passed, 0 failed"

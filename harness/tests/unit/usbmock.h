@@ -70,6 +70,7 @@ static UMockdevTestbed *mock_tb;
 static UMockdevIoctlBase *mock_handler;
 static struct mockdev *mock_devs;
 static int mock_addr_next[8];
+static int mock_speed = 480; /* sysfs speed of the next mock_add (5000: USB3) */
 
 static inline void mock_queue_in(struct mockdev *m, uint8_t ep, const void *data, size_t len, int status);
 
@@ -334,9 +335,9 @@ static inline struct mockdev *mock_add(const char *sysname, uint16_t vid, uint16
 	char *spec = g_strdup_printf(
 		"P: %s\nN: bus/usb/%03d/%03d\nE: SUBSYSTEM=usb\nE: DRIVER=usb\nE: BUSNUM=%03d\n"
 		"E: DEVNUM=%03d\nE: DEVNAME=/dev/bus/usb/%03d/%03d\nE: DEVTYPE=usb_device\n"
-		"A: bConfigurationValue=1\\n\nA: busnum=%d\\n\nA: devnum=%d\\n\nA: speed=480\\n\n"
+		"A: bConfigurationValue=1\\n\nA: busnum=%d\\n\nA: devnum=%d\\n\nA: speed=%d\\n\n"
 		"%s%s%s%s%s%s%s%s%sH: descriptors=%s\n",
-		path, bus, addr, bus, addr, bus, addr, bus, addr,
+		path, bus, addr, bus, addr, bus, addr, bus, addr, mock_speed,
 		manufacturer ? "A: manufacturer=" : "", manufacturer ? manufacturer : "",
 		manufacturer ? "\\n\n" : "", product ? "A: product=" : "", product ? product : "",
 		product ? "\\n\n" : "", serial ? "A: serial=" : "", serial ? serial : "",

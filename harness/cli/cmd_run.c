@@ -6,6 +6,8 @@
 #include "report.h"
 #include "run.h"
 #include "store.h"
+#include "upload.h"
+#include "loop.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -54,12 +56,13 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	const char *db = getenv("EMMCLAB_DB");
 	const char *report = NULL;
 	const char *tdir = NULL;
-	bool with_sim = false, no_report = false;
+	bool with_sim = false, no_report = false, no_upload = false;
 	const char *baseline = NULL;
 	static const struct option lo[] = {
 		{"db", required_argument, NULL, 'd'},
 		{"report", required_argument, NULL, 'r'},
 		{"no-report", no_argument, NULL, 'R'},
+		{"no-upload", no_argument, NULL, 'U'},
 		{"transcripts", required_argument, NULL, 't'},
 		{"with-sim", no_argument, NULL, 's'},
 		{"baseline", required_argument, NULL, 'b'},
@@ -73,6 +76,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		case 'd': db = optarg; break;
 		case 'r': report = optarg; break;
 		case 'R': no_report = true; break;
+		case 'U': no_upload = true; break;
 		case 't': tdir = optarg; break;
 		case 's': with_sim = true; break;
 		case 'b': baseline = optarg; break;
@@ -165,6 +169,20 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			fprintf(stderr, "emmclab: HTML report: %s\n", he.msg);
 		else
 			fprintf(stderr, "emmclab: HTML report written to %s\n", report);
+	}
+	if (upload_config_targets(lab) && !no_upload) {
+		/* One immediate attempt; whatever fails stays in the outbox for
+		 * `emmclab upload --retry` (cron or a timer), nothing is lost. */
+		struct loop *l = loop_new();
+		struct upload_stats st = {0};
+		struct lab_err ue = {0};
+		struct upload_send_opts uo = {.run_id = res.run_id, .max_time_ms = 0};
+		if (!l || upload_send(s, l, &uo, &st, &ue))
+			fprintf(stderr, "emmclab: uploads: %s\n", ue.msg[0] ? ue.msg : "cannot start");
+		else
+			fprintf(stderr, "emmclab: uploads: %d sent, %d left in the outbox (emmclab upload --retry)\n",
+				st.sent, st.unsent);
+		loop_free(l);
 	}
 	if (res.integrity_failures > 0) {
 		fprintf(stderr, "emmclab: %d power-fail iteration(s) lost acknowledged data\n",

@@ -20,11 +20,13 @@ static int cmd_version(struct cli *cli, int argc, char **argv);
 static int cmd_help(struct cli *cli, int argc, char **argv);
 
 const struct cmd_entry cmd_table[] = {
-	{"run", "[--db PATH] [--report PATH] [--set KEY=VALUE]... PLAN.yaml",
+	{"run", "[--db PATH] [--report PATH] [--no-report] [--no-upload] [--transcripts DIR] [--with-sim] [--baseline NAME] PLAN.yaml [FILE.yaml...]",
 	 "run a test plan on a lab and store every timing",
 	 "Loads the plan and its lab, expands jobs (board x kernel x suite x mode x iteration),\n"
 	 "drives every board on one event loop, verifies each mode on the DUT before storing\n"
-	 "a sample, prints the comparison table and writes the HTML report.\n"
+	 "a sample, prints the comparison table and writes the HTML report, queues the uploads\n"
+	 "of the run in its outbox and tries them once. --with-sim starts the simulated lab of\n"
+	 "the plan's lab file first (emmclab sim start) and stops it afterwards.\n"
 	 "Exit 0 when the run completed, 1 when a regression against the baseline was found,\n"
 	 "3 when infrastructure failures left jobs without results.",
 	 cmd_run},

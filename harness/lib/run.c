@@ -5,6 +5,7 @@
 #include "plan.h"
 #include "power.h"
 #include "proto.h"
+#include "upload.h"
 
 #include <errno.h>
 #include <math.h>
@@ -1040,6 +1041,11 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 	int rc = plan_expand(lab, &r.plan, e);
 	if (rc)
 		return rc;
+	/* A bad upload target is found now, before any board is powered. */
+	if (upload_config_targets(lab) && (rc = upload_check_targets(upload_config_targets(lab), e))) {
+		plan_free(r.plan);
+		return rc;
+	}
 	r.loop = loop_new();
 	if (!r.loop) {
 		plan_free(r.plan);
@@ -1121,7 +1127,10 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 	{
 		const char *status = res->aborted ? "aborted" : r.err.msg[0] ? "failed" : "complete";
 		struct lab_err fe = {0};
-		if (store_run_finish(s, res->run_id, status, &fe) && !r.err.msg[0])
+		/* Finishing the run and queueing its uploads is one transaction: a
+		 * completed run is never without its outbox entries (upload.c). */
+		if (upload_finish_run(s, res->run_id, status, upload_config_targets(lab), &fe) &&
+		    !r.err.msg[0])
 			r.err = fe;
 	}
 	if (r.err.msg[0]) {

@@ -5,6 +5,8 @@
 #include "usb.h"
 #include "usbmock.h"
 
+int board_list_usb(FILE *out, struct lab_err *e);
+
 /* Pull the driver object out of the static core archive. */
 extern const struct power_driver power_usb_relay;
 __attribute__((used)) static const void *keep = &power_usb_relay;
@@ -214,6 +216,31 @@ int main(int argc, char **argv)
 	r = run_op(l, p, POWER_STATE, 5000);
 	is_int(r.rc, LAB_EUSAGE, "lcus cannot report state");
 	power_free(p);
+
+	/* `emmclab board list-usb` */
+	struct dct d5;
+	add_dct("1-1.5", "LIST1", 8, &d5);
+	d5.mask = 0x81;
+	static const uint8_t fb_iface[] = {MOCK_IFACE(0, 2, 0xff, 0x42, 0x03), MOCK_EP(0x81, 2, 512),
+					   MOCK_EP(0x01, 2, 512)};
+	mock_add("1-2", 0x18d1, 0x4ee0, 0, "U-Boot", "USB download gadget", "0123456789ABCDEF01",
+		 fb_iface, sizeof fb_iface, 1);
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *mf = open_memstream(&buf, &blen);
+	lab_err_clear(&e);
+	int lrc = board_list_usb(mf, &e);
+	fclose(mf);
+	is_int(lrc, LAB_OK, "board_list_usb");
+	ok(strstr(buf, "1-1.5        16c0:05df dcttech USBRelay8, id LIST1, on-mask 0x81") != NULL,
+	   "relay listed with its ID");
+	ok(strstr(buf, "power: {driver: usb-relay, id: LIST1, relay: 1..8}") != NULL, "relay config line");
+	ok(strstr(buf, "type: lcus, location: 1-1.1") != NULL, "LCUS listed by location");
+	ok(strstr(buf, "deploy: {driver: fastboot, serial: \"0123456789ABCDEF01\"}") != NULL,
+	   "fastboot device listed with its serial");
+	ok(strstr(buf, "1-1          05e3:0610 USB2 hub") != NULL, "hub listed");
+	printf("%s", buf);
+	free(buf);
 
 	loop_free(l);
 	return tap_done();

@@ -1,0 +1,148 @@
+#!/bin/bash
+# mkinitramfs.sh - the virtual board's root filesystem, an initramfs built
+# only from Debian packages and this repository:
+#   busybox-static  /bin/busybox (shell, getty, login, insmod, mount, dd ...)
+#   e2fsprogs       mke2fs (mkfs.ext4) with the shared libraries it needs
+#   linux-image-*   ext4 and its module dependencies, from /lib/modules/KVER
+#   build-modules   the patched mmc_core.ko, mmc_block.ko and vemmc.ko
+#   emmclab-agent   the static agent (this CMake build)
+# /init loads the mmc modules with the parameters of the kernel command line
+# (mmc_core.*, mmc_block.*, vemmc.*), makes an ext4 file system on the
+# virtual eMMC (its contents live in RAM: a fresh card at each power-on),
+# mounts it on /data and starts a login on ttyS0 (root, no password).
+#
+#   mkinitramfs.sh --agent PATH --modules DIR [--kver KVER] --out FILE
+set -euo pipefail
+
+agent= mods= kver= out=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--agent) agent=$2; shift 2 ;;
+	--modules) mods=$2; shift 2 ;;
+	--kver) kver=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	*) echo "usage: ${0##*/} --agent PATH --modules DIR [--kver KVER] --out FILE" >&2; exit 2 ;;
+	esac
+done
+die() { echo "${0##*/}: $*" >&2; exit 1; }
+[ -n "$agent" ] && [ -n "$mods" ] && [ -n "$out" ] || die "--agent, --modules and --out are required"
+if [ -z "$kver" ]; then
+	kver=$(ls /boot/vmlinuz-* 2> /dev/null | sed 's|.*/vmlinuz-||' | sort -V | tail -1)
+fi
+[ -n "$kver" ] && [ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver (apt-get install linux-image-amd64)"
+[ -x /bin/busybox ] && file -L /bin/busybox | grep -q 'statically linked' \
+	|| die "/bin/busybox is not the static one (apt-get install busybox-static)"
+command -v mke2fs > /dev/null || die "mke2fs missing (apt-get install e2fsprogs)"
+command -v cpio > /dev/null || die "cpio missing (apt-get install cpio)"
+[ -x "$agent" ] || die "agent $agent missing (build emmclab-agent)"
+for m in mmc_core mmc_block vemmc; do
+	[ -f "$mods/$m.ko" ] || die "$mods/$m.ko missing (run boards/kernel/build-modules.sh)"
+done
+
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+chmod 755 "$root"
+mkdir -p "$root"/{bin,sbin,etc,dev,proc,sys,tmp,data,root,lib/modules,lib64,usr/bin,usr/sbin}
+# Never copy onto a path of $root that may be a symlink: the applet links
+# point to /bin/busybox, which outside the chroot is the host's.
+cp "$agent" "$root/bin/emmclab-agent"
+# mke2fs and its libraries (Debian has no static mke2fs)
+mke2fs=$(command -v mke2fs)
+cp "$mke2fs" "$root/sbin/mke2fs"
+ln -s mke2fs "$root/sbin/mkfs.ext4"
+for lib in $(ldd "$mke2fs" | awk '/=>/ { print $3 } $1 ~ /^\/lib/ { print $1 }'); do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L --remove-destination "$lib" "$root$lib"
+done
+# busybox last: its applets only fill the names still free
+cp /bin/busybox "$root/bin/busybox"
+for a in $(/bin/busybox --list-full); do
+	[ -e "$root/$a" ] || [ -L "$root/$a" ] || ln -s /bin/busybox "$root/$a"
+done
+
+# kernel modules: ext4 with its dependencies (in load order), then ours
+moddir=$root/lib/modules
+: > "$moddir/load.order"
+add_mod() { # name: dependencies first
+	local m=$1 f d
+	grep -qx "$m" "$moddir/load.order" && return 0
+	f=$(modinfo -k "$kver" -F filename "$m") || die "module $m not found for $kver"
+	for d in $(modinfo -k "$kver" -F depends "$m" | tr ',' ' '); do add_mod "$d"; done
+	rm -f "$moddir/$m.ko"
+	case $f in
+	*.ko.xz) xz -dc "$f" > "$moddir/$m.ko" ;;
+	*.ko.zst) zstd -qdc "$f" > "$moddir/$m.ko" ;;
+	*) cp "$f" "$moddir/$m.ko" ;;
+	esac
+	echo "$m" >> "$moddir/load.order"
+}
+for m in crc32c_generic ext4; do add_mod $m; done
+cp "$mods"/mmc_core.ko "$mods"/mmc_block.ko "$mods"/vemmc.ko "$moddir/"
+
+cat > "$root/etc/passwd" <<'P'
+root::0:0:root:/root:/bin/sh
+P
+echo "root:x:0:" > "$root/etc/group"
+echo "emmclab-virt" > "$root/etc/hostname"
+cat > "$root/etc/profile" <<'P'
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+export HOME=/root
+P
+
+cat > "$root/init" <<'INIT'
+#!/bin/sh
+# emmclab virtual board init (boards/virt/mkinitramfs.sh)
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts && mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /tmp
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tracefs tracefs /sys/kernel/tracing 2> /dev/null
+hostname -F /etc/hostname
+
+# module parameters from the kernel command line, as modprobe would pass them
+core= blk= vem=
+for w in $(cat /proc/cmdline); do
+	case $w in
+	mmc_core.*=*) core="$core ${w#mmc_core.}" ;;
+	mmc_block.*=*) blk="$blk ${w#mmc_block.}" ;;
+	vemmc.*=*) vem="$vem ${w#vemmc.}" ;;
+	esac
+done
+for m in $(cat /lib/modules/load.order); do
+	insmod /lib/modules/$m.ko || echo "emmclab-virt: insmod $m failed"
+done
+insmod /lib/modules/mmc_core.ko $core || echo "emmclab-virt: insmod mmc_core failed"
+insmod /lib/modules/mmc_block.ko $blk || echo "emmclab-virt: insmod mmc_block failed"
+insmod /lib/modules/vemmc.ko $vem || echo "emmclab-virt: insmod vemmc failed"
+
+n=0
+while [ ! -b /dev/mmcblk0 ] && [ $n -lt 200 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
+if [ -b /dev/mmcblk0 ]; then
+	# full path: busybox sh would run its own (ext2-only) mke2fs applet
+	if /sbin/mke2fs -q -t ext4 -F /dev/mmcblk0 && mount -t ext4 /dev/mmcblk0 /data; then
+		echo "emmclab-virt: /dev/mmcblk0 on /data"
+	else
+		echo "emmclab-virt: cannot make or mount ext4 on /dev/mmcblk0"
+	fi
+else
+	echo "emmclab-virt: no /dev/mmcblk0"
+fi
+echo "emmclab-virt: ready"
+exec /bin/busybox init
+INIT
+chmod +x "$root/init"
+cat > "$root/etc/inittab" <<'P'
+ttyS0::respawn:/sbin/getty -L 115200 ttyS0 dumb
+::ctrlaltdel:/sbin/reboot -f
+P
+
+mkdir -p "$(dirname "$out")"
+(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -9n) > "$out.tmp"
+mv "$out.tmp" "$out"
+echo "$out"

@@ -132,6 +132,13 @@ struct cfg_node *cfg_merge(const struct cfg_node *base, const struct cfg_node *o
 		return cfg_clone(base);
 	if (base == NULL || base->kind != CFG_MAP || over->kind != CFG_MAP)
 		return cfg_clone(over);
+	/* A driver block that names another driver replaces the block: the keys
+	 * of one driver mean nothing to another (a board's fastboot deploy does not
+	 * inherit the lab default's TFTP server). */
+	const struct cfg_node *bd = cfg_map_get(base, "driver"), *od = cfg_map_get(over, "driver");
+	if (bd && od && bd->kind == CFG_SCALAR && od->kind == CFG_SCALAR &&
+	    strcmp(bd->value, od->value) != 0)
+		return cfg_clone(over);
 	struct cfg_node *m = cfg_clone(base);
 	/* The merged map is reported at the overriding map's position. */
 	m->file = over->file;

@@ -171,6 +171,24 @@ int main(void)
 	cfg_free(d);
 	cfg_free(o);
 
+	/* a block naming another driver replaces the inherited block */
+	d = parse("d.yaml", "deploy: {driver: uboot-tftp, server: 10.0.0.1, timeout: 5m}\n", &e);
+	o = parse("o.yaml", "deploy: {driver: fastboot, serial: ABC}\n", &e);
+	m = cfg_merge(d, o);
+	con = cfg_map_get(m, "deploy");
+	is_str(cfg_map_get(con, "driver")->value, "fastboot", "other driver wins");
+	ok(cfg_map_get(con, "server") == NULL && cfg_map_get(con, "timeout") == NULL,
+	   "the other driver's keys are not inherited");
+	is_int(con->n, 2, "replaced block has only its own keys");
+	cfg_free(m);
+	cfg_free(o);
+	o = parse("o.yaml", "deploy: {driver: uboot-tftp, dtb: x.dtb}\n", &e);
+	m = cfg_merge(d, o);
+	is_int(cfg_map_get(m, "deploy")->n, 4, "same driver named again: still merged");
+	cfg_free(m);
+	cfg_free(d);
+	cfg_free(o);
+
 	/* print -> reparse round trip, including awkward strings */
 	const char *awk =
 		"s1: \"yes\"\n"

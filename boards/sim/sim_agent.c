@@ -273,7 +273,7 @@ static int cmd_mode(struct agent_run *r)
 	bool fua_off_log = strstr(lab_buf_cstr(&b->klog), "FUA off") != NULL;
 	const char *cqe_log = b->cqe_line ? "cqe" :
 			      strcmp(b->cfg.host, "sdhci-sprd") == 0 ? "hsq" : "none";
-	const char *kv[24];
+	const char *kv[32]; /* 12 pairs + NULL */
 	size_t k = 0;
 	kv[k++] = "fua";
 	kv[k++] = fua;

@@ -177,11 +177,29 @@ static void print_man(FILE *f)
 	fputs(".SH SEE ALSO\nThe user guide in docs/ of the source tree.\n", f);
 }
 
+/* Markdown reference for docs/cli.md (a test keeps the two in step). */
+static void print_markdown(FILE *f)
+{
+	for (const struct cmd_entry *c = cmd_table; c->name; c++) {
+		fprintf(f, "### emmclab %s\n\n```\nemmclab %s %s\n```\n\n%s.\n", c->name, c->name,
+			c->usage, c->summary);
+		if (c->help)
+			fprintf(f, "\n```\n%s\n```\n", c->help);
+		if (!c->exec)
+			fprintf(f, "\nNot built yet (exits 2).\n");
+		fputc('\n', f);
+	}
+}
+
 static int cmd_help(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
 	if (argc >= 2 && strcmp(argv[1], "--man") == 0) {
 		print_man(stdout);
+		return 0;
+	}
+	if (argc >= 2 && strcmp(argv[1], "--markdown") == 0) {
+		print_markdown(stdout);
 		return 0;
 	}
 	if (argc < 2) {

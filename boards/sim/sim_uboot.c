@@ -136,6 +136,10 @@ static void ub_start_countdown(struct sim_board *b, long arg)
 	const char *bd = sim_kv_get(&b->env, "bootdelay");
 	if (bd)
 		lab_parse_i64(bd, &delay);
+	if (delay < 0) { /* bootdelay -1: no autoboot, no countdown, straight to the prompt */
+		ub_prompt(b, 0);
+		return;
+	}
 	char s[64];
 	snprintf(s, sizeof s, "Hit any key to stop autoboot: %2lld ", (long long)delay);
 	sim_out_now(b, s, strlen(s));
@@ -151,7 +155,7 @@ static void ub_start_countdown(struct sim_board *b, long arg)
 		ub_stop_autoboot(b);
 		return;
 	}
-	if (delay <= 0) {
+	if (delay == 0) {
 		ub_tick(b, 0);
 		return;
 	}

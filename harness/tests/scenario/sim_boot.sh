@@ -6,7 +6,9 @@
 # agent to a board without one, login, poweroff.
 set -euo pipefail
 . "$EMMCLAB_SRC/boards/sim/testlib.sh"
-sim_setup
+mkdir -p "$T/tftp/bsprd"
+head -c 123457 /dev/zero > "$T/tftp/bsprd/Image"
+sim_setup "" ", tftp_root: $T/tftp"
 on5="run:curl -sf 'http://127.0.0.1:$PORT/power/control/on?hostname=pdu&port=5'"
 off5="run:curl -sf 'http://127.0.0.1:$PORT/power/control/off?hostname=pdu&port=5'"
 
@@ -63,6 +65,19 @@ con bsprd "run:curl -sf 'http://127.0.0.1:$PORT/plug/bsprd/cm?cmnd=Power%20On' >
 	'expect:autoboot' 'expect:Host Software Queue enabled' 'expect:bsprd login: $' \
 	'send:root\r' 'expect:\n# $' 'send:emmclab-agent mode\r' 'expect:fua=0 write_cache=1 cqe=0 .*knob_fua=auto.*mode=cache-nofua' \
 	'send:exit\r' 'expect:bsprd login: $' >/dev/null
+
+# tftp_root: the sizes of the real files; a missing one is not found; bootdelay -1 stops at the prompt
+con bsprd "run:curl -sf 'http://127.0.0.1:$PORT/plug/bsprd/cm?cmnd=Power%20Off' >/dev/null" \
+	"run:curl -sf 'http://127.0.0.1:$PORT/plug/bsprd/cm?cmnd=Power%20On' >/dev/null" \
+	'expect:autoboot' 'send: ' 'expect:=> $' 'slow:setenv ipaddr 10.0.0.2\r' 'expect:=> $' \
+	'slow:setenv serverip 10.0.0.1\r' 'expect:=> $' \
+	'slow:tftp 0x1000 bsprd/Image\r' 'expect:Bytes transferred = 123457 \(1e241 hex\)' 'expect:=> $' \
+	'slow:printenv filesize\r' 'expect:filesize=1e241' 'expect:=> $' \
+	'slow:tftp 0x1000 bsprd/dtb\r' "expect:File not found" 'expect:=> $' \
+	'slow:setenv bootdelay -1\r' 'expect:=> $' 'slow:saveenv\r' 'expect:OK' 'expect:=> $' \
+	"run:curl -sf 'http://127.0.0.1:$PORT/plug/bsprd/cm?cmnd=Power%20Off' >/dev/null" \
+	"run:curl -sf 'http://127.0.0.1:$PORT/plug/bsprd/cm?cmnd=Power%20On' >/dev/null" \
+	'expect:Net:   eth0: ethernet@fe300000\r\n=> $' >/dev/null
 
 # a board without the agent: test -x fails, push it in base64 chunks, check sha256, chmod, run
 b64=$(head -c 3000 /dev/urandom | tee "$T/agent.bin" | base64 -w 0)

@@ -12,6 +12,7 @@
  */
 #include "board.h"
 #include "cli.h"
+#include "store.h"
 #include "config.h"
 #include "console.h"
 #include "power.h"
@@ -50,7 +51,7 @@ struct bctx {
 	struct termios saved;
 };
 
-enum { OPT_LAB = 1000, OPT_KERNEL, OPT_MODE, OPT_CMDLINE, OPT_RUN, OPT_AGENT, OPT_TDIR };
+enum { OPT_LAB = 1000, OPT_KERNEL, OPT_MODE, OPT_CMDLINE, OPT_RUN, OPT_AGENT, OPT_TDIR, OPT_DB };
 
 static const struct option long_opts[] = {
 	{"lab", required_argument, NULL, OPT_LAB},
@@ -60,6 +61,7 @@ static const struct option long_opts[] = {
 	{"run", required_argument, NULL, OPT_RUN},
 	{"agent", required_argument, NULL, OPT_AGENT},
 	{"transcripts", required_argument, NULL, OPT_TDIR},
+	{"db", required_argument, NULL, OPT_DB},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -414,7 +416,7 @@ static int usage(void)
 int cmd_board(struct cli *cli, int argc, char **argv)
 {
 	const char *lab_path = NULL, *kernel = NULL, *mode = NULL, *cmdline = NULL, *agent = NULL;
-	const char *tdir = NULL;
+	const char *tdir = NULL, *db = NULL;
 	char **runs = NULL;
 	size_t nruns = 0;
 	int opt;
@@ -428,6 +430,7 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 		case OPT_CMDLINE: cmdline = optarg; break;
 		case OPT_AGENT: agent = optarg; break;
 		case OPT_TDIR: tdir = optarg; break;
+		case OPT_DB: db = optarg; break;
 		case OPT_RUN:
 			runs = xreallocarray(runs, nruns + 1, sizeof *runs);
 			runs[nruns++] = optarg;
@@ -465,6 +468,24 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 		return usage();
 	}
 	const char *name = pos[0], *verb = pos[1];
+	if (strcmp(verb, "release") == 0 && npos == 2) {
+		/* Quarantine holds across runs until an operator releases the board. */
+		free(runs);
+		struct lab_err re = {0};
+		struct store *st = NULL;
+		if (store_open(store_default_path(db), 0, &st, &re))
+			return cli_error(&re);
+		int64_t bid = 0;
+		int rc = store_board_upsert(st, name, NULL, NULL, NULL, &bid, &re);
+		if (!rc)
+			rc = store_event(st, 0, 0, bid, "unquarantine", NULL,
+					 "released by the operator (emmclab board release)", &re);
+		store_close(st);
+		if (rc)
+			return cli_error(&re);
+		printf("%s: released from quarantine\n", name);
+		return 0;
+	}
 	bool is_power = strcmp(verb, "power") == 0, is_console = strcmp(verb, "console") == 0,
 	     is_boot = strcmp(verb, "boot") == 0;
 	if ((!is_power && !is_console && !is_boot) || (is_power && npos != 3) ||

@@ -31,10 +31,11 @@ const struct cmd_entry cmd_table[] = {
 	 "3 when infrastructure failures left jobs without results.",
 	 cmd_run},
 	{"board", "NAME power on|off|cycle|state | NAME console | NAME boot [--mode M] [--kernel K] "
-	 "[--cmdline ARGS] [--run CMD]... [--agent ARGS] | list-usb [--lab LAB.yaml]",
-	 "drive one board by hand: power, console, boot to a shell",
+	 "[--cmdline ARGS] [--run CMD]... [--agent ARGS] | NAME release [--db PATH] | list-usb [--lab LAB.yaml]",
+	 "drive one board by hand: power, console, boot to a shell, release from quarantine",
 	 "Uses the same drivers as `run`. The interactive console escapes with Ctrl-] and shares\n"
-	 "the board's transcript.", cmd_board},
+	 "the board's transcript. A board quarantined by a run stays out of later runs until\n"
+	 "`emmclab board NAME release` records that an operator looked at it.", cmd_board},
 	{"check", "FILE...", "validate lab, type, suite and plan files and print the resolved configuration",
 	 "Every error names file:line:column; an unknown key names the nearest valid key.", cmd_check},
 	{"compare", "[--db PATH] [--by mode|part|kernel|run] [--filter FIELD=VALUE]... [--alpha A] "

@@ -960,6 +960,11 @@ static void on_booted(struct board *b, int rc, enum board_fail fail, const char 
 static void next_slot(struct rboard *rb)
 {
 	struct runner *r = rb->r;
+	if (board_quarantined(rb->b) && rb->cur < rb->pb->nslots) {
+		skip_rest(rb, "board quarantined");
+		end_board(rb);
+		return;
+	}
 	while (rb->cur < rb->pb->nslots && cur_job(rb)->status >= JOB_OK)
 		rb->cur++;
 	if (r->stopping || rb->cur >= rb->pb->nslots) {
@@ -978,6 +983,23 @@ static void next_slot(struct rboard *rb)
 	}
 	/* Same boot, same job: the mode was verified at boot; run the next iteration. */
 	start_workloads(rb);
+}
+
+/* A quarantine event with no later unquarantine (emmclab board NAME release). */
+static bool board_still_quarantined(struct store *s, int64_t board_id)
+{
+	sqlite3_stmt *st;
+	bool q = false;
+	if (sqlite3_prepare_v2(store_db(s),
+			       "SELECT 1 FROM event e WHERE e.board_id = ?1 AND e.kind = 'quarantine'"
+			       " AND NOT EXISTS (SELECT 1 FROM event u WHERE u.board_id = e.board_id"
+			       " AND u.kind = 'unquarantine' AND u.id > e.id) LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_int64(st, 1, board_id);
+	q = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return q;
 }
 
 static void start_board(void *arg)
@@ -1083,6 +1105,12 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 		if (rc)
 			goto out_boards;
 		r.nrb++;
+		if (board_still_quarantined(s, rb->board_id)) {
+			/* Not retried forever: a quarantined board waits for an operator. */
+			board_health_restore(rb->b, 0, true);
+			logf_(&r, "%s: quarantined by an earlier run: skipped (emmclab board %s release)",
+			      rb->cfg->name, rb->cfg->name);
+		}
 	}
 	char *name = json_escape(lab->plan->name), *labname = json_escape(lab->name);
 	char *cfg = xasprintf("{\"plan\":\"%s\",\"lab\":\"%s\",\"boards\":%zu,\"jobs\":%zu}", name,

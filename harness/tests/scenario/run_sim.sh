@@ -84,9 +84,10 @@ plan:
 YAML
 }
 
-run() { # expected-exit
+run() { # expected-exit [keep-db]
 	"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null 2>&1 || true
-	rm -rf "$T/sim" "$T/lab.db"*
+	rm -rf "$T/sim"
+	[ -n "${2:-}" ] || rm -f "$T/lab.db"*
 	"$EMMCLAB" sim start "$T/lab.yaml" --state-dir "$T/sim" >/dev/null
 	set +e
 	"$EMMCLAB" run --db "$T/lab.db" --report "$T/report.html" "$T/plan.yaml" >"$T/out" 2>"$T/err"
@@ -171,6 +172,19 @@ grep -q "quarantine" "$T/err" || fail "no quarantine"
 	fail "the healthy board's jobs did not complete"
 echo "ok 4 - a silent board is classified, retried and quarantined; the other board completes"
 
+# 4b. the quarantine holds in the next run, until an operator releases the board
+lab "" ""
+run 0 keep
+grep -q "b5: quarantined by an earlier run" "$T/err" || fail "quarantine not carried over"
+[ "$(q "$T/lab.db" "select count(*) from job j join run r on r.id=j.run_id where r.id=2 and j.status='ok' and j.board_id=(select id from board where name='b5')")" = 0 ] ||
+	fail "a quarantined board ran jobs"
+"$EMMCLAB" board b5 release --db "$T/lab.db" | grep -q released || fail "release"
+run 0 keep
+grep -q "quarantined by an earlier run" "$T/err" && fail "released board still quarantined"
+[ "$(q "$T/lab.db" "select count(*) from job where run_id=3 and status='ok' and board_id=(select id from board where name='b5')")" = 4 ] ||
+	fail "released board did not run"
+echo "ok 4b - quarantine persists across runs until 'emmclab board NAME release'"
+
 # 5. SIGTERM in the middle: finished iterations stay whole, the run is aborted
 lab "slow-part=20" "slow-part=20"
 plan "$FUA_SUITE"
@@ -197,4 +211,4 @@ set -e
 	fail "a half-written iteration"
 [ "$(q "$T/lab.db" "select count(*) from job where status in ('pending','running')")" = 0 ] || fail "jobs left running"
 echo "ok 5 - SIGTERM: run aborted cleanly, every stored iteration whole"
-echo "5 passed, 0 failed"
+echo "6 passed, 0 failed"

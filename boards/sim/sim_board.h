@@ -96,6 +96,9 @@ struct sim_board {
 	int countdown;
 	bool early_key;
 	int ub_status;
+	bool ub_polling;      /* the running line polls ctrlc() (tftp, dhcp, load, sleep...) */
+	unsigned char ub_pend[64]; /* typed ahead while a command ran: still in the FIFO */
+	size_t ub_npend;
 	uint64_t loaded[8];   /* addresses holding an image (tftp/load) */
 	size_t nloaded;
 

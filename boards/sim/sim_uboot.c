@@ -86,12 +86,22 @@ void sim_uboot_default_env(struct sim_board *b, struct sim_kv *env)
 
 /* ---- power-on sequence ---- */
 
+static void ub_key(struct sim_board *b, unsigned char c);
+
 static void ub_prompt(struct sim_board *b, long arg)
 {
 	LAB_UNUSED(arg);
 	sim_set_stage(b, SIM_UBOOT);
+	b->ub_polling = false;
 	sim_lined_reset(&b->lined);
 	sim_out_now(b, b->cfg.prompt, strlen(b->cfg.prompt));
+	/* readline now reads what was typed while the command ran */
+	size_t n = b->ub_npend;
+	unsigned char pend[sizeof b->ub_pend];
+	memcpy(pend, b->ub_pend, n);
+	b->ub_npend = 0;
+	for (size_t i = 0; i < n && b->stage == SIM_UBOOT; i++)
+		ub_key(b, pend[i]);
 }
 
 static void ub_run_line(struct sim_board *b, const char *line);
@@ -169,6 +179,8 @@ void sim_uboot_poweron(struct sim_board *b)
 	sim_kv_copy(&b->env, &b->env_saved); /* RAM is gone: the saved environment is loaded */
 	b->nloaded = 0;
 	b->early_key = false;
+	b->ub_npend = 0;
+	b->ub_polling = false;
 	b->lastcmd[0] = '\0';
 	b->fifo.level = 0;
 	b->ub_status = 0;
@@ -613,6 +625,11 @@ static int ub_command(struct sim_board *b, int argc, char **argv, int depth)
 			       "env set [-f] name [arg ...]\n");
 		return 1;
 	}
+	static const char *const polling[] = {"dhcp", "tftp", "tftpboot", "load", "ext4load", "fatload",
+					      "sleep", "ums", "fastboot", "booti", "bootz", "bootm", NULL};
+	for (int i = 0; polling[i]; i++)
+		if (strcmp(c, polling[i]) == 0)
+			b->ub_polling = true; /* ctrlc() consumes what is typed meanwhile */
 	if (strcmp(c, "dhcp") == 0)
 		return cmd_dhcp(b);
 	if (strcmp(c, "tftp") == 0 || strcmp(c, "tftpboot") == 0)
@@ -763,12 +780,48 @@ void sim_uboot_input(struct sim_board *b, unsigned char c)
 		return;
 	switch (b->stage) {
 	case SIM_ROM:
-		b->early_key = true;
+		/* waits in the FIFO: the first key stops autoboot, the rest reach the CLI */
+		if (!b->early_key)
+			b->early_key = true;
+		else if (b->ub_npend < b->fifo.depth && b->ub_npend < sizeof b->ub_pend)
+			b->ub_pend[b->ub_npend++] = c;
 		return;
 	case SIM_AUTOBOOT:
 		ub_stop_autoboot(b);
 		return;
-	case SIM_UBOOT: {
+	case SIM_UBOOT:
+		ub_key(b, c);
+		return;
+	case SIM_UBOOT_BUSY:
+		if (c == 0x03) { /* ctrlc() polled by long commands */
+			sim_sched_clear(b);
+			b->ub_npend = 0;
+			sim_out_now(b, "\nAbort\n", 7);
+			b->ub_status = 1;
+			ub_prompt(b, 0);
+		} else if (!b->ub_polling && b->ub_npend < b->fifo.depth &&
+			   b->ub_npend < sizeof b->ub_pend) {
+			b->ub_pend[b->ub_npend++] = c;
+		}
+		return;
+	case SIM_UMS:
+		if (c == 0x03) {
+			sim_out_now(b, "\rCTRL+C - Operation aborted.\n", 29);
+			ub_prompt(b, 0);
+		}
+		return;
+	case SIM_FASTBOOT:
+		if (c == 0x03)
+			ub_prompt(b, 0);
+		return;
+	default:
+		return;
+	}
+}
+
+static void ub_key(struct sim_board *b, unsigned char c)
+{
+	{
 		struct lab_buf echo;
 		lab_buf_init(&echo, 4096);
 		int r = sim_lined_feed(&b->lined, c, &echo);
@@ -793,27 +846,5 @@ void sim_uboot_input(struct sim_board *b, unsigned char c)
 			}
 			ub_run_line(b, line);
 		}
-		return;
-	}
-	case SIM_UBOOT_BUSY:
-		if (c == 0x03) { /* ctrlc() polled by long commands */
-			sim_sched_clear(b);
-			sim_out_now(b, "\nAbort\n", 7);
-			b->ub_status = 1;
-			ub_prompt(b, 0);
-		}
-		return;
-	case SIM_UMS:
-		if (c == 0x03) {
-			sim_out_now(b, "\rCTRL+C - Operation aborted.\n", 29);
-			ub_prompt(b, 0);
-		}
-		return;
-	case SIM_FASTBOOT:
-		if (c == 0x03)
-			ub_prompt(b, 0);
-		return;
-	default:
-		return;
 	}
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 enum job_status { JOB_PENDING, JOB_RUNNING, JOB_OK, JOB_INFRA, JOB_MISMATCH, JOB_SKIPPED };
 
@@ -985,6 +986,50 @@ static void next_slot(struct rboard *rb)
 	start_workloads(rb);
 }
 
+/* Runs left 'running' by a controller that was killed (SIGKILL, power loss of
+ * the controller): everything they committed is whole (iterations are atomic);
+ * mark them aborted and their unfinished jobs infra, so reports do not wait
+ * for them.  Only runs of this host whose process is gone are touched. */
+static void reap_dead_runs(struct runner *r, const char *host)
+{
+	sqlite3 *db = store_db(r->store);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id, json_extract(config_json, '$.pid') FROM run WHERE status = 'running'"
+			       " AND source = 'lab' AND json_valid(config_json)"
+			       " AND json_extract(config_json, '$.host') = ?1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_TRANSIENT);
+	int64_t dead[64];
+	size_t n = 0;
+	while (sqlite3_step(st) == SQLITE_ROW && n < LAB_ARRAY_SIZE(dead)) {
+		pid_t pid = (pid_t)sqlite3_column_int64(st, 1);
+		if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
+			dead[n++] = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < n; i++) {
+		struct lab_err e = {0};
+		char *sql = xasprintf("UPDATE job SET status = 'infra' WHERE run_id = %lld AND status IN "
+				      "('pending', 'running')",
+				      (long long)dead[i]);
+		int rc = store_begin(r->store, &e);
+		if (!rc && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			rc = LAB_EINFRA;
+		if (!rc)
+			rc = store_event(r->store, dead[i], 0, 0, "controller-died", NULL,
+					 "the controller of this run died; marked aborted by a later run", &e);
+		if (!rc)
+			rc = store_commit(r->store, &e);
+		else
+			store_rollback(r->store);
+		free(sql);
+		if (!rc && store_run_finish(r->store, dead[i], "aborted", &e) == LAB_OK)
+			logf_(r, "run %lld: its controller died; marked aborted", (long long)dead[i]);
+	}
+}
+
 /* A quarantine event with no later unquarantine (emmclab board NAME release). */
 static bool board_still_quarantined(struct store *s, int64_t board_id)
 {
@@ -1113,10 +1158,16 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 		}
 	}
 	char *name = json_escape(lab->plan->name), *labname = json_escape(lab->name);
-	char *cfg = xasprintf("{\"plan\":\"%s\",\"lab\":\"%s\",\"boards\":%zu,\"jobs\":%zu}", name,
-			      labname, r.plan->nboards, r.plan->njobs);
+	char host[128] = "";
+	gethostname(host, sizeof host - 1);
+	char *hostj = json_escape(host);
+	char *cfg = xasprintf("{\"plan\":\"%s\",\"lab\":\"%s\",\"boards\":%zu,\"jobs\":%zu,"
+			      "\"host\":\"%s\",\"pid\":%ld}",
+			      name, labname, r.plan->nboards, r.plan->njobs, hostj, (long)getpid());
+	free(hostj);
 	free(name);
 	free(labname);
+	reap_dead_runs(&r, host);
 	struct store_run_info ri = {.plan = lab->plan->name, .lab = lab->name, .source = "lab",
 				    .config_json = cfg};
 	rc = store_run_begin(s, &ri, &res->run_id, e);

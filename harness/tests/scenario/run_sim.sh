@@ -211,4 +211,34 @@ set -e
 	fail "a half-written iteration"
 [ "$(q "$T/lab.db" "select count(*) from job where status in ('pending','running')")" = 0 ] || fail "jobs left running"
 echo "ok 5 - SIGTERM: run aborted cleanly, every stored iteration whole"
-echo "6 passed, 0 failed"
+
+# 6. SIGKILL of the controller: what was committed is whole; the next run
+#    marks the dead run aborted
+lab "slow-part=20" "slow-part=20"
+plan "$FUA_SUITE"
+"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null 2>&1 || true
+rm -rf "$T/sim" "$T/lab.db"*
+"$EMMCLAB" sim start "$T/lab.yaml" --state-dir "$T/sim" >/dev/null
+"$EMMCLAB" run --db "$T/lab.db" --no-report "$T/plan.yaml" >"$T/out" 2>"$T/err" &
+pid=$!
+for _ in $(seq 1 100); do
+	n=$(q "$T/lab.db" "select count(*) from iteration" 2>/dev/null || echo 0)
+	[ "${n:-0}" -ge 3 ] && break
+	sleep 0.1
+done
+kill -KILL $pid
+wait $pid 2>/dev/null || true
+[ "$(q "$T/lab.db" "pragma integrity_check")" = ok ] || fail "database damaged by SIGKILL"
+[ "$(q "$T/lab.db" "select count(*) from (select i.id, i.workload, count(s.id) n from iteration i left join sample s on s.iteration_id=i.id group by i.id) where (workload='androbench' and n!=8) or (workload='fscopy' and n!=7)")" = 0 ] ||
+	fail "a half-written iteration after SIGKILL"
+kept=$(q "$T/lab.db" "select count(*) from iteration")
+"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null
+lab "" ""
+plan "$FUA_SUITE"
+run 0 keep
+grep -q "run 1: its controller died; marked aborted" "$T/err" || fail "dead run not reaped"
+[ "$(q "$T/lab.db" "select status from run where id=1")" = aborted ] || fail "dead run not aborted"
+[ "$(q "$T/lab.db" "select count(*) from iteration i join job j on j.id=i.job_id where j.run_id=1")" = "$kept" ] ||
+	fail "samples of the killed run lost"
+echo "ok 6 - SIGKILL: committed iterations whole ($kept kept), the dead run is marked aborted later"
+echo "7 passed, 0 failed"

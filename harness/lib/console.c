@@ -9,6 +9,7 @@
  * deferred until the callback returns (depth counter).
  */
 #include "console.h"
+#include "driver.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -24,35 +25,21 @@
  * driver object into a program. */
 extern const struct console_driver console_serial, console_tcp, console_pty, console_exec;
 
-static const struct console_driver *const all_console[] = {
+static const void *const all_console[] = {
 	&console_serial, &console_tcp, &console_pty, &console_exec,
 };
-static const struct console_driver *console_list[LAB_ARRAY_SIZE(all_console) + 1];
-
-static void build_list(void)
-{
-	if (console_list[0])
-		return;
-	size_t n = 0;
-	for (size_t i = 0; i < LAB_ARRAY_SIZE(all_console); i++)
-		if (all_console[i])
-			console_list[n++] = all_console[i];
-	console_list[n] = NULL;
-}
+static const void *console_slots[LAB_ARRAY_SIZE(all_console) + 1];
+static struct driver_registry console_reg = {"console", all_console, LAB_ARRAY_SIZE(all_console),
+					     console_slots};
 
 const struct console_driver *const *console_driver_list(void)
 {
-	build_list();
-	return console_list;
+	return (const struct console_driver *const *)driver_list(&console_reg);
 }
 
 const struct console_driver *console_driver_find(const char *name)
 {
-	build_list();
-	for (size_t i = 0; console_list[i]; i++)
-		if (strcmp(console_list[i]->name, name) == 0)
-			return console_list[i];
-	return NULL;
+	return driver_find(&console_reg, name);
 }
 
 struct console_common {
@@ -158,29 +145,6 @@ static void wq_reset(struct wqueue *w)
 
 /* ---- options ---- */
 
-static struct cfg_node *subset(const struct cfg_node *map, const struct opt *keep, bool keep_in)
-{
-	struct cfg_node *n = xcalloc(1, sizeof *n);
-	n->kind = CFG_MAP;
-	n->file = map->file;
-	n->line = map->line;
-	n->col = map->col;
-	n->keys = xcalloc(map->n + 1, sizeof *n->keys);
-	n->items = xcalloc(map->n + 1, sizeof *n->items);
-	for (size_t i = 0; i < map->n; i++) {
-		bool in = false;
-		for (const struct opt *o = keep; o->key; o++)
-			if (strcmp(o->key, map->keys[i]->value) == 0)
-				in = true;
-		if (in == keep_in) {
-			n->keys[n->n] = cfg_clone(map->keys[i]);
-			n->items[n->n] = cfg_clone(map->items[i]);
-			n->n++;
-		}
-	}
-	return n;
-}
-
 static void on_pace(struct loop *l, struct loop_timer *t, void *arg);
 static void on_reconnect(struct loop *l, struct loop_timer *t, void *arg);
 static void on_connect_timeout(struct loop *l, struct loop_timer *t, void *arg);
@@ -191,7 +155,7 @@ int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
 	if (cfg == NULL || cfg->kind != CFG_MAP)
 		return cfg_error(e, cfg, "console: expected a map with 'driver:'");
 	struct console_common cc;
-	struct cfg_node *common = subset(cfg, console_common_opts, true);
+	struct cfg_node *common = driver_cfg_subset(cfg, console_common_opts, true);
 	int rc = opt_defaults(console_common_opts, &cc, e);
 	if (!rc)
 		rc = opt_parse(console_common_opts, common, &cc, e);
@@ -200,19 +164,7 @@ int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
 		return rc;
 	const struct console_driver *d = console_driver_find(cc.driver);
 	if (!d) {
-		build_list();
-		const char *best = NULL;
-		int bd = 4;
-		for (size_t i = 0; console_list[i]; i++) {
-			int dd = lab_edit_distance(cc.driver, console_list[i]->name);
-			if (dd < bd) {
-				bd = dd;
-				best = console_list[i]->name;
-			}
-		}
-		rc = cfg_error(e, cfg_map_get(cfg, "driver"), "unknown console driver '%s'%s%s%s",
-			       cc.driver, best ? " (did you mean '" : "", best ? best : "",
-			       best ? "'?)" : "");
+		rc = driver_unknown(&console_reg, cc.driver, cfg_map_get(cfg, "driver"), e);
 		opt_free(console_common_opts, &cc);
 		return rc;
 	}
@@ -232,7 +184,7 @@ int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
 	loop_timer_init(&c->connect_timer, on_connect_timeout, c);
 	c->cfg = xcalloc(1, d->cfg_size ? d->cfg_size : 1);
 	if (d->options) {
-		struct cfg_node *own = subset(cfg, console_common_opts, false);
+		struct cfg_node *own = driver_cfg_subset(cfg, console_common_opts, false);
 		rc = opt_defaults(d->options, c->cfg, e);
 		if (!rc)
 			rc = opt_parse(d->options, own, c->cfg, e);

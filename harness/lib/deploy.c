@@ -1,5 +1,6 @@
 /* deploy.c - generic deploy layer: driver lookup, options, artifact hashes, timeouts. */
 #include "deploy.h"
+#include "driver.h"
 #include "config.h"
 
 #include <stdarg.h>
@@ -11,30 +12,21 @@
 W(deploy_none) W(deploy_uboot_tftp) W(deploy_fastboot) W(deploy_ums) W(deploy_exec) W(deploy_qemu)
 #undef W
 
-static const struct deploy_driver *const all_deploy[] = {
+static const void *const all_deploy[] = {
 	&deploy_none, &deploy_uboot_tftp, &deploy_fastboot, &deploy_ums, &deploy_exec, &deploy_qemu,
 };
-static const struct deploy_driver *deploy_list[LAB_ARRAY_SIZE(all_deploy) + 1];
+static const void *deploy_slots[LAB_ARRAY_SIZE(all_deploy) + 1];
+static struct driver_registry deploy_reg = {"deploy", all_deploy, LAB_ARRAY_SIZE(all_deploy),
+					    deploy_slots};
 
 const struct deploy_driver *const *deploy_driver_list(void)
 {
-	if (!deploy_list[0]) {
-		size_t n = 0;
-		for (size_t i = 0; i < LAB_ARRAY_SIZE(all_deploy); i++)
-			if (all_deploy[i])
-				deploy_list[n++] = all_deploy[i];
-		deploy_list[n] = NULL;
-	}
-	return deploy_list;
+	return (const struct deploy_driver *const *)driver_list(&deploy_reg);
 }
 
 const struct deploy_driver *deploy_driver_find(const char *name)
 {
-	const struct deploy_driver *const *l = deploy_driver_list();
-	for (size_t i = 0; l[i]; i++)
-		if (strcmp(l[i]->name, name) == 0)
-			return l[i];
-	return NULL;
+	return driver_find(&deploy_reg, name);
 }
 
 struct deploy_common {
@@ -50,36 +42,13 @@ static const struct opt deploy_common_opts[] = {
 	{0},
 };
 
-static struct cfg_node *subset(const struct cfg_node *map, bool common)
-{
-	struct cfg_node *n = xcalloc(1, sizeof *n);
-	n->kind = CFG_MAP;
-	n->file = map->file;
-	n->line = map->line;
-	n->col = map->col;
-	n->keys = xcalloc(map->n + 1, sizeof *n->keys);
-	n->items = xcalloc(map->n + 1, sizeof *n->items);
-	for (size_t i = 0; i < map->n; i++) {
-		bool in = false;
-		for (const struct opt *o = deploy_common_opts; o->key; o++)
-			if (strcmp(o->key, map->keys[i]->value) == 0)
-				in = true;
-		if (in == common) {
-			n->keys[n->n] = cfg_clone(map->keys[i]);
-			n->items[n->n] = cfg_clone(map->items[i]);
-			n->n++;
-		}
-	}
-	return n;
-}
-
 static int deploy_create(struct loop *l, const char *board, const struct cfg_node *cfg, bool run_init,
 			 struct deploy **out, struct lab_err *e)
 {
 	if (cfg == NULL || cfg->kind != CFG_MAP)
 		return cfg_error(e, cfg, "deploy: expected a map with 'driver:'");
 	struct deploy_common dc;
-	struct cfg_node *c = subset(cfg, true);
+	struct cfg_node *c = driver_cfg_subset(cfg, deploy_common_opts, true);
 	int rc = opt_defaults(deploy_common_opts, &dc, e);
 	if (!rc)
 		rc = opt_parse(deploy_common_opts, c, &dc, e);
@@ -88,19 +57,7 @@ static int deploy_create(struct loop *l, const char *board, const struct cfg_nod
 		return rc;
 	const struct deploy_driver *d = deploy_driver_find(dc.driver);
 	if (!d) {
-		const struct deploy_driver *const *list = deploy_driver_list();
-		const char *best = NULL;
-		int bd = 4;
-		for (size_t i = 0; list[i]; i++) {
-			int dd = lab_edit_distance(dc.driver, list[i]->name);
-			if (dd < bd) {
-				bd = dd;
-				best = list[i]->name;
-			}
-		}
-		rc = cfg_error(e, cfg_map_get(cfg, "driver"), "unknown deploy method '%s'%s%s%s",
-			       dc.driver, best ? " (did you mean '" : "", best ? best : "",
-			       best ? "'?)" : "");
+		rc = driver_unknown(&deploy_reg, dc.driver, cfg_map_get(cfg, "driver"), e);
 		opt_free(deploy_common_opts, &dc);
 		return rc;
 	}
@@ -113,7 +70,7 @@ static int deploy_create(struct loop *l, const char *board, const struct cfg_nod
 	opt_free(deploy_common_opts, &dc);
 	dp->cfg = xcalloc(1, d->cfg_size ? d->cfg_size : 1);
 	if (d->options) {
-		struct cfg_node *own = subset(cfg, false);
+		struct cfg_node *own = driver_cfg_subset(cfg, deploy_common_opts, false);
 		rc = opt_defaults(d->options, dp->cfg, e);
 		if (!rc)
 			rc = opt_parse(d->options, own, dp->cfg, e);

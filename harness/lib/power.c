@@ -1,5 +1,6 @@
 /* power.c - generic power layer: driver lookup, option parsing, off-time, cycle, timeouts. */
 #include "power.h"
+#include "driver.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,36 +13,21 @@ W(power_pdudaemon) W(power_tasmota) W(power_shelly) W(power_esphome) W(power_exe
 W(power_manual) W(power_usb_relay) W(power_usb_hub) W(power_ykush) W(power_qemu)
 #undef W
 
-static const struct power_driver *const all_power[] = {
+static const void *const all_power[] = {
 	&power_pdudaemon, &power_tasmota, &power_shelly, &power_esphome, &power_exec,
 	&power_manual, &power_usb_relay, &power_usb_hub, &power_ykush, &power_qemu,
 };
-static const struct power_driver *power_list[LAB_ARRAY_SIZE(all_power) + 1];
-
-static void build_list(void)
-{
-	if (power_list[0])
-		return;
-	size_t n = 0;
-	for (size_t i = 0; i < LAB_ARRAY_SIZE(all_power); i++)
-		if (all_power[i])
-			power_list[n++] = all_power[i];
-	power_list[n] = NULL;
-}
+static const void *power_slots[LAB_ARRAY_SIZE(all_power) + 1];
+static struct driver_registry power_reg = {"power", all_power, LAB_ARRAY_SIZE(all_power), power_slots};
 
 const struct power_driver *const *power_driver_list(void)
 {
-	build_list();
-	return power_list;
+	return (const struct power_driver *const *)driver_list(&power_reg);
 }
 
 const struct power_driver *power_driver_find(const char *name)
 {
-	build_list();
-	for (size_t i = 0; power_list[i]; i++)
-		if (strcmp(power_list[i]->name, name) == 0)
-			return power_list[i];
-	return NULL;
+	return driver_find(&power_reg, name);
 }
 
 struct power_common {
@@ -60,37 +46,13 @@ static const struct opt power_common_opts[] = {
 	{0},
 };
 
-/* Split the block into the common keys and the driver's keys. */
-static struct cfg_node *subset(const struct cfg_node *map, const struct opt *keep, bool keep_in)
-{
-	struct cfg_node *n = xcalloc(1, sizeof *n);
-	n->kind = CFG_MAP;
-	n->file = map->file;
-	n->line = map->line;
-	n->col = map->col;
-	n->keys = xcalloc(map->n + 1, sizeof *n->keys);
-	n->items = xcalloc(map->n + 1, sizeof *n->items);
-	for (size_t i = 0; i < map->n; i++) {
-		bool in = false;
-		for (const struct opt *o = keep; o->key; o++)
-			if (strcmp(o->key, map->keys[i]->value) == 0)
-				in = true;
-		if (in == keep_in) {
-			n->keys[n->n] = cfg_clone(map->keys[i]);
-			n->items[n->n] = cfg_clone(map->items[i]);
-			n->n++;
-		}
-	}
-	return n;
-}
-
 static int power_create(struct loop *l, const char *board, const struct cfg_node *cfg, bool run_init,
 			struct power **out, struct lab_err *e)
 {
 	if (cfg == NULL || cfg->kind != CFG_MAP)
 		return cfg_error(e, cfg, "power: expected a map with 'driver:'");
 	struct power_common pc;
-	struct cfg_node *common = subset(cfg, power_common_opts, true);
+	struct cfg_node *common = driver_cfg_subset(cfg, power_common_opts, true);
 	int rc = opt_defaults(power_common_opts, &pc, e);
 	if (!rc)
 		rc = opt_parse(power_common_opts, common, &pc, e);
@@ -99,19 +61,7 @@ static int power_create(struct loop *l, const char *board, const struct cfg_node
 		return rc;
 	const struct power_driver *d = power_driver_find(pc.driver);
 	if (!d) {
-		build_list();
-		const char *best = NULL;
-		int bd = 4;
-		for (size_t i = 0; power_list[i]; i++) {
-			int dd = lab_edit_distance(pc.driver, power_list[i]->name);
-			if (dd < bd) {
-				bd = dd;
-				best = power_list[i]->name;
-			}
-		}
-		struct cfg_node *at = cfg_map_get(cfg, "driver");
-		rc = cfg_error(e, at, "unknown power driver '%s'%s%s%s", pc.driver,
-			       best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+		rc = driver_unknown(&power_reg, pc.driver, cfg_map_get(cfg, "driver"), e);
 		opt_free(power_common_opts, &pc);
 		return rc;
 	}
@@ -126,7 +76,7 @@ static int power_create(struct loop *l, const char *board, const struct cfg_node
 	opt_free(power_common_opts, &pc);
 	p->cfg = xcalloc(1, d->cfg_size ? d->cfg_size : 1);
 	if (d->options) {
-		struct cfg_node *own = subset(cfg, power_common_opts, false);
+		struct cfg_node *own = driver_cfg_subset(cfg, power_common_opts, false);
 		rc = opt_defaults(d->options, p->cfg, e);
 		if (!rc)
 			rc = opt_parse(d->options, own, p->cfg, e);

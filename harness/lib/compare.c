@@ -24,6 +24,7 @@ struct cell {
 	/* compared value */
 	const char *dim;
 	double *v;
+	double *sorted; /* v sorted, made once when a row first needs it */
 	size_t n, cap, nwarm;
 	const char *unit;
 	bool mixed, excluded;
@@ -122,7 +123,7 @@ static struct cell *cell_get(struct cpriv *p, const struct cell *k)
 	}
 	struct cell *c = &p->cells[p->ncells];
 	*c = *k;
-	c->v = NULL;
+	c->v = c->sorted = NULL;
 	c->n = c->cap = c->nwarm = 0;
 	c->unit = NULL;
 	c->mixed = c->excluded = false;
@@ -193,7 +194,20 @@ struct pair {
 	bool need_both; /* emit only when both sides have data */
 };
 
-static void side_fill(struct compare_side *s, const struct cell *c, const char *label)
+/* One sorted copy per cell: a cell is described and tested in up to three rows. */
+static const double *cell_sorted(struct cell *c)
+{
+	if (!c)
+		return NULL;
+	if (!c->sorted && c->n) {
+		c->sorted = xmalloc(c->n * sizeof *c->sorted);
+		memcpy(c->sorted, c->v, c->n * sizeof *c->sorted);
+		stats_sort(c->sorted, c->n);
+	}
+	return c->sorted;
+}
+
+static void side_fill(struct compare_side *s, struct cell *c, const char *label)
 {
 	memset(s, 0, sizeof *s);
 	s->label = label;
@@ -205,11 +219,11 @@ static void side_fill(struct compare_side *s, const struct cell *c, const char *
 		s->unit = c->unit;
 		s->mixed_units = c->mixed;
 	}
-	stats_describe(s->v, s->n, 0.95, &s->d);
+	stats_describe_sorted(s->v, cell_sorted(c), s->n, 0.95, &s->d);
 }
 
 static void row_emit(struct compare_result *res, size_t *cap, const struct results *r,
-		     const struct cell *ctx, const struct cell *ca, const struct cell *cb,
+		     const struct cell *ctx, struct cell *ca, struct cell *cb,
 		     const char *la, const char *lb)
 {
 	if (res->nrows == *cap) {
@@ -234,7 +248,8 @@ static void row_emit(struct compare_result *res, size_t *cap, const struct resul
 	so.alpha = res->opts.alpha;
 	so.min_effect = res->opts.min_effect;
 	so.direction = w->direction;
-	stats_compare(w->a.v, w->a.n, w->b.v, w->b.n, &so, &w->cmp);
+	stats_compare_sorted(w->a.v, w->a.n, w->b.v, w->b.n, cell_sorted(ca), cell_sorted(cb), &so,
+			     &w->cmp);
 	char note[96] = "";
 	if (!ca || !cb)
 		snprintf(note, sizeof note, "no %s data: no test", !ca ? la : lb);
@@ -272,7 +287,7 @@ static void row_emit(struct compare_result *res, size_t *cap, const struct resul
 	}
 }
 
-static const struct cell *find_dim(const struct cell *c, size_t n, const char *dim)
+static struct cell *find_dim(struct cell *c, size_t n, const char *dim)
 {
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(c[i].dim, dim) == 0)
@@ -403,8 +418,8 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 		while (j < p->ncells && same_context(&p->cells[i], &p->cells[j]))
 			j++;
 		for (size_t q = 0; q < npairs; q++) {
-			const struct cell *ca = find_dim(&p->cells[i], j - i, pairs[q].a);
-			const struct cell *cb = find_dim(&p->cells[i], j - i, pairs[q].b);
+			struct cell *ca = find_dim(&p->cells[i], j - i, pairs[q].a);
+			struct cell *cb = find_dim(&p->cells[i], j - i, pairs[q].b);
 			if (!ca && !cb)
 				continue;
 			if (pairs[q].need_both && (!ca || !cb))
@@ -424,8 +439,10 @@ void compare_free(struct compare_result *c)
 		return;
 	struct cpriv *p = c->priv;
 	if (p) {
-		for (size_t i = 0; i < p->ncells; i++)
+		for (size_t i = 0; i < p->ncells; i++) {
 			free(p->cells[i].v);
+			free(p->cells[i].sorted);
+		}
 		free(p->cells);
 		free(p->slot);
 		for (size_t i = 0; i < p->nlabels; i++)

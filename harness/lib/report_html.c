@@ -44,12 +44,6 @@ static const char *verdict_class(enum stats_verdict v)
 	return "notest";
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static double quantile(const double *sorted, size_t n, double q)
 {
 	if (n == 0)
@@ -123,7 +117,7 @@ static void boxplot(FILE *f, const struct series *s, size_t ns, const char *unit
 			continue;
 		double *v = xmalloc(s[i].n * sizeof *v);
 		memcpy(v, s[i].v, s[i].n * sizeof *v);
-		qsort(v, s[i].n, sizeof *v, cmp_d);
+		stats_sort(v, s[i].n); /* stable like qsort: same order, no callback */
 		double q1 = quantile(v, s[i].n, 0.25), q2 = quantile(v, s[i].n, 0.5),
 		       q3 = quantile(v, s[i].n, 0.75), mn = v[0], mx = v[s[i].n - 1];
 		double mean = 0;

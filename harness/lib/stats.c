@@ -109,32 +109,77 @@ double stats_norm_cdf(double z)
 	return 0.5 * erfc(-z / sqrt(2.0));
 }
 
-static int cmp_double(const void *a, const void *b)
+/* Stable merge of a[0..na) and b[0..nb) into out: equal values keep a first. */
+static void merge_doubles(const double *a, size_t na, const double *b, size_t nb, double *out)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
+	size_t i = 0, j = 0, k = 0;
+	while (i < na && j < nb)
+		out[k++] = b[j] < a[i] ? b[j++] : a[i++];
+	while (i < na)
+		out[k++] = a[i++];
+	while (j < nb)
+		out[k++] = b[j++];
+}
+
+/*
+ * Stable ascending sort without a comparison callback: insertion-sorted runs
+ * of 16, then bottom-up merges through tmp (n values).  Stable like glibc's
+ * qsort (a merge sort), so equal values such as 0.0 and -0.0 keep their order
+ * and medians come out bit for bit as before.
+ */
+static void sort_doubles(double *x, size_t n, double *tmp)
+{
+	const size_t run = 16;
+	for (size_t lo = 0; lo < n; lo += run) {
+		size_t hi = lo + run < n ? lo + run : n;
+		for (size_t i = lo + 1; i < hi; i++) {
+			double t = x[i];
+			size_t j = i;
+			for (; j > lo && x[j - 1] > t; j--)
+				x[j] = x[j - 1];
+			x[j] = t;
+		}
+	}
+	double *src = x, *dst = tmp;
+	for (size_t w = run; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			merge_doubles(src + lo, mid - lo, src + mid, hi - mid, dst + lo);
+		}
+		double *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != x)
+		memcpy(x, src, n * sizeof *x);
+}
+
+void stats_sort(double *x, size_t n)
+{
+	if (n < 2)
+		return;
+	double small[64];
+	double *tmp = n <= LAB_ARRAY_SIZE(small) ? small : xmalloc(n * sizeof *tmp);
+	sort_doubles(x, n, tmp);
+	if (tmp != small)
+		free(tmp);
+}
+
+static double median_sorted(const double *v, size_t n)
+{
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 double stats_median(const double *x, size_t n)
 {
 	if (n == 0)
 		return NAN;
-	/* Most groups are a handful of iterations: insertion sort on the stack. */
+	/* Most groups are a handful of iterations: sort a copy on the stack. */
 	double small[32];
 	double *v = n <= LAB_ARRAY_SIZE(small) ? small : xmalloc(n * sizeof *v);
 	memcpy(v, x, n * sizeof *v);
-	if (v == small) {
-		for (size_t i = 1; i < n; i++) {
-			double t = v[i];
-			size_t j = i;
-			for (; j > 0 && v[j - 1] > t; j--)
-				v[j] = v[j - 1];
-			v[j] = t;
-		}
-	} else {
-		qsort(v, n, sizeof *v, cmp_double);
-	}
-	double m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+	stats_sort(v, n);
+	double m = median_sorted(v, n);
 	if (v != small)
 		free(v);
 	return m;
@@ -166,7 +211,8 @@ static void mean_var(const double *x, size_t n, double *mean, double *var)
 		*var = 0;
 }
 
-void stats_describe(const double *x, size_t n, double conf, struct stats_desc *d)
+void stats_describe_sorted(const double *x, const double *sorted, size_t n, double conf,
+			   struct stats_desc *d)
 {
 	memset(d, 0, sizeof *d);
 	d->n = n;
@@ -189,7 +235,7 @@ void stats_describe(const double *x, size_t n, double conf, struct stats_desc *d
 		if (x[i] < 0)
 			d->negative = true;
 	}
-	d->median = stats_median(x, n);
+	d->median = sorted ? median_sorted(sorted, n) : stats_median(x, n);
 	if (n < 2)
 		return;
 	d->sd = sqrt(var);
@@ -199,6 +245,11 @@ void stats_describe(const double *x, size_t n, double conf, struct stats_desc *d
 	d->ci_half = q * d->sd / sqrt((double)n);
 	d->ci_lo = d->mean - d->ci_half;
 	d->ci_hi = d->mean + d->ci_half;
+}
+
+void stats_describe(const double *x, size_t n, double conf, struct stats_desc *d)
+{
+	stats_describe_sorted(x, NULL, n, conf, d);
 }
 
 struct dir_entry {
@@ -258,63 +309,56 @@ int stats_welch(const double *a, size_t na, const double *b, size_t nb, struct s
 	return 0;
 }
 
-struct ranked {
-	double v;
-	int grp;
-};
-
-static int cmp_ranked(const void *x, const void *y)
-{
-	return cmp_double(&((const struct ranked *)x)->v, &((const struct ranked *)y)->v);
-}
-
-int stats_mwu(const double *a, size_t na, const double *b, size_t nb, struct stats_mwu *m)
+int stats_mwu_sorted(const double *as, size_t na, const double *bs, size_t nb, struct stats_mwu *m)
 {
 	m->u = m->p = NAN;
 	m->exact = false;
-	if (na == 0 || nb == 0 || !all_finite(a, na) || !all_finite(b, nb))
+	if (na == 0 || nb == 0 || !all_finite(as, na) || !all_finite(bs, nb))
 		return -1;
 	size_t n = na + nb;
-	struct ranked *r = xmalloc(n * sizeof *r);
-	for (size_t i = 0; i < na; i++)
-		r[i] = (struct ranked){a[i], 0};
-	for (size_t i = 0; i < nb; i++)
-		r[na + i] = (struct ranked){b[i], 1};
-	qsort(r, n, sizeof *r, cmp_ranked);
-	/* Doubled mid-ranks are integers: 2*rank = first + last + 2 (1-based). */
-	long *rank2 = xmalloc(n * sizeof *rank2);
+	bool exact = na <= STATS_MWU_EXACT_MAX && nb <= STATS_MWU_EXACT_MAX;
+	/* Doubled mid-ranks are integers: 2*rank = first + last + 2 (1-based).
+	 * Walk both sorted samples as one pooled, sorted list, a tie at a time. */
+	long *rank2 = exact ? xmalloc(n * sizeof *rank2) : NULL;
 	double tie_sum = 0;
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		while (j + 1 < n && r[j + 1].v == r[i].v)
-			j++;
-		for (size_t k = i; k <= j; k++)
-			rank2[k] = (long)(i + j + 2);
-		double t = (double)(j - i + 1);
-		tie_sum += t * t * t - t;
-		i = j + 1;
-	}
 	long w2 = 0; /* doubled rank sum of a */
-	for (size_t i = 0; i < n; i++)
-		if (r[i].grp == 0)
-			w2 += rank2[i];
+	size_t i = 0, j = 0, pos = 0;
+	while (i < na || j < nb) {
+		double v = j >= nb || (i < na && !(bs[j] < as[i])) ? as[i] : bs[j];
+		size_t ca = 0, cb = 0;
+		while (i + ca < na && as[i + ca] == v)
+			ca++;
+		while (j + cb < nb && bs[j + cb] == v)
+			cb++;
+		size_t t = ca + cb;
+		long r2 = (long)(pos + (pos + t - 1) + 2);
+		w2 += (long)ca * r2;
+		double td = (double)t;
+		tie_sum += td * td * td - td;
+		if (rank2)
+			for (size_t k = 0; k < t; k++)
+				rank2[pos + k] = r2;
+		i += ca;
+		j += cb;
+		pos += t;
+	}
 	m->u = (double)w2 / 2.0 - (double)na * (double)(na + 1) / 2.0;
 
-	if (na <= STATS_MWU_EXACT_MAX && nb <= STATS_MWU_EXACT_MAX) {
+	if (exact) {
 		/* Permutation distribution of the doubled rank sum of na items out of n:
 		 * cnt[k][s] = number of k-subsets of the items seen so far with sum s. */
 		long maxs = 0;
-		for (size_t i = 0; i < n; i++)
-			maxs += rank2[i];
+		for (size_t q = 0; q < n; q++)
+			maxs += rank2[q];
 		size_t width = (size_t)maxs + 1;
 		double *cnt = xcalloc((na + 1) * width, sizeof *cnt);
 		cnt[0] = 1;
-		for (size_t i = 0; i < n; i++) {
-			size_t kmax = i + 1 < na ? i + 1 : na;
+		for (size_t q = 0; q < n; q++) {
+			size_t kmax = q + 1 < na ? q + 1 : na;
 			for (size_t k = kmax; k >= 1; k--) {
 				double *dst = cnt + k * width, *src = cnt + (k - 1) * width;
-				for (long s = maxs; s >= rank2[i]; s--)
-					dst[s] += src[s - rank2[i]];
+				for (long s = maxs; s >= rank2[q]; s--)
+					dst[s] += src[s - rank2[q]];
 			}
 		}
 		double total = 0, le = 0, ge = 0;
@@ -344,8 +388,23 @@ int stats_mwu(const double *a, size_t na, const double *b, size_t nb, struct sta
 		}
 	}
 	free(rank2);
-	free(r);
 	return 0;
+}
+
+int stats_mwu(const double *a, size_t na, const double *b, size_t nb, struct stats_mwu *m)
+{
+	m->u = m->p = NAN;
+	m->exact = false;
+	if (na == 0 || nb == 0 || !all_finite(a, na) || !all_finite(b, nb))
+		return -1;
+	double *as = xmalloc((na + nb) * sizeof *as), *bs = as + na;
+	memcpy(as, a, na * sizeof *as);
+	memcpy(bs, b, nb * sizeof *bs);
+	stats_sort(as, na);
+	stats_sort(bs, nb);
+	int rc = stats_mwu_sorted(as, na, bs, nb, m);
+	free(as);
+	return rc;
 }
 
 const char *stats_verdict_name(enum stats_verdict v)
@@ -383,6 +442,12 @@ static void note(struct stats_cmp *c, const char *s)
 void stats_compare(const double *a, size_t na, const double *b, size_t nb,
 		   const struct stats_cmp_opts *o, struct stats_cmp *c)
 {
+	stats_compare_sorted(a, na, b, nb, NULL, NULL, o, c);
+}
+
+void stats_compare_sorted(const double *a, size_t na, const double *b, size_t nb, const double *as,
+			  const double *bs, const struct stats_cmp_opts *o, struct stats_cmp *c)
+{
 	memset(c, 0, sizeof *c);
 	c->change = c->change_lo = c->change_hi = NAN;
 	c->welch.t = c->welch.df = c->welch.p = NAN;
@@ -411,7 +476,10 @@ void stats_compare(const double *a, size_t na, const double *b, size_t nb,
 	else
 		note(c, "mean of a not positive: no relative change");
 
-	stats_mwu(a, na, b, nb, &c->mwu);
+	if (as && bs)
+		stats_mwu_sorted(as, na, bs, nb, &c->mwu);
+	else
+		stats_mwu(a, na, b, nb, &c->mwu);
 	if (na < 2 || nb < 2) {
 		char buf[48];
 		snprintf(buf, sizeof buf, "n=%zu: no test", na < 2 ? na : nb);

@@ -40,6 +40,14 @@ struct stats_desc {
 /* conf: e.g. 0.95.  Works for n == 0 (everything NaN). */
 void stats_describe(const double *x, size_t n, double conf, struct stats_desc *d);
 double stats_median(const double *x, size_t n); /* NaN when n == 0 */
+/* Ascending, stable, in place (allocates internally only beyond 64 values).
+ * Callers that test or describe one group several times sort a copy once
+ * and pass it to the *_sorted variants below. */
+void stats_sort(double *x, size_t n);
+/* stats_describe with `sorted` = the same n values sorted by stats_sort
+ * (NULL: sort internally).  Identical results. */
+void stats_describe_sorted(const double *x, const double *sorted, size_t n, double conf,
+			   struct stats_desc *d);
 
 /* Which way is good.  1: higher is better, -1: lower is better, 0: unknown. */
 int stats_direction(const char *metric, const char *unit);
@@ -56,6 +64,8 @@ struct stats_mwu {
 	bool exact;
 };
 int stats_mwu(const double *a, size_t na, const double *b, size_t nb, struct stats_mwu *m);
+/* The same on samples already sorted ascending (stats_sort): O(na + nb). */
+int stats_mwu_sorted(const double *as, size_t na, const double *bs, size_t nb, struct stats_mwu *m);
 
 enum stats_verdict {
 	VERDICT_NO_TEST,  /* could not test: see note */
@@ -85,6 +95,11 @@ struct stats_cmp {
 /* Compare b against a (a is the reference). */
 void stats_compare(const double *a, size_t na, const double *b, size_t nb,
 		   const struct stats_cmp_opts *o, struct stats_cmp *c);
+/* The same, given sorted copies as/bs of a/b (stats_sort; NULL: sort
+ * internally).  a and b are still needed: means and variances are summed in
+ * the given order, so results are identical to stats_compare. */
+void stats_compare_sorted(const double *a, size_t na, const double *b, size_t nb, const double *as,
+			  const double *bs, const struct stats_cmp_opts *o, struct stats_cmp *c);
 
 /*
  * Warm-up detection on a series in iteration order: the first value is

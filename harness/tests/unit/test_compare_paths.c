@@ -1,0 +1,195 @@
+/*
+ * results_load has two ways to read samples: a scan of job, iteration and
+ * sample joined in C (every run selected) and one SQL join driven by the
+ * selected runs.  Both must give the same groups, values, flags and counts,
+ * with every filter, and both must drop mode-mismatched jobs.
+ */
+#include "compare.h"
+#include "results.h"
+#include "store.h"
+#include "tap.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_report_db.h"
+
+#define NRUNS 4
+
+static const char *const modes[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe"};
+
+/* Four runs x 3 parts x 4 modes, two workloads with two metrics each, 4
+ * iterations (the first one slow: a warm-up), plus jobs that must not load. */
+static int fill(struct store *s, int64_t *runs)
+{
+	struct lab_err e = {0};
+	int64_t parts[3], boards[2], kernel;
+	const char *plabel[] = {"p-b", "p-a", "p-c"}; /* ids not in label order */
+	for (int p = 0; p < 3; p++)
+		if (testdb_part(s, plabel[p], &parts[p]))
+			return -1;
+	if (store_board_upsert(s, "board-1", "sim", "sdhci", "lab", &boards[0], &e) ||
+	    store_board_upsert(s, "board-2", "sim", "sdhci", "lab", &boards[1], &e) ||
+	    store_kernel_upsert(s, "6.1-fua", "s", "c", "i", &kernel, &e))
+		return -1;
+	uint64_t lcg = 12345;
+	for (int r = 0; r < NRUNS; r++) {
+		if (testdb_run(s, "lab", &runs[r]))
+			return -1;
+		for (int p = 0; p < 3; p++)
+			for (int m = 0; m < 4; m++) {
+				struct store_job_info ji = {.run_id = runs[r], .part_id = parts[p],
+							    .board_id = boards[p & 1], .kernel_id = p == 2 ? 0 : kernel,
+							    .suite = "nightly", .mode = modes[m]};
+				int64_t job;
+				if (store_job_begin(s, &ji, &job, &e) ||
+				    store_job_verified(s, job, -1, -1, -1, modes[m], &e))
+					return -1;
+				for (int w = 0; w < 2; w++)
+					for (int it = 1; it <= 4; it++) {
+						struct store_sample smp[2];
+						for (int k = 0; k < 2; k++) {
+							lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+							double v = (100.0 + 10 * m + k) *
+								   (1 + (double)(lcg >> 40) / 1e9) * (it == 1 ? 0.8 : 1);
+							smp[k] = (struct store_sample){k ? "lat" : "bw", v,
+										       k ? "us" : "MiB/s"};
+						}
+						int64_t iid;
+						if (store_iteration_write(s, job, w ? "fio" : "ab", it, 1.0, it == 4, smp,
+									  2, NULL, 0, &iid, &e))
+							return -1;
+					}
+				if (store_job_finish(s, job, "ok", &e))
+					return -1;
+			}
+		/* Never loaded: verified mode differs, and a mode-mismatch job. */
+		int64_t job;
+		if (testdb_job(s, runs[r], parts[0], "fua", "ok", "cache-nofua", &job) ||
+		    testdb_iter(s, job, "ab", 9, "bw", 1e6, "MiB/s") ||
+		    testdb_job(s, runs[r], parts[1], "fua", "mode-mismatch", "fua-cqe", &job) ||
+		    testdb_iter(s, job, "ab", 9, "bw", 2e6, "MiB/s"))
+			return -1;
+		if (store_run_finish(s, runs[r], "complete", &e))
+			return -1;
+	}
+	return 0;
+}
+
+static bool same_group(const struct results *ra, const struct results_group *a, const struct results *rb,
+		       const struct results_group *b)
+{
+	if (ra->runs[a->run].id != rb->runs[b->run].id || strcmp(ra->parts[a->part].label, rb->parts[b->part].label) ||
+	    strcmp(a->board, b->board) || strcmp(a->kernel, b->kernel) || strcmp(a->mode, b->mode) ||
+	    strcmp(a->suite, b->suite) || strcmp(a->workload, b->workload) || strcmp(a->metric, b->metric) ||
+	    strcmp(a->unit, b->unit) || a->n != b->n || a->direction != b->direction)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i] != b->v[i] || a->iter[i] != b->iter[i] || a->warm[i] != b->warm[i])
+			return false;
+	return isnan(a->warmup_dev) ? isnan(b->warmup_dev) : a->warmup_dev == b->warmup_dev;
+}
+
+/*
+ * Load once with every run (scan) and once with all runs but the last
+ * (join); the join's groups must be exactly the scan's groups of those runs.
+ */
+static void check_paths(struct store *s, const int64_t *runs, const char *filter, size_t want_samples)
+{
+	struct lab_err e = {0};
+	char fa_arg[64], fb_arg[64];
+	struct results_filter fa = {0}, fb = {0};
+	if (filter) {
+		/* results_filter_add splits its argument in place: one copy each */
+		snprintf(fa_arg, sizeof fa_arg, "%s", filter);
+		snprintf(fb_arg, sizeof fb_arg, "%s", filter);
+		ok(results_filter_add(&fa, fa_arg, &e) == 0 && results_filter_add(&fb, fb_arg, &e) == 0,
+		   "filter %s", filter);
+	}
+	const char *name = filter ? filter : "no filter";
+	fb.run_ids = runs;
+	fb.nrun_ids = NRUNS - 1;
+	struct results *all = NULL, *some = NULL;
+	int rc1 = results_load(s, &fa, &all, &e);
+	int rc2 = results_load(s, &fb, &some, &e);
+	ok(rc1 == 0 && rc2 == 0, "%s: both loads (%s)", name, e.msg);
+	if (rc1 || rc2) {
+		results_free(all);
+		results_free(some);
+		return;
+	}
+	size_t j = 0, bad = 0;
+	for (size_t i = 0; i < all->ngroups; i++) {
+		if (all->runs[all->groups[i].run].id == runs[NRUNS - 1])
+			continue;
+		if (j >= some->ngroups || !same_group(all, &all->groups[i], some, &some->groups[j]))
+			bad++;
+		j++;
+	}
+	ok(bad == 0, "%s: same groups, values and warm-up flags in the same order (%zu differ)", name, bad);
+	ok(j == some->ngroups, "%s: no extra groups in the join (%zu vs %zu)", name, j, some->ngroups);
+	ok(all->nsamples == want_samples, "%s: %zu samples by the scan (want %zu)", name, all->nsamples,
+	   want_samples);
+	ok(some->nsamples == want_samples / NRUNS * (NRUNS - 1), "%s: %zu samples by the join", name,
+	   some->nsamples);
+	if (!filter) {
+		/* bw (higher is better): the slow first value is a warm-up; lat
+		 * (lower is better): it is not.  Iteration 4 is marked by the store. */
+		size_t bad_warm = 0;
+		for (size_t i = 0; i < all->ngroups; i++) {
+			const struct results_group *g = &all->groups[i];
+			bool bw = strcmp(g->metric, "bw") == 0;
+			if (g->n != 4 || g->warm[0] != bw || !g->warm[3] || g->iter[0] != 1 || g->iter[3] != 4)
+				bad_warm++;
+		}
+		is_int(bad_warm, 0, "warm-up flags: computed on bw, store-marked on iteration 4");
+		is_str(all->parts[all->groups[0].part].label, "p-a", "groups ordered by part label");
+		is_str(all->groups[0].mode, "fua", "then mode order within a metric");
+		struct compare_opts o;
+		compare_opts_init(&o);
+		struct compare_result *c = NULL;
+		ok(compare_build(all, &o, &c, &e) == 0, "compare by mode");
+		is_int(c ? c->nrows : 0, 3 * 2 * 2 * 3, "3 parts x 4 metrics x 3 pairs");
+		compare_free(c);
+	}
+	results_free(all);
+	results_free(some);
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/emmclab-test-paths-XXXXXX";
+	if (!mkdtemp(dir)) {
+		ok(0, "mkdtemp");
+		return tap_done();
+	}
+	char path[512];
+	snprintf(path, sizeof path, "%s/p.db", dir);
+	struct store *s;
+	struct lab_err e = {0};
+	int64_t runs[NRUNS];
+	if (store_open(path, 0, &s, &e) || fill(s, runs)) {
+		ok(0, "store: %s", e.msg);
+		return tap_done();
+	}
+	/* per run: 3 parts x 4 modes x 2 workloads x 4 iterations x 2 metrics */
+	const size_t per_run = 3 * 4 * 2 * 4 * 2;
+	check_paths(s, runs, NULL, per_run * NRUNS);
+	check_paths(s, runs, "part=p-c", per_run / 3 * NRUNS);
+	check_paths(s, runs, "board=board-2", per_run / 3 * NRUNS);
+	check_paths(s, runs, "kernel=6.1-fua", per_run / 3 * 2 * NRUNS);
+	check_paths(s, runs, "mode=fua-cqe", per_run / 4 * NRUNS);
+	check_paths(s, runs, "suite=nightly", per_run * NRUNS);
+	check_paths(s, runs, "workload=fio", per_run / 2 * NRUNS);
+	check_paths(s, runs, "metric=lat", per_run / 2 * NRUNS);
+	check_paths(s, runs, "suite=none", 0);
+	store_close(s);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		ok(0, "cleanup");
+	return tap_done();
+}

@@ -776,7 +776,7 @@ static void ub_run_line(struct sim_board *b, const char *line)
 void sim_uboot_input(struct sim_board *b, unsigned char c)
 {
 	/* Every U-Boot stage reads through the UART FIFO. */
-	if (!sim_fifo_push(&b->fifo, lab_now_ns()))
+	if (!sim_fifo_push(&b->fifo, b->rx_ns ? b->rx_ns : lab_now_ns()))
 		return;
 	switch (b->stage) {
 	case SIM_ROM:

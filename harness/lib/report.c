@@ -209,6 +209,21 @@ int report_write_file(struct store *s, int64_t run_id, const char *format, const
 	return rc;
 }
 
+/* The metrics a reader looks at first (end-of-run table, HTML overview); the
+ * rest (IOPS twins of MiB/s, latency percentiles, fscopy phases) are in the
+ * per-DUT sections and `emmclab compare`. */
+bool report_headline_metric(const char *workload, const char *metric)
+{
+	static const char *const heads[][2] = {
+		{"androbench", "seq_read"}, {"androbench", "seq_write"}, {"androbench", "rand_read"},
+		{"androbench", "rand_write"}, {"fscopy", "wall_time"}, {"powerfail", "lost_records"},
+	};
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(heads); i++)
+		if (strcmp(heads[i][0], workload) == 0 && strcmp(heads[i][1], metric) == 0)
+			return true;
+	return false;
+}
+
 int report_print_mode_table(struct store *s, int64_t run_id, FILE *f, struct lab_err *e)
 {
 	struct report_opts o;

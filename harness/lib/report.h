@@ -106,5 +106,6 @@ void report_json_comparisons(FILE *f, const struct compare_result *cr);
 /* Text tables with every line cut to at most `width` columns. */
 void report_text_modes(const struct report_model *m, FILE *f, int width);
 void report_text_mode_table(const struct report_model *m, FILE *f); /* compact table printed by `run` */
+bool report_headline_metric(const char *workload, const char *metric);
 
 #endif

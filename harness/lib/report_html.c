@@ -12,8 +12,8 @@
 #include <string.h>
 
 #define STRIP_MAX 200   /* draw individual points up to this many per mode */
-#define PLOT_W 640
-#define LABEL_W 130
+#define PLOT_W 680
+#define LABEL_W 170
 
 static void esc(FILE *f, const char *s)
 {
@@ -232,8 +232,14 @@ static void overview(FILE *f, const struct compare_result *cr)
 {
 	const char *cols[64][2];
 	size_t ncols = 0;
+	/* Headline metrics only when the data has any: the overview must fit a screen. */
+	bool heads = false;
+	for (size_t i = 0; i < cr->nrows; i++)
+		heads |= report_headline_metric(cr->rows[i].workload, cr->rows[i].metric);
 	for (size_t i = 0; i < cr->nrows && ncols < LAB_ARRAY_SIZE(cols); i++) {
 		const struct compare_row *w = &cr->rows[i];
+		if (heads && !report_headline_metric(w->workload, w->metric))
+			continue;
 		bool dup = false;
 		for (size_t k = 0; k < ncols; k++)
 			dup |= !strcmp(cols[k][0], w->workload) && !strcmp(cols[k][1], w->metric);
@@ -286,11 +292,20 @@ static void overview(FILE *f, const struct compare_result *cr)
 		i = j;
 	}
 	fputs("</table>\n<p class='note'>Cells: change of the mean, b vs a, with its 95% CI; "
-	      "green = better, red = worse, grey = no significant difference, white = no test.</p>\n",
+	      "green = better, red = worse, grey = no significant difference, white = no test.",
 	      f);
+	if (heads)
+		fputs(" Headline metrics only; every metric is in the per-DUT sections below.", f);
+	fputs("</p>\n", f);
 }
 
 /* ---- trends ---- */
+
+/* Group strings are interned: equal pointers are equal strings, no strcmp. */
+static int cmp_istr(const char *a, const char *b)
+{
+	return a == b ? 0 : strcmp(a, b);
+}
 
 static int cmp_trend(const void *x, const void *y, void *ctx)
 {
@@ -302,13 +317,15 @@ static int cmp_trend(const void *x, const void *y, void *ctx)
 			return c;
 		return a->part < b->part ? -1 : 1;
 	}
-	if ((c = strcmp(a->workload, b->workload)) || (c = strcmp(a->metric, b->metric)))
+	if ((c = cmp_istr(a->workload, b->workload)) || (c = cmp_istr(a->metric, b->metric)))
 		return c;
-	int ra = results_mode_rank(a->mode), rb = results_mode_rank(b->mode);
-	if (ra != rb)
-		return ra < rb ? -1 : 1;
-	if ((c = strcmp(a->mode, b->mode)))
-		return c;
+	if (a->mode != b->mode) {
+		int ra = results_mode_rank(a->mode), rb = results_mode_rank(b->mode);
+		if (ra != rb)
+			return ra < rb ? -1 : 1;
+		if ((c = strcmp(a->mode, b->mode)))
+			return c;
+	}
 	return a->run < b->run ? -1 : a->run > b->run;
 }
 

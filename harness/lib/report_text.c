@@ -148,19 +148,6 @@ void report_text_modes(const struct report_model *m, FILE *f, int width)
  * the change, its 95% CI and the verdict.  The full comparison (every metric,
  * p-values, fua-cqe vs fua) is `emmclab compare` / `emmclab report`.
  */
-static bool headline_metric(const char *w, const char *m)
-{
-	static const char *const heads[] = {
-		"androbench/seq_read", "androbench/seq_write", "androbench/rand_read",
-		"androbench/rand_write", "fscopy/wall_time", "powerfail/lost_records", NULL};
-	char key[128];
-	snprintf(key, sizeof key, "%s/%s", w, m);
-	for (size_t i = 0; heads[i]; i++)
-		if (strcmp(heads[i], key) == 0)
-			return true;
-	return false;
-}
-
 static const char *short_verdict(enum stats_verdict v)
 {
 	switch (v) {
@@ -204,7 +191,7 @@ void report_text_mode_table(const struct report_model *m, FILE *f)
 				if (strcmp(x->part_label, last_part) != 0 || strcmp(x->board, last_board) != 0)
 					break;
 				if (!x->a.label || !x->b.label || strcmp(x->a.label, pairs[pr][0]) != 0 ||
-				    strcmp(x->b.label, pairs[pr][1]) != 0 || !headline_metric(x->workload, x->metric))
+				    strcmp(x->b.label, pairs[pr][1]) != 0 || !report_headline_metric(x->workload, x->metric))
 					continue;
 				if (!header) {
 					fprintf(f, "\n%s", x->part_label);

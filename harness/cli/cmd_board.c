@@ -536,9 +536,15 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 		code = 3;
 	}
 	board_free(c.b);
-	/* reap what drivers started (power commands) */
-	for (int i = 0; i < 5; i++)
-		loop_run_once(c.l, 0);
+	/* Let what the drivers started finish before the loop goes: power
+	 * commands, an exec console's child (SIGTERM, SIGKILL after its grace).
+	 * A few zero-wait passes were not enough on a loaded machine: the child
+	 * was left unreaped and its reaper leaked.  Bounded, so a leftover watch
+	 * cannot hang the command. */
+	uint64_t drain_end = loop_now_ms(c.l) + 5000;
+	while (!loop_idle(c.l) && loop_now_ms(c.l) < drain_end)
+		if (loop_run_once(c.l, 100) < 0)
+			break;
 out:
 	restore_tty(&c);
 	loop_free(c.l);

@@ -417,11 +417,16 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 	return handled;
 }
 
+bool loop_idle(const struct loop *l)
+{
+	return l->nwatched == 0 && l->nheap == 0 && l->nchildren == 0 && l->ndefer == 0;
+}
+
 int loop_run(struct loop *l)
 {
 	l->stopped = false;
 	while (!l->stopped) {
-		if (l->nwatched == 0 && l->nheap == 0 && l->nchildren == 0 && l->ndefer == 0)
+		if (loop_idle(l))
 			break;
 		if (loop_run_once(l, -1) < 0)
 			return LAB_EINFRA;

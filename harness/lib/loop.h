@@ -69,6 +69,9 @@ int loop_run(struct loop *l);
 int loop_run_once(struct loop *l, int max_wait_ms);
 void loop_stop(struct loop *l);
 bool loop_stopped(const struct loop *l);
+/* True when nothing is pending: no fds, timers, watched children or deferred
+ * calls (signal handlers do not count), i.e. when loop_run() would return. */
+bool loop_idle(const struct loop *l);
 
 uint64_t loop_now_ms(struct loop *l);
 uint64_t loop_now_ns(struct loop *l);

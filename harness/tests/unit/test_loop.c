@@ -155,8 +155,11 @@ static void test_child(void)
 	pid_t pid = lab_spawn(argv, NULL, -1, -1, -1);
 	ok(pid > 0, "spawned a child");
 	struct child_ctx c = {0};
+	ok(loop_idle(l), "a new loop is idle");
 	loop_child_watch(l, pid, on_child, &c);
+	ok(!loop_idle(l), "a watched child keeps the loop busy");
 	loop_run(l);
+	ok(loop_idle(l), "idle again once the child is reaped");
 	ok(c.fired && c.pid == pid, "child exit delivered");
 	ok(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 7, "exit status 7 reported");
 	ok(waitpid(pid, NULL, WNOHANG) < 0, "child already reaped (no zombie)");
@@ -175,6 +178,7 @@ static void test_signal(void)
 {
 	struct loop *l = loop_new();
 	loop_signal(l, SIGTERM, on_sig, NULL);
+	ok(loop_idle(l), "a signal handler alone does not keep the loop busy");
 	kill(getpid(), SIGTERM);
 	struct loop_timer guard;
 	loop_timer_init(&guard, on_t, &(struct tdata){.id = 99});

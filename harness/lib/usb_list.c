@@ -99,7 +99,7 @@ int board_list_usb(FILE *out, struct lab_err *e)
 	fprintf(out, "%-12s %-9s %-44s %s\n", "LOCATION", "VID:PID", "DEVICE", "LAB FILE");
 	for (ssize_t i = 0; i < n; i++) {
 		const struct usb_info *in = &infos[i];
-		char what[160] = "", cfg[200] = "";
+		char what[1024] = "", cfg[1024] = ""; /* three 128-byte strings fit */
 		struct sync_res r;
 		if (in->vid == 0x16c0 && in->pid == 0x05df && strncmp(in->product, "USBRelay", 8) == 0) {
 			if (control_in(l, u, in->location, 0, 0xA0, 0x01, 0x0300, 8, &r) && r.len >= 8) {

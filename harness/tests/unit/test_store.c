@@ -149,6 +149,42 @@ static void test_from_v1(void)
 	free(p);
 }
 
+/* Every earlier schema version, not only v1: data written at version v
+ * (through the API, as that release would have) survives the migration to
+ * the latest, and each migration step applies on its own. */
+static void test_from_each_version(void)
+{
+	for (int v = 1; v < store_schema_latest(); v++) {
+		struct lab_err e = {0};
+		struct store *s;
+		char name[32];
+		snprintf(name, sizeof name, "from-v%d.db", v);
+		char *p = tpath(name);
+		if (store_open(p, STORE_AS_IS, &s, &e) != LAB_OK) {
+			ok(0, "open as-is for v%d: %s", v, e.msg);
+			free(p);
+			continue;
+		}
+		is_int(store_migrate(s, v, &e), LAB_OK, "migrate an empty file to exactly this version");
+		is_int(store_schema_version(s), v, "at the earlier version");
+		int64_t job = make_job(s, "DUTv", "cache-nofua");
+		struct store_sample sm[1] = {{"wall_time", 421.53, "s"}};
+		struct store_counter ct[1] = {{"flushes", 17}};
+		int64_t it = 0;
+		is_int(store_iteration_write(s, job, "fscopy", 1, 421.53, 0, sm, 1, ct, 1, &it, &e), LAB_OK,
+		       "an iteration written at the earlier version");
+		store_close(s);
+		lab_err_clear(&e);
+		is_int(store_open(p, 0, &s, &e), LAB_OK, "open migrates to the latest");
+		is_int(store_schema_version(s), store_schema_latest(), "latest after migration");
+		is_int(q_int(s, "SELECT count(*) FROM sample WHERE metric = 'wall_time' AND value = 421.53"), 1,
+		       "the sample survived the migration");
+		is_int(q_int(s, "SELECT value FROM counter WHERE name = 'flushes'"), 17, "the counter survived");
+		store_close(s);
+		free(p);
+	}
+}
+
 static void test_round_trip(void)
 {
 	struct lab_err e = {0};
@@ -462,6 +498,7 @@ int main(void)
 	}
 	test_fresh();
 	test_from_v1();
+	test_from_each_version();
 	test_round_trip();
 	test_atomic();
 	test_disk_full();

@@ -37,6 +37,7 @@ struct cpriv {
 	size_t nslot;
 	char **labels; /* owned strings ("run 12") */
 	size_t nlabels;
+	struct stats_memo memo; /* most sides have the same n: one t quantile */
 };
 
 static const char *const by_names[] = {"mode", "part", "kernel", "run", "baseline"};
@@ -207,7 +208,8 @@ static const double *cell_sorted(struct cell *c)
 	return c->sorted;
 }
 
-static void side_fill(struct compare_side *s, struct cell *c, const char *label)
+static void side_fill(struct compare_side *s, struct cell *c, const char *label,
+		      struct stats_memo *memo)
 {
 	memset(s, 0, sizeof *s);
 	s->label = label;
@@ -219,7 +221,7 @@ static void side_fill(struct compare_side *s, struct cell *c, const char *label)
 		s->unit = c->unit;
 		s->mixed_units = c->mixed;
 	}
-	stats_describe_sorted(s->v, cell_sorted(c), s->n, 0.95, &s->d);
+	stats_describe_sorted(s->v, cell_sorted(c), s->n, 0.95, memo, &s->d);
 }
 
 static void row_emit(struct compare_result *res, size_t *cap, const struct results *r,
@@ -239,8 +241,9 @@ static void row_emit(struct compare_result *res, size_t *cap, const struct resul
 	w->mode = ctx->mode;
 	w->workload = ctx->workload;
 	w->metric = ctx->metric;
-	side_fill(&w->a, ca, la);
-	side_fill(&w->b, cb, lb);
+	struct cpriv *p = res->priv;
+	side_fill(&w->a, ca, la, &p->memo);
+	side_fill(&w->b, cb, lb, &p->memo);
 	w->unit = w->a.unit ? w->a.unit : w->b.unit ? w->b.unit : "";
 	w->direction = stats_direction(w->metric, w->unit);
 	struct stats_cmp_opts so;

@@ -211,8 +211,21 @@ static void mean_var(const double *x, size_t n, double *mean, double *var)
 		*var = 0;
 }
 
+static double t_quantile_memo(struct stats_memo *m, double p, double df)
+{
+	if (!m)
+		return stats_t_quantile(p, df);
+	if (!m->set || m->p != p || m->df != df) {
+		m->q = stats_t_quantile(p, df);
+		m->p = p;
+		m->df = df;
+		m->set = true;
+	}
+	return m->q;
+}
+
 void stats_describe_sorted(const double *x, const double *sorted, size_t n, double conf,
-			   struct stats_desc *d)
+			   struct stats_memo *memo, struct stats_desc *d)
 {
 	memset(d, 0, sizeof *d);
 	d->n = n;
@@ -241,7 +254,7 @@ void stats_describe_sorted(const double *x, const double *sorted, size_t n, doub
 	d->sd = sqrt(var);
 	if (d->mean != 0)
 		d->cv = d->sd / fabs(d->mean);
-	double q = stats_t_quantile(1.0 - (1.0 - conf) / 2.0, (double)(n - 1));
+	double q = t_quantile_memo(memo, 1.0 - (1.0 - conf) / 2.0, (double)(n - 1));
 	d->ci_half = q * d->sd / sqrt((double)n);
 	d->ci_lo = d->mean - d->ci_half;
 	d->ci_hi = d->mean + d->ci_half;
@@ -249,7 +262,7 @@ void stats_describe_sorted(const double *x, const double *sorted, size_t n, doub
 
 void stats_describe(const double *x, size_t n, double conf, struct stats_desc *d)
 {
-	stats_describe_sorted(x, NULL, n, conf, d);
+	stats_describe_sorted(x, NULL, n, conf, NULL, d);
 }
 
 struct dir_entry {

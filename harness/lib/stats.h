@@ -44,10 +44,18 @@ double stats_median(const double *x, size_t n); /* NaN when n == 0 */
  * Callers that test or describe one group several times sort a copy once
  * and pass it to the *_sorted variants below. */
 void stats_sort(double *x, size_t n);
+/* Caller-owned memo of the last t quantile: describing many groups of one
+ * size needs the same quantile each time (~200 incomplete-beta evaluations).
+ * Zero-initialise; one per thread of use. */
+struct stats_memo {
+	bool set;
+	double p, df, q;
+};
 /* stats_describe with `sorted` = the same n values sorted by stats_sort
- * (NULL: sort internally).  Identical results. */
+ * (NULL: sort internally) and an optional memo (NULL: none).  Identical
+ * results. */
 void stats_describe_sorted(const double *x, const double *sorted, size_t n, double conf,
-			   struct stats_desc *d);
+			   struct stats_memo *memo, struct stats_desc *d);
 
 /* Which way is good.  1: higher is better, -1: lower is better, 0: unknown. */
 int stats_direction(const char *metric, const char *unit);

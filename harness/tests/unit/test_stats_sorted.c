@@ -75,6 +75,7 @@ static bool same_cmp(const struct stats_cmp *a, const struct stats_cmp *b)
 int main(void)
 {
 	static const size_t sizes[] = {0, 1, 2, 5, 15, 16, 17, 20, 33, 64, 65, 100, 1000, 1825};
+	struct stats_memo memo = {0};
 	size_t bad_sort = 0, bad_desc = 0, bad_mwu = 0, bad_cmp = 0, nexact = 0, napprox = 0;
 	for (size_t si = 0; si < LAB_ARRAY_SIZE(sizes); si++)
 		for (int ties = 0; ties < 2; ties++) {
@@ -92,10 +93,15 @@ int main(void)
 			ref_sort(ra, n);
 			bad_sort += !same_bits(as, ra, n);
 
-			struct stats_desc d1, d2;
+			struct stats_desc d1, d2, d3;
 			stats_describe(a, n, 0.95, &d1);
-			stats_describe_sorted(a, as, n, 0.95, &d2);
+			stats_describe_sorted(a, as, n, 0.95, NULL, &d2);
 			bad_desc += !same_desc(&d1, &d2);
+			/* memo: filled by the previous size, must be refreshed for this one */
+			stats_describe_sorted(a, as, n, 0.95, &memo, &d3);
+			bad_desc += !same_desc(&d1, &d3);
+			stats_describe_sorted(a, as, n, 0.95, &memo, &d3);
+			bad_desc += !same_desc(&d1, &d3);
 			if (n)
 				bad_desc += !same_d(stats_median(a, n), d2.median);
 
@@ -120,7 +126,7 @@ int main(void)
 			free(ra);
 		}
 	is_int(bad_sort, 0, "stats_sort: same order as a stable insertion sort, signed zeros too");
-	is_int(bad_desc, 0, "stats_describe_sorted == stats_describe, bit for bit");
+	is_int(bad_desc, 0, "stats_describe_sorted == stats_describe, bit for bit (with and without memo)");
 	is_int(bad_mwu, 0, "stats_mwu_sorted == stats_mwu, bit for bit");
 	ok(nexact >= 4 && napprox >= 4, "both MWU paths exercised (%zu exact, %zu approximate)", nexact, napprox);
 	is_int(bad_cmp, 0, "stats_compare_sorted == stats_compare, bit for bit");

@@ -519,14 +519,12 @@ static int cmp_str(const char *a, const char *b)
 static int cmp_group(const void *x, const void *y, void *ctx)
 {
 	const struct results_group *a = x, *b = y;
-	const struct results *r = ctx;
+	(void)ctx;
 	int c;
-	if (a->part != b->part) {
-		c = strcmp(r->parts[a->part].label, r->parts[b->part].label);
-		if (c)
-			return c;
+	/* parts[] is ordered by label (load_parts: ORDER BY label, BINARY
+	 * collation, which orders like strcmp): the index is the label order. */
+	if (a->part != b->part)
 		return a->part < b->part ? -1 : 1;
-	}
 	if ((c = cmp_str(a->board, b->board)) || (c = cmp_str(a->kernel, b->kernel)) ||
 	    (c = cmp_str(a->workload, b->workload)) || (c = cmp_str(a->metric, b->metric)))
 		return c;

@@ -189,6 +189,7 @@ struct sim_cfg {
 	char *soc;
 	uint64_t boot_ms;       /* modelled kernel boot time to the prompt */
 	double fault_rate;
+	bool powerfail_realtime;
 };
 extern const struct opt sim_cfg_opts[];
 

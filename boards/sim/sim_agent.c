@@ -28,6 +28,8 @@ struct agent_run {
 	char **argv;     /* key=value arguments */
 };
 
+static void alog_add(struct sim_board *b, const char *line);
+
 static void log_reset(struct sim_board *b)
 {
 	for (size_t i = 0; i < b->nalog; i++)
@@ -81,8 +83,7 @@ static void emit(struct agent_run *r, const char *kind, const char *const *kv)
 			return;
 	}
 	r->seq++;
-	r->b->alog = xreallocarray(r->b->alog, r->b->nalog + 1, sizeof *r->b->alog);
-	r->b->alog[r->b->nalog++] = xstrdup(line);
+	alog_add(r->b, line);
 	out_line(r, line, true);
 }
 
@@ -426,6 +427,78 @@ static void pf_ack(struct sim_board *b, long seq)
 	b->pf.written = seq;
 }
 
+#define PFW_ASYNC 1000 /* powerfail-write continues in pfw_step */
+#define PFW_BATCH 128
+#define ALOG_MAX 2000000
+
+static void alog_add(struct sim_board *b, const char *line)
+{
+	if (b->nalog >= ALOG_MAX)
+		return; /* resend cannot serve lines this far; the log is capped */
+	b->alog = xreallocarray(b->alog, b->nalog + 1, sizeof *b->alog);
+	b->alog[b->nalog++] = xstrdup(line);
+}
+
+static void write_log_file(struct sim_board *b, const char *log_path)
+{
+	struct sim_file *f = log_path[0] == '/' ? sim_file_create(b, log_path, 0644) : NULL;
+	if (!f)
+		return;
+	f->data.len = 0;
+	for (size_t k = 0; k < b->nalog; k++)
+		if (lab_buf_append(&f->data, b->alog[k], strlen(b->alog[k])) != 0)
+			break;
+}
+
+static void pfw_step(struct sim_board *b, long arg)
+{
+	LAB_UNUSED(arg);
+	if (!b->pfw.on)
+		return;
+	struct agent_run r = {.b = b, .to_console = true, .seq = b->pfw.seq - 1};
+	size_t k = 0;
+	char it[16], v[32], line[PROTO_MAX_LINE];
+	snprintf(it, sizeof it, "%ld", b->pfw.iter);
+	for (int n = 0; n < PFW_BATCH && b->pfw.next <= b->pfw.total; n++, b->pfw.next++) {
+		snprintf(v, sizeof v, "%ld", b->pfw.next);
+		const char *kv[] = {"workload", "powerfail", "iter", it, "name", "acked", "value", v, NULL};
+		if (proto_format(line, sizeof line, r.seq + 1, "counter", kv) < 0)
+			break;
+		r.seq++;
+		alog_add(b, line);
+		/* the same wire corruption as every agent line */
+		char *wire = xstrdup(line);
+		if (sim_board_fault_on(b, FAULT_BAD_CRC) &&
+		    sim_rng_chance(&b->rng_fault, b->faults[FAULT_BAD_CRC].value) &&
+		    sim_board_fault_fire(b, FAULT_BAD_CRC)) {
+			char *crc = strstr(wire, " crc=");
+			if (crc && crc[5])
+				crc[5] = crc[5] == '0' ? '1' : '0';
+			b->lines_corrupted++;
+		}
+		/* not time-scaled by default: the controller's cut comes after real ms */
+		sim_emit_insert(b, k++, b->pfw.rec_ms, b->cfg.powerfail_realtime ? b->pfw.rec_ms : 0, wire,
+				NULL, 0);
+		free(wire);
+		sim_emit_insert(b, k++, 0, 0, NULL, pf_ack, b->pfw.next);
+		count_io(b, b->eff.fua ? 1 : 0, b->eff.fua ? 1 : 2);
+	}
+	b->pfw.seq = r.seq + 1;
+	if (b->pfw.next <= b->pfw.total) {
+		sim_emit_insert(b, k, 0, 0, NULL, pfw_step, 0);
+		return;
+	}
+	b->pfw.on = false;
+	char lines[32];
+	snprintf(lines, sizeof lines, "%llu", (unsigned long long)r.seq);
+	const char *dkv[] = {"status", "ok", "lines", lines, NULL};
+	if (proto_format(line, sizeof line, r.seq + 1, "done", dkv) >= 0) {
+		alog_add(b, line);
+		sim_emit_insert(b, k, 1, 0, line, NULL, 0);
+	}
+	write_log_file(b, b->pfw.log_path);
+}
+
 static int cmd_powerfail_write(struct agent_run *r)
 {
 	struct sim_board *b = r->b;
@@ -445,13 +518,23 @@ static int cmd_powerfail_write(struct agent_run *r)
 	const struct sim_ab_model *m = &b->part->ab;
 	double rec_us = m->rw_us * (rsize / 4096.0) + (b->eff.fua ? m->rw_rel_us : m->rw_flush_us);
 	rec_us *= slow_factor(b);
+	if (r->to_console) {
+		/* Acks are generated in batches as the console takes them (the
+		 * run usually ends with a power cut), not all up front. */
+		b->pfw.on = true;
+		b->pfw.next = 1;
+		b->pfw.total = (long)records;
+		b->pfw.iter = (long)iter;
+		b->pfw.rec_ms = rec_us / 1000.0;
+		b->pfw.seq = r->seq + 1;
+		sim_emit_fn(b, r->pending, pfw_step, 0);
+		r->pending = 0;
+		return PFW_ASYNC;
+	}
 	for (long s = 1; s <= (long)records; s++) {
 		wait_ms(r, rec_us / 1000.0);
 		emit_counter(r, "powerfail", (unsigned)iter, "acked", s);
-		if (r->to_console)
-			sim_emit_fn(b, 0, pf_ack, s);
-		else
-			pf_ack(b, s);
+		pf_ack(b, s);
 		count_io(b, b->eff.fua ? 1 : 0, b->eff.fua ? 1 : 2);
 	}
 	return 0;
@@ -621,20 +704,16 @@ int sim_agent_run(struct sim_board *b, int argc, char **argv, double *t_ms, bool
 		if (rc == 0)
 			rc = cmds[found].run(&r);
 	}
+	if (rc == PFW_ASYNC) { /* pfw_step prints the rest, `done` and the log */
+		snprintf(b->pfw.log_path, sizeof b->pfw.log_path, "%s", log_path);
+		return 0;
+	}
 	char lines[32];
 	snprintf(lines, sizeof lines, "%llu", (unsigned long long)r.seq);
 	const char *dkv[] = {"status", rc == 0 ? "ok" : "error", "lines", lines, NULL};
 	wait_ms(&r, 1);
 	emit(&r, "done", dkv);
-	/* the log file on the DUT, for `cat` and resend */
-	struct sim_file *f = NULL;
-	if (strncmp(log_path, "/", 1) == 0)
-		f = sim_file_create(b, log_path, 0644);
-	if (f) {
-		f->data.len = 0;
-		for (size_t k = 0; k < b->nalog; k++)
-			lab_buf_append(&f->data, b->alog[k], strlen(b->alog[k]));
-	}
+	write_log_file(b, log_path); /* the log on the DUT, for `cat` */
 	if (!to_console)
 		*t_ms += r.t_ms;
 	return rc == 0 ? 0 : 1;

@@ -72,6 +72,8 @@ const struct opt sim_cfg_opts[] = {
 	{.key = "soc", .type = OPT_STR, .offset = O(soc), .def = "rk3399", .help = "SoC name"},
 	{.key = "boot_time", .type = OPT_DURATION, .offset = O(boot_ms), .def = "6s", .min = 100,
 	 .max = 600000, .help = "modelled kernel boot time to the prompt"},
+	{.key = "powerfail_realtime", .type = OPT_BOOL, .offset = O(powerfail_realtime), .def = "true",
+	 .help = "powerfail-write acknowledges records in real time (the controller cuts power after real milliseconds)"},
 	{.key = "fault_rate", .type = OPT_DOUBLE, .offset = O(fault_rate), .def = "0", .min = 0,
 	 .max = 1, .help = "rate for rate faults given without a value (0: each fault's default)"},
 	{0},
@@ -82,7 +84,7 @@ const struct opt sim_cfg_opts[] = {
 
 #define SIM_RX_WINDOW_NS (25ULL * 1000000ULL)
 
-static double scaled_real_ms(const struct sim_board *b, double model_ms, uint32_t floor_ms)
+static double scaled_real_ms(const struct sim_board *b, double model_ms, double floor_ms)
 {
 	double r = model_ms / b->cfg.time_scale;
 	if (r < floor_ms)
@@ -157,6 +159,13 @@ static void watch_master(struct sim_board *b)
 		loop_fd_add(b->loop, b->master, ev, on_master, b);
 }
 
+/* Console backlog watermarks: above HIGH the board's output queue pauses
+ * (as a real program blocks on a slow console) until the reader drained it
+ * below LOW.  Without this a fast workload would outrun any reader. */
+#define SIM_TXQ_HIGH (256u * 1024u)
+#define SIM_TXQ_LOW (64u * 1024u)
+static void q_arm(struct sim_board *b);
+
 static void tx_flush(struct sim_board *b)
 {
 	while (b->txq.len && b->master >= 0) {
@@ -170,6 +179,10 @@ static void tx_flush(struct sim_board *b)
 		break; /* EAGAIN: the reader is behind; wait for LOOP_WRITE */
 	}
 	watch_master(b);
+	if (b->q_stalled && b->txq.len < SIM_TXQ_LOW) {
+		b->q_stalled = false;
+		q_arm(b);
+	}
 }
 
 /* Queue console bytes: ONLCR like a tty/UART driver, garbage fault applied. */
@@ -217,14 +230,14 @@ static void q_fire(struct loop *l, struct loop_timer *t, void *arg);
 
 static void q_arm(struct sim_board *b)
 {
-	if (loop_timer_pending(&b->qtimer) || b->qhead >= b->qn)
+	if (loop_timer_pending(&b->qtimer) || b->qhead >= b->qn || b->q_stalled)
 		return;
 	struct sim_item *it = &b->q[b->qhead];
 	double ms = scaled_real_ms(b, it->delay_ms, it->floor_ms);
 	loop_timer_start_ns(b->loop, &b->qtimer, (uint64_t)(ms * 1e6));
 }
 
-static void q_push(struct sim_board *b, double delay_ms, uint32_t floor_ms, const char *text,
+static void q_push(struct sim_board *b, double delay_ms, double floor_ms, const char *text,
 		   size_t len, sim_item_fn fn, long arg)
 {
 	if (b->qhead && b->qhead == b->qn) {
@@ -245,6 +258,30 @@ static void q_push(struct sim_board *b, double delay_ms, uint32_t floor_ms, cons
 	it->floor_ms = floor_ms;
 	it->text = text ? xstrndup(text, len) : NULL;
 	it->len = text ? len : 0;
+	it->fn = fn;
+	it->arg = arg;
+	q_arm(b);
+}
+
+void sim_emit_insert(struct sim_board *b, size_t k, double delay_ms, double floor_ms,
+		     const char *text, sim_item_fn fn, long arg)
+{
+	size_t pos = b->qhead + k;
+	if (pos >= b->qn) {
+		q_push(b, delay_ms, floor_ms, text, text ? strlen(text) : 0, fn, arg);
+		return;
+	}
+	if (b->qn == b->qcap) {
+		b->qcap = b->qcap ? b->qcap * 2 : 64;
+		b->q = xreallocarray(b->q, b->qcap, sizeof *b->q);
+	}
+	memmove(b->q + pos + 1, b->q + pos, (b->qn - pos) * sizeof *b->q);
+	b->qn++;
+	struct sim_item *it = &b->q[pos];
+	it->delay_ms = delay_ms < 0 ? 0 : delay_ms;
+	it->floor_ms = floor_ms;
+	it->text = text ? xstrdup(text) : NULL;
+	it->len = text ? strlen(text) : 0;
 	it->fn = fn;
 	it->arg = arg;
 	q_arm(b);
@@ -283,6 +320,8 @@ void sim_emit_fn_floor(struct sim_board *b, double delay_ms, uint32_t floor_ms, 
 
 void sim_sched_clear(struct sim_board *b)
 {
+	b->q_stalled = false;
+	b->pfw.on = false;
 	for (size_t i = b->qhead; i < b->qn; i++)
 		free(b->q[i].text);
 	b->qhead = b->qn = 0;
@@ -301,6 +340,10 @@ static void q_fire(struct loop *l, struct loop_timer *t, void *arg)
 	LAB_UNUSED(t);
 	/* Run the head, then every following item whose real delay rounds to 0. */
 	for (int batch = 0; batch < 256 && b->qhead < b->qn; batch++) {
+		if (b->txq.len > SIM_TXQ_HIGH) {
+			b->q_stalled = true; /* resumed by tx_flush */
+			return;
+		}
 		if (batch > 0) {
 			struct sim_item *nx = &b->q[b->qhead];
 			if (scaled_real_ms(b, nx->delay_ms, nx->floor_ms) >= 0.05)

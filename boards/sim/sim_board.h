@@ -38,7 +38,7 @@ struct sim_board;
 typedef void (*sim_item_fn)(struct sim_board *b, long arg);
 struct sim_item {
 	double delay_ms;   /* modelled */
-	uint32_t floor_ms; /* minimum real delay */
+	double floor_ms;   /* minimum real delay */
 	char *text;
 	size_t len;
 	sim_item_fn fn;
@@ -72,6 +72,7 @@ struct sim_board {
 	char *link;
 	struct lab_buf txq;
 	uint64_t tx_dropped;
+	bool q_stalled;       /* output backlog: the board "blocks" on its console */
 
 	/* output schedule */
 	struct sim_item *q;
@@ -128,6 +129,13 @@ struct sim_board {
 	size_t nalog;
 	int fs_runs;           /* fscopy iterations since the last precondition (warm-up); device state, survives power cycles */
 	struct sim_pf pf;
+	struct {              /* powerfail-write acks, generated in batches on the console */
+		bool on;
+		long next, total, iter;
+		double rec_ms;
+		uint64_t seq;     /* protocol seq of the next line */
+		char log_path[256];
+	} pfw;
 
 	/* statistics for /sim/state */
 	uint64_t chars_in, chars_dropped, lines_corrupted, garbage_bytes;
@@ -143,6 +151,10 @@ void sim_emit_floor(struct sim_board *b, double delay_ms, uint32_t floor_ms, con
 void sim_emit_fn(struct sim_board *b, double delay_ms, sim_item_fn fn, long arg);
 void sim_emit_fn_floor(struct sim_board *b, double delay_ms, uint32_t floor_ms, sim_item_fn fn,
 		       long arg);
+/* Insert an item k places after the head (0 = next), before what is queued
+ * behind it: output generated lazily by an item keeps its place in line. */
+void sim_emit_insert(struct sim_board *b, size_t k, double delay_ms, double floor_ms,
+		     const char *text, sim_item_fn fn, long arg);
 void sim_sched_clear(struct sim_board *b);
 bool sim_sched_idle(const struct sim_board *b);
 /* Write now (echo), bypassing the schedule. */

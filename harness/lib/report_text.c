@@ -204,7 +204,7 @@ void report_text_mode_table(const struct report_model *m, FILE *f)
 				}
 				if (!sub) {
 					fprintf(f, "  %-22s %-5s %2s %9s %9s %8s %s\n", "workload/metric", "unit",
-						"n", pairs[pr][0], pr ? "+nofua" : "nofua", "change", "verdict");
+						"n", pairs[pr][0], pr ? "nofua-cqe" : "nofua", "change", "verdict");
 					sub = true;
 				}
 				char wm[64], ma[24], mb[24], ch[24];

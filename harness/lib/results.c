@@ -913,7 +913,8 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 		goto fail;
 	for (size_t i = 0; i < r->ngroups; i++)
 		group_finish(&r->groups[i]);
-	qsort_r(r->groups, r->ngroups, sizeof *r->groups, cmp_group, r);
+	if (r->ngroups > 1) /* groups is NULL when empty: qsort_r's pointer must not be */
+		qsort_r(r->groups, r->ngroups, sizeof *r->groups, cmp_group, r);
 	free(pv->gslot); /* the index is invalid after sorting */
 	pv->gslot = NULL;
 	pv->gcap = 0;

@@ -373,7 +373,8 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 		struct cell *c = cell_get(p, &k);
 		cell_add(c, g, o->exclude_warmup);
 	}
-	qsort_r(p->cells, p->ncells, sizeof *p->cells, cmp_cell, (void *)r);
+	if (p->ncells > 1) /* cells is NULL when empty: qsort_r's pointer must not be */
+		qsort_r(p->cells, p->ncells, sizeof *p->cells, cmp_cell, (void *)r);
 
 	/* The pairs to emit per context. */
 	struct pair pairs[4];

@@ -60,6 +60,8 @@ struct fakeboard {
 	struct loop_timer t;
 	int countdown;
 	int in_count;
+	int fifo_overflows;    /* U-Boot reads longer than fifo (bytes lost) */
+	int max_burst;         /* U-Boot: longest single read (pty delivery coalesces writes) */
 	bool dropped_this_line;
 	char line[8192];
 	size_t llen;
@@ -703,8 +705,12 @@ static FB_UNUSED void fb_on_read(struct loop *l, int fd, unsigned ev, void *arg)
 	if (n <= 0)
 		return;
 	/* A UART FIFO of f->fifo bytes: what arrives in one burst beyond it is lost. */
-	if (f->fifo > 0 && (f->mode == FB_UBOOT) && n > f->fifo)
+	if (f->mode == FB_UBOOT && n > f->max_burst)
+		f->max_burst = (int)n;
+	if (f->fifo > 0 && (f->mode == FB_UBOOT) && n > f->fifo) {
+		f->fifo_overflows++;
 		n = f->fifo;
+	}
 	fb_input(f, buf, (size_t)n);
 }
 

@@ -57,7 +57,6 @@ struct rboard {
 	int64_t pf_acked;      /* highest acknowledged record so far */
 	struct loop_timer pf_timer;
 	bool done;
-	bool failing;          /* slot failure being handled */
 };
 
 struct runner {

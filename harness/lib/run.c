@@ -324,6 +324,13 @@ static void on_agent_msg(struct board *b, const struct proto_msg *m, void *arg)
 				rb->pf_acked = v;
 			return;
 		}
+		/* One value per name and iteration (the store's key): a repeated line replaces. */
+		for (size_t i = 0; i < c->ncounters; i++) {
+			if (strcmp(c->counters[i].name, name) == 0) {
+				c->counters[i].value = v;
+				return;
+			}
+		}
 		c->counters = xreallocarray(c->counters, c->ncounters + 1, sizeof *c->counters);
 		c->counters[c->ncounters++] = (struct store_counter){xstrdup(name), v};
 	} else if (strcmp(m->kind, "mode") == 0) {

@@ -2,14 +2,16 @@
 # mkinitramfs.sh - the virtual board's root filesystem, an initramfs built
 # only from Debian packages and this repository:
 #   busybox-static  /bin/busybox (shell, getty, login, insmod, mount, dd ...)
-#   e2fsprogs       mke2fs (mkfs.ext4) with the shared libraries it needs
+#   e2fsprogs       mke2fs (mkfs.ext4) and e2fsck with the shared libraries they need
 #   linux-image-*   ext4 and its module dependencies, from /lib/modules/KVER
 #   build-modules   the patched mmc_core.ko, mmc_block.ko and vemmc.ko
 #   emmclab-agent   the static agent (this CMake build)
 # /init loads the mmc modules with the parameters of the kernel command line
-# (mmc_core.*, mmc_block.*, vemmc.*), makes an ext4 file system on the
-# virtual eMMC (its contents live in RAM: a fresh card at each power-on),
-# mounts it on /data and starts a login on ttyS0 (root, no password).
+# (mmc_core.*, mmc_block.*, vemmc.*), mounts the ext4 file system of the
+# virtual eMMC on /data - making one when the card has none (a card in guest
+# RAM is blank at each power-on; one backed by an ivshmem host file keeps its
+# file system across power cuts, journal replay included) - and starts a
+# login on ttyS0 (root, no password).
 #
 #   mkinitramfs.sh --agent PATH --modules DIR [--kver KVER] --out FILE
 set -euo pipefail
@@ -34,6 +36,7 @@ fi
 	|| die "/bin/busybox is not the static one (apt-get install busybox-static)"
 command -v mke2fs > /dev/null || die "mke2fs missing (apt-get install e2fsprogs)"
 command -v cpio > /dev/null || die "cpio missing (apt-get install cpio)"
+command -v e2fsck > /dev/null || die "e2fsck missing (apt-get install e2fsprogs)"
 [ -x "$agent" ] || die "agent $agent missing (build emmclab-agent)"
 for m in mmc_core mmc_block vemmc; do
 	[ -f "$mods/$m.ko" ] || die "$mods/$m.ko missing (run boards/kernel/build-modules.sh)"
@@ -46,11 +49,12 @@ mkdir -p "$root"/{bin,sbin,etc,dev,proc,sys,tmp,data,root,lib/modules,lib64,usr/
 # Never copy onto a path of $root that may be a symlink: the applet links
 # point to /bin/busybox, which outside the chroot is the host's.
 cp "$agent" "$root/bin/emmclab-agent"
-# mke2fs and its libraries (Debian has no static mke2fs)
-mke2fs=$(command -v mke2fs)
+# mke2fs, e2fsck and their libraries (Debian has no static e2fsprogs)
+mke2fs=$(command -v mke2fs) e2fsck=$(command -v e2fsck)
 cp "$mke2fs" "$root/sbin/mke2fs"
+cp "$e2fsck" "$root/sbin/e2fsck"
 ln -s mke2fs "$root/sbin/mkfs.ext4"
-for lib in $(ldd "$mke2fs" | awk '/=>/ { print $3 } $1 ~ /^\/lib/ { print $1 }'); do
+for lib in $(ldd "$mke2fs" "$e2fsck" | awk '/=>/ { print $3 } $1 ~ /^\/lib/ { print $1 }' | sort -u); do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L --remove-destination "$lib" "$root$lib"
 done
@@ -123,10 +127,31 @@ while [ ! -b /dev/mmcblk0 ] && [ $n -lt 200 ]; do
 	sleep 0.1
 	n=$((n + 1))
 done
-if [ -b /dev/mmcblk0 ]; then
+# ext4 superblock magic 0xef53 at byte 1080
+has_ext4() {
+	[ "$(dd if=/dev/mmcblk0 bs=2 skip=540 count=1 2> /dev/null | od -An -tx1 | tr -d ' ')" = 53ef ]
+}
+mkfs_data() {
 	# full path: busybox sh would run its own (ext2-only) mke2fs applet
-	if /sbin/mke2fs -q -t ext4 -F /dev/mmcblk0 && mount -t ext4 /dev/mmcblk0 /data; then
-		echo "emmclab-virt: /dev/mmcblk0 on /data"
+	/sbin/mke2fs -q -t ext4 -F /dev/mmcblk0 && mount -t ext4 /dev/mmcblk0 /data
+}
+if [ -b /dev/mmcblk0 ]; then
+	# A persistent card (vemmc on an ivshmem host file) keeps its file
+	# system: mounting replays the journal after a power cut.
+	if has_ext4 && mount -t ext4 /dev/mmcblk0 /data; then
+		echo "emmclab-virt: /dev/mmcblk0 on /data (existing file system)"
+	elif has_ext4; then
+		echo "emmclab-virt: ext4 on /dev/mmcblk0 does not mount: e2fsck -y"
+		/sbin/e2fsck -y /dev/mmcblk0
+		if mount -t ext4 /dev/mmcblk0 /data; then
+			echo "emmclab-virt: /dev/mmcblk0 on /data (repaired file system)"
+		elif mkfs_data; then
+			echo "emmclab-virt: ext4 on /dev/mmcblk0 unusable: REFORMATTED, its contents are lost"
+		else
+			echo "emmclab-virt: cannot make or mount ext4 on /dev/mmcblk0"
+		fi
+	elif mkfs_data; then
+		echo "emmclab-virt: /dev/mmcblk0 on /data (new file system)"
 	else
 		echo "emmclab-virt: cannot make or mount ext4 on /dev/mmcblk0"
 	fi

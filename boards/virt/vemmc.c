@@ -2,8 +2,8 @@
 /*
  * vemmc - a virtual eMMC host controller with an emulated eMMC 5.1 card.
  *
- * Registers an mmc_host (with a command queue engine) whose card lives in
- * RAM, so the kernel's real mmc_core / mmc_block code paths for FUA,
+ * Registers an mmc_host (with a command queue engine) in front of an
+ * emulated card, so the kernel's real mmc_core / mmc_block code paths for FUA,
  * reliable write, cache flush and CQE run without hardware.  The card
  * answers the initialisation the core performs (CMD0/1/2/3/9/7, EXT_CSD,
  * CMD6 switches including CACHE_CTRL, CMDQ_MODE_EN and FLUSH_CACHE), single
@@ -16,6 +16,14 @@
  * (debugfs vemmc/power_cut or the power_cut parameter) discards the cache,
  * which is what a real power loss does to unflushed data.
  *
+ * The durable media is guest RAM (vmalloc: a blank card at every boot), or,
+ * when QEMU provides an ivshmem-plain device (1af4:1110) whose BAR 2 is a
+ * file-backed memory backend, that BAR: the card's durable contents are then
+ * the host file and survive QEMU being killed, while the cache (guest RAM)
+ * does not.  Reads are served from a full copy in guest RAM (the "view").
+ * lie_flush=1 makes a part that acknowledges FLUSH_CACHE without writing the
+ * cache back (a lying part, for power-fail tests).
+ *
  * Latencies per profile (read/write/reliable write/flush, transfer rate)
  * make parts differ measurably.  debugfs vemmc/ has the counters.
  */
@@ -24,7 +32,9 @@
 #include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/io.h>
 #include <linux/mutex.h>
+#include <linux/pci.h>
 #include <linux/platform_device.h>
 #include <linux/scatterlist.h>
 #include <linux/seq_file.h>
@@ -43,6 +53,9 @@
 #define VEMMC_SECTOR		512
 #define VEMMC_RING		128	/* queued requests: CQE depth + DCMD + slack */
 #define VEMMC_RCA_STATE_SHIFT	9
+#define VEMMC_IVSHMEM_VENDOR	0x1af4	/* Red Hat / Qumranet */
+#define VEMMC_IVSHMEM_DEVICE	0x1110	/* ivshmem(-plain) */
+#define VEMMC_IVSHMEM_BAR	2	/* the shared memory */
 
 /* R1 card states (JESD84-B51 6.13) */
 enum vemmc_state {
@@ -110,6 +123,12 @@ MODULE_PARM_DESC(flush_us, "latency of a flush (also read_us, write_us, relwr_us
 static bool dcmd = true;
 module_param(dcmd, bool, 0444);
 MODULE_PARM_DESC(dcmd, "the CQE can issue direct commands (flush without halting the queue)");
+static bool lie_flush;
+module_param(lie_flush, bool, 0444);
+MODULE_PARM_DESC(lie_flush, "acknowledge FLUSH_CACHE without writing the cache back (a lying part)");
+static bool ivshmem = true;
+module_param(ivshmem, bool, 0444);
+MODULE_PARM_DESC(ivshmem, "use an ivshmem-plain device (BAR 2) as durable media when there is one");
 
 struct vemmc_slot {
 	struct mmc_request *mrq;
@@ -122,7 +141,8 @@ struct vemmc {
 
 	/* the card; all below guarded by card_lock (held by the worker) */
 	struct mutex card_lock;
-	u8 *media;		/* durable contents */
+	u8 *media;		/* durable contents: vmalloc'd, or the ivshmem BAR */
+	struct pci_dev *shm;	/* the ivshmem device backing media, or NULL */
 	u8 *view;		/* what reads return: media + cached writes */
 	unsigned long *dirty;	/* per sector: cached, not yet on the media */
 	u32 *fifo;		/* cached sectors, oldest first */
@@ -150,7 +170,7 @@ struct vemmc {
 	/* counters (debugfs) */
 	u64 commands, reads, writes, reliable_writes, flushes, dcmd_flushes;
 	u64 cqe_tasks, evictions, sectors_read, sectors_written, power_cuts;
-	u64 lost_sectors, cache_lost_power_off;
+	u64 lost_sectors, cache_lost_power_off, lied_flushes;
 	struct dentry *dbg;
 };
 
@@ -406,8 +426,13 @@ static u64 vemmc_data(struct vemmc *v, struct mmc_data *data, u32 addr, bool rel
 
 static u64 vemmc_flush(struct vemmc *v, bool dcmd_flush)
 {
-	u32 n = vemmc_flush_cache(v);
+	u32 n = 0;
 
+	/* a lying part reports success and keeps everything in the cache */
+	if (lie_flush)
+		v->lied_flushes++;
+	else
+		n = vemmc_flush_cache(v);
 	v->flushes++;
 	if (dcmd_flush)
 		v->dcmd_flushes++;
@@ -801,6 +826,8 @@ static int vemmc_stats_show(struct seq_file *s, void *unused)
 		   v->sectors_read, v->sectors_written, v->power_cuts);
 	seq_printf(s, "lost_sectors %llu\ncache_lost_power_off %llu\n", v->lost_sectors,
 		   v->cache_lost_power_off);
+	seq_printf(s, "media %s\nlie_flush %d\nlied_flushes %llu\n",
+		   v->shm ? pci_name(v->shm) : "ram", lie_flush, v->lied_flushes);
 	mutex_unlock(&v->card_lock);
 	return 0;
 }
@@ -850,6 +877,7 @@ static void vemmc_debugfs(struct vemmc *v)
 		{ "evictions", offsetof(struct vemmc, evictions) },
 		{ "power_cuts", offsetof(struct vemmc, power_cuts) },
 		{ "lost_sectors", offsetof(struct vemmc, lost_sectors) },
+		{ "lied_flushes", offsetof(struct vemmc, lied_flushes) },
 	};
 	int i;
 
@@ -897,6 +925,76 @@ static int vemmc_profile_setup(struct vemmc *v)
 	return 0;
 }
 
+/*
+ * The durable media: BAR 2 of an ivshmem-plain device when QEMU has one
+ * (the host file of its memory-backend-file), else zeroed guest RAM.  The
+ * BAR is mapped write-back: it is RAM of the QEMU process (MAP_SHARED on the
+ * file), so what is stored there is in the host's page cache at once and
+ * survives QEMU being killed.
+ */
+static int vemmc_media_setup(struct vemmc *v)
+{
+	u64 bytes = v->sectors * VEMMC_SECTOR;
+	struct pci_dev *pdev = NULL;
+	int err;
+
+	if (ivshmem)
+		pdev = pci_get_device(VEMMC_IVSHMEM_VENDOR, VEMMC_IVSHMEM_DEVICE, NULL);
+	if (!pdev) {
+		v->media = vzalloc(bytes);
+		return v->media ? 0 : -ENOMEM;
+	}
+	err = pci_enable_device(pdev);
+	if (err) {
+		pr_err("vemmc: %s: cannot enable the ivshmem device: %d\n", pci_name(pdev), err);
+		goto put;
+	}
+	if (pci_resource_len(pdev, VEMMC_IVSHMEM_BAR) < bytes) {
+		/* a card silently in RAM would defeat the point: refuse */
+		pr_err("vemmc: %s: ivshmem BAR %d has %llu bytes, the card needs %llu\n",
+		       pci_name(pdev), VEMMC_IVSHMEM_BAR,
+		       (u64)pci_resource_len(pdev, VEMMC_IVSHMEM_BAR), bytes);
+		err = -ENOSPC;
+		goto disable;
+	}
+	err = pci_request_region(pdev, VEMMC_IVSHMEM_BAR, "vemmc");
+	if (err) {
+		pr_err("vemmc: %s: ivshmem BAR %d busy: %d\n", pci_name(pdev), VEMMC_IVSHMEM_BAR, err);
+		goto disable;
+	}
+	v->media = memremap(pci_resource_start(pdev, VEMMC_IVSHMEM_BAR), bytes, MEMREMAP_WB);
+	if (!v->media) {
+		pr_err("vemmc: %s: cannot map ivshmem BAR %d\n", pci_name(pdev), VEMMC_IVSHMEM_BAR);
+		err = -ENOMEM;
+		goto release;
+	}
+	v->shm = pdev;
+	return 0;
+
+release:
+	pci_release_region(pdev, VEMMC_IVSHMEM_BAR);
+disable:
+	pci_disable_device(pdev);
+put:
+	pci_dev_put(pdev);
+	return err;
+}
+
+static void vemmc_media_release(struct vemmc *v)
+{
+	if (!v->shm) {
+		vfree(v->media);
+		v->media = NULL;
+		return;
+	}
+	memunmap(v->media);
+	v->media = NULL;
+	pci_release_region(v->shm, VEMMC_IVSHMEM_BAR);
+	pci_disable_device(v->shm);
+	pci_dev_put(v->shm);
+	v->shm = NULL;
+}
+
 static int vemmc_probe(struct platform_device *pdev)
 {
 	struct mmc_host *mmc;
@@ -918,14 +1016,18 @@ static int vemmc_probe(struct platform_device *pdev)
 
 	v->sectors = (u64)v->p.capacity_mib << 11;
 	v->cache_sectors = v->p.cache_kib * 2;
+	err = vemmc_media_setup(v);
+	if (err)
+		goto free_host;
 	err = -ENOMEM;
-	v->media = vzalloc(v->sectors * VEMMC_SECTOR);
-	v->view = vzalloc(v->sectors * VEMMC_SECTOR);
+	v->view = vmalloc(v->sectors * VEMMC_SECTOR);
 	v->dirty = bitmap_zalloc(v->sectors, GFP_KERNEL);
 	if (v->cache_sectors)
 		v->fifo = kvcalloc(v->cache_sectors, sizeof(*v->fifo), GFP_KERNEL);
-	if (!v->media || !v->view || !v->dirty || (v->cache_sectors && !v->fifo))
+	if (!v->view || !v->dirty || (v->cache_sectors && !v->fifo))
 		goto free_mem;
+	/* power-up: the card reads what its media holds */
+	memcpy(v->view, v->media, v->sectors * VEMMC_SECTOR);
 	v->wq = alloc_ordered_workqueue("vemmc", WQ_MEM_RECLAIM);
 	if (!v->wq)
 		goto free_mem;
@@ -959,9 +1061,10 @@ static int vemmc_probe(struct platform_device *pdev)
 	mutex_lock(&vemmc_dev_lock);
 	vemmc_dev = v;
 	mutex_unlock(&vemmc_dev_lock);
-	pr_info("vemmc: %s: profile %s, %u MiB, cache %u KiB, cmdq depth %u%s\n",
+	pr_info("vemmc: %s: profile %s, %u MiB, cache %u KiB, cmdq depth %u%s%s, media %s\n",
 		mmc_hostname(mmc), v->p.name, v->p.capacity_mib, v->p.cache_kib,
-		v->p.cmdq_depth, dcmd ? ", DCMD" : "");
+		v->p.cmdq_depth, dcmd ? ", DCMD" : "", lie_flush ? ", lying flush" : "",
+		v->shm ? "ivshmem (persistent)" : "RAM (blank at boot)");
 	return 0;
 
 free_wq:
@@ -970,7 +1073,7 @@ free_mem:
 	kvfree(v->fifo);
 	bitmap_free(v->dirty);
 	vfree(v->view);
-	vfree(v->media);
+	vemmc_media_release(v);
 free_host:
 	mmc_free_host(mmc);
 	return err;
@@ -989,7 +1092,7 @@ static int vemmc_remove(struct platform_device *pdev)
 	kvfree(v->fifo);
 	bitmap_free(v->dirty);
 	vfree(v->view);
-	vfree(v->media);
+	vemmc_media_release(v);
 	mmc_free_host(v->mmc);
 	return 0;
 }

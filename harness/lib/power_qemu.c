@@ -13,8 +13,13 @@
  * arguments, e.g. vemmc.profile=) is added to every command line.  QEMU's own messages go to
  * dir/qemu.log, which an error quotes.
  *
- * Guest RAM is all the card has: every power-on starts with a blank
- * virtual eMMC (docs/kernel.md).
+ * Without `media` the card lives in guest RAM: every power-on starts with a
+ * blank virtual eMMC.  With `media: FILE` the card's durable contents are
+ * FILE (created sparse at media_size when missing, never truncated or
+ * deleted by us): QEMU maps it as a shared file-backed memory backend behind
+ * an ivshmem-plain device, which vemmc uses as its media.  What the card
+ * made durable survives "off" (QEMU killed); its volatile cache, in guest
+ * RAM, does not - a real power cut (docs/kernel.md).
  */
 #include "power.h"
 #include "qemu_boot.h"
@@ -26,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +45,8 @@ struct qemu_cfg {
 	int64_t port;
 	char *dir;
 	char *kernel, *initrd, *append;
+	char *media;
+	uint64_t media_size;
 	struct opt_strlist extra;
 };
 
@@ -60,6 +68,12 @@ static const struct opt qemu_opts[] = {
 	 .help = "initramfs to boot when no deploy wrote a boot file"},
 	{.key = "append", .type = OPT_STR, .offset = offsetof(struct qemu_cfg, append), .def = "",
 	 .help = "added to every kernel command line (e.g. this board's vemmc.profile=)"},
+	{.key = "media", .type = OPT_STR, .offset = offsetof(struct qemu_cfg, media),
+	 .help = "host file holding the card's durable contents across power cycles (ivshmem-plain; "
+		 "relative to dir; created sparse when missing); unset: the card is guest RAM, blank at each boot"},
+	{.key = "media_size", .type = OPT_SIZE, .offset = offsetof(struct qemu_cfg, media_size),
+	 .def = "64MiB", .min = 1048576, .max = 4294967296.0,
+	 .help = "size of the media file and of the ivshmem BAR: a power of two, at least the vemmc capacity"},
 	{.key = "extra", .type = OPT_STRLIST, .offset = offsetof(struct qemu_cfg, extra),
 	 .help = "more QEMU arguments"},
 	{0},
@@ -87,6 +101,16 @@ static int qemu_init(struct power *p, struct lab_err *e)
 	q->p = p;
 	q->pid = -1;
 	loop_timer_init(&q->timer, on_timer, q);
+	if (c->media_size & (c->media_size - 1)) {
+		free(q);
+		/* a PCI BAR, which the ivshmem memory becomes, is a power of two */
+		return lab_err_set(e, LAB_EUSAGE, "board %s: qemu power: media_size %llu is not a power of two",
+				   p->board, (unsigned long long)c->media_size);
+	}
+	if (c->media && (!c->media[0] || strchr(c->media, '\n'))) {
+		free(q);
+		return lab_err_set(e, LAB_EUSAGE, "board %s: qemu power: bad media path", p->board);
+	}
 	q->dir = qemu_boot_dir(c->dir, p->board);
 	if (lab_mkdir_p(q->dir, 0755) != 0) {
 		int err = errno;
@@ -195,6 +219,56 @@ static char *boot_value(const struct qemu_boot *b, const char *own, const char *
 	return own ? xstrdup(own) : NULL;
 }
 
+/* s with every comma doubled (QEMU's option syntax). Malloc'd. */
+static char *qemu_opt_escape(const char *s)
+{
+	size_t n = strlen(s), commas = 0;
+	for (size_t i = 0; i < n; i++)
+		commas += s[i] == ',';
+	char *out = xmalloc(n + commas + 1), *o = out;
+	for (size_t i = 0; i < n; i++) {
+		*o++ = s[i];
+		if (s[i] == ',')
+			*o++ = ',';
+	}
+	*o = '\0';
+	return out;
+}
+
+/*
+ * The media file: created sparse when missing, grown (sparse) when shorter
+ * than media_size (QEMU refuses a backing file smaller than the backend),
+ * otherwise left as it is - it is the card.  Sets *path (malloc'd).
+ */
+static int media_prepare(struct pqemu *q, char **path, char *err, size_t errn)
+{
+	struct qemu_cfg *c = q->p->cfg;
+	*path = c->media[0] == '/' ? xstrdup(c->media) : xasprintf("%s/%s", q->dir, c->media);
+	int fd = open(*path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		snprintf(err, errn, "%s: media %s: %s", q->p->device, *path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errn, "%s: media %s is not a regular file", q->p->device, *path);
+		goto fail;
+	}
+	if ((uint64_t)st.st_size < c->media_size && ftruncate(fd, (off_t)c->media_size) != 0) {
+		snprintf(err, errn, "%s: media %s: cannot size it: %s", q->p->device, *path,
+			 strerror(errno));
+		goto fail;
+	}
+	close(fd);
+	return LAB_OK;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(*path);
+	*path = NULL;
+	return LAB_EINFRA;
+}
+
 static int start_qemu(struct pqemu *q, char *err, size_t errn)
 {
 	struct qemu_cfg *c = q->p->cfg;
@@ -218,6 +292,20 @@ static int start_qemu(struct pqemu *q, char *err, size_t errn)
 		free(append);
 		return LAB_EUSAGE;
 	}
+	char *media = NULL, *backend = NULL;
+	if (c->media) {
+		rc = media_prepare(q, &media, err, errn);
+		if (rc != LAB_OK) {
+			free(kernel);
+			free(initrd);
+			free(append);
+			return rc;
+		}
+		char *esc = qemu_opt_escape(media);
+		backend = xasprintf("memory-backend-file,id=vemmc,share=on,mem-path=%s,size=%llu", esc,
+				    (unsigned long long)c->media_size);
+		free(esc);
+	}
 	char mem[32], smp[32], chardev[128], cmdline[4096];
 	snprintf(mem, sizeof mem, "%lld", (long long)c->memory_mib);
 	snprintf(smp, sizeof smp, "%lld", (long long)c->smp);
@@ -231,12 +319,18 @@ static int start_qemu(struct pqemu *q, char *err, size_t errn)
 			       "-nodefaults", "-display", "none", "-no-reboot", "-chardev", chardev,
 			       "-serial", "chardev:con", "-kernel", kernel, "-initrd", initrd,
 			       "-append", cmdline};
-	size_t nf = LAB_ARRAY_SIZE(fixed);
-	char **argv = xcalloc(nf + c->extra.n + 1, sizeof *argv);
+	size_t nf = LAB_ARRAY_SIZE(fixed), na = 0;
+	char **argv = xcalloc(nf + 4 + c->extra.n + 1, sizeof *argv);
 	for (size_t i = 0; i < nf; i++)
-		argv[i] = (char *)fixed[i];
+		argv[na++] = (char *)fixed[i];
+	if (backend) {
+		argv[na++] = "-object";
+		argv[na++] = backend;
+		argv[na++] = "-device";
+		argv[na++] = "ivshmem-plain,memdev=vemmc";
+	}
 	for (size_t i = 0; i < c->extra.n; i++)
-		argv[nf + i] = c->extra.v[i];
+		argv[na++] = c->extra.v[i];
 
 	char logpath[1024];
 	snprintf(logpath, sizeof logpath, "%s/qemu.log", q->dir);
@@ -258,6 +352,8 @@ static int start_qemu(struct pqemu *q, char *err, size_t errn)
 	free(kernel);
 	free(initrd);
 	free(append);
+	free(media);
+	free(backend);
 	if (pid < 0) {
 		snprintf(err, errn, "%s: cannot start %s: %s", q->p->device, c->qemu,
 			 strerror(spawn_err));

@@ -1,6 +1,7 @@
 /* test_power_qemu.c - the qemu power driver and deploy method of the virtual
  * board, with a fake QEMU (a script that records its arguments and sleeps,
- * or one that fails at start), and the boot hand-over file between them. */
+ * or one that fails at start), the boot hand-over file between them, and the
+ * persistent media file (created sparse, kept across power cycles). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,65 @@ int main(void)
 	res = run_op(l, p, POWER_OFF, 2000);
 	ok(res.rc == LAB_OK && res.state == POWER_IS_OFF, "off when already off");
 	power_free(p);
+
+	/* media: a sparse host file behind ivshmem-plain, created once and kept */
+	snprintf(yaml, sizeof yaml,
+		 "{driver: qemu, port: 23458, qemu: %s/fakeq, dir: %s, media: \"card,1.img\", "
+		 "media_size: 4MiB, off_time: 100ms}", dir, st);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b4", yaml, &e);
+	ok(p != NULL, "qemu power with media: %s", e.msg);
+	if (!p)
+		return tap_done();
+	char media[256], want[512];
+	snprintf(media, sizeof media, "%s/card,1.img", st);
+	struct stat ms;
+	ok(stat(media, &ms) != 0, "no media file before the first power-on");
+	res = run_op(l, p, POWER_ON, 5000);
+	ok(res.rc == LAB_OK && res.state == POWER_IS_ON, "on with media: %s", res.msg);
+	ok(stat(media, &ms) == 0 && ms.st_size == 4 << 20, "media file created at media_size (%lld bytes)",
+	   (long long)ms.st_size);
+	ok((long long)ms.st_blocks * 512 < ms.st_size, "... sparse (%lld blocks)", (long long)ms.st_blocks);
+	log = slurp("st/qemu.log");
+	snprintf(want, sizeof want,
+		 "arg:-object\narg:memory-backend-file,id=vemmc,share=on,mem-path=%s/card,,1.img,size=4194304\n"
+		 "arg:-device\narg:ivshmem-plain,memdev=vemmc\n", st);
+	ok(strstr(log, want) != NULL, "shared file backend (comma doubled) behind ivshmem-plain");
+	free(log);
+	FILE *mf = fopen(media, "r+");
+	ok(mf && fseek(mf, 12345, SEEK_SET) == 0 && fputs("durable", mf) >= 0 && fclose(mf) == 0,
+	   "the card writes into its media");
+	res = run_op(l, p, POWER_OFF, 6000);
+	ok(res.rc == LAB_OK && res.state == POWER_IS_OFF, "off with media");
+	res = run_op(l, p, POWER_ON, 5000);
+	ok(res.rc == LAB_OK && res.state == POWER_IS_ON, "on again");
+	char got[8] = "";
+	mf = fopen(media, "r");
+	ok(mf && fseek(mf, 12345, SEEK_SET) == 0 && fread(got, 1, 7, mf) == 7, "media readable");
+	if (mf)
+		fclose(mf);
+	ok(memcmp(got, "durable", 7) == 0 && stat(media, &ms) == 0 && ms.st_size == 4 << 20,
+	   "media kept across the power cycle (contents and size)");
+	res = run_op(l, p, POWER_OFF, 6000);
+	power_free(p);
+	snprintf(yaml, sizeof yaml, "{driver: qemu, port: 23459, qemu: %s/fakeq, dir: %s, media: m.img, "
+		 "media_size: 3MiB}", dir, st);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b5", yaml, &e);
+	ok(p == NULL && strstr(e.msg, "power of two") != NULL, "media_size must be a power of two: %s", e.msg);
+	if (p)
+		power_free(p);
+	snprintf(yaml, sizeof yaml, "{driver: qemu, port: 23460, qemu: %s/fakeq, dir: %s, media: %s}",
+		 dir, st, dir);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b6", yaml, &e);
+	ok(p != NULL, "media on a directory: accepted at configuration");
+	if (p) {
+		res = run_op(l, p, POWER_ON, 5000);
+		ok(res.rc == LAB_EINFRA && res.state == POWER_IS_OFF && strstr(res.msg, ": media ") != NULL,
+		   "... refused at power-on, naming the media: %s", res.msg);
+		power_free(p);
+	}
 
 	/* a QEMU that exits at once: the error quotes its last words */
 	snprintf(yaml, sizeof yaml, "{driver: qemu, port: 23457, qemu: %s/badq, dir: %s}", dir, st);

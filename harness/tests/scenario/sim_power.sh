@@ -17,7 +17,8 @@ api '/power/control/off?hostname=pdu&port=5' >/dev/null
 [ "$(state b5 power)" = off ] || fail "b5 not off"
 [ "$(state b5 stage)" = off ] || fail "b5 stage after off"
 api '/power/control/reboot?hostname=pdu&port=5' >/dev/null
-sleep 0.3
+# reboot is off, a short pause, on: wait for the event (a fixed sleep was a bet on the load)
+for _ in $(seq 100); do [ "$(state b5 power)" = on ] && break; sleep 0.1; done
 [ "$(state b5 power)" = on ] || fail "reboot did not end on"
 [ "$(state b5 boots)" = 2 ] || fail "reboot: boots $(state b5 boots)"
 api '/power/control/on?alias=noagent-plug' | grep -q "OK" || fail "alias"

@@ -88,9 +88,18 @@ boards:
 YAML
 "$EMMCLAB" check "$T/lab.yaml" > "$T/out" 2> "$T/err" || fail "lab does not check: $(cat "$T/err")"
 
-# Type two lines (the second with a 0xff byte), keep stdin open while the board answers.
-{ sleep 0.5; printf 'hello\r'; sleep 0.3; printf 'x\xffy\r'; sleep 1.5; } |
-	timeout 30 "$EMMCLAB" board r1 console --lab "$T/lab.yaml" > "$T/out" 2> "$T/err" ||
+# Type two lines (the second with a 0xff byte), keep stdin open while the board
+# answers.  Paced by events, not by the clock (a loaded machine starts the binary
+# late): the console is open (then 0.5 s for the RFC 2217 settings), the board got
+# the first line, the second answer is in the output (EOF ends the console).
+waitfor() { # file pattern: wait up to 20 s
+	for _ in $(seq 200); do grep -aq "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+	return 1
+}
+{ waitfor "$T/err" "console open"; sleep 0.5; printf 'hello\r'
+  waitfor "$T/board.log" "got=68656c6c6f "; printf 'x\xffy\r'
+  waitfor "$T/out" "got=78ff79 " || true; sleep 0.2; } |
+	timeout 60 "$EMMCLAB" board r1 console --lab "$T/lab.yaml" > "$T/out" 2> "$T/err" ||
 	fail "board console exited with $?"
 
 grep -q "got=68656c6c6f speed=57600 stop=2" "$T/board.log" ||

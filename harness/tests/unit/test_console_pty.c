@@ -164,17 +164,20 @@ int main(void)
 	uint64_t t0 = lab_now_ms();
 	console_write_str(c, "abcdef");
 	loop_run_once(l, 5);
-	master_read(m, buf, sizeof buf);
-	is_str(buf, "ab", "first chunk goes at once, then a pause");
-	ok(console_pending(c) == 4, "rest still queued (%zu)", console_pending(c));
-	size_t got = 2;
-	while (got < 6 && lab_now_ms() - t0 < 1000) {
+	/* What the console wrote is judged by its queue: a pty hands bytes to the
+	 * master side in a kernel work item, so they may not be readable yet on a
+	 * loaded machine (reading at once would then see "").  */
+	ok(console_pending(c) == 4, "first chunk goes at once, the rest waits (%zu queued)",
+	   console_pending(c));
+	char all[64] = "";
+	size_t got = 0;
+	while (got < 6 && lab_now_ms() - t0 < 3000) {
 		loop_run_once(l, 5);
-		got += master_read(m, buf, sizeof buf);
+		got += master_read(m, all + got, sizeof all - got);
 	}
 	uint64_t dt = lab_now_ms() - t0;
-	is_int((long long)got, 6, "all paced bytes arrived");
-	ok(dt >= 55 && dt < 400, "pacing took %llu ms (2 pauses of 30 ms)", (unsigned long long)dt);
+	is_str(all, "abcdef", "all paced bytes arrived, in order");
+	ok(dt >= 55 && dt < 2000, "pacing took %llu ms (2 pauses of 30 ms)", (unsigned long long)dt);
 	struct console_pacing nop = {0};
 	console_set_pacing(c, &nop);
 

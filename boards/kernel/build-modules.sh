@@ -36,6 +36,11 @@ for sym in CONFIG_MMC=m CONFIG_MMC_BLOCK=m; do
 done
 [ -r "$KSOURCE_TARBALL" ] || kdie "$KSOURCE_TARBALL not found (apt-get install linux-source-$KSERIES_VERSION)"
 
+# one build at a time per cache (parallel virt_* tests share it)
+mkdir -p "$EMMCLAB_CACHE/virt"
+exec 9> "$EMMCLAB_CACHE/virt/.build-modules.lock"
+flock 9
+
 # 1. the patched mmc sources (small extract of the tarball, cached per series)
 src=$EMMCLAB_CACHE/kernel/mmcsrc-$(kseries_hash)
 if [ ! -e "$src/.emmclab-ready" ]; then

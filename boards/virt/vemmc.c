@@ -104,7 +104,7 @@ MODULE_PARM_DESC(profile, "card profile: default, slowrel, fastrel, nocache, noc
 /* Overrides of the profile; -1 keeps the profile's value. */
 static int capacity_mib = -1;
 module_param(capacity_mib, int, 0444);
-MODULE_PARM_DESC(capacity_mib, "capacity in MiB (RAM is used twice this)");
+MODULE_PARM_DESC(capacity_mib, "capacity in MiB (RAM is used twice this, once with ivshmem media)");
 static int cache_kib = -1;
 module_param(cache_kib, int, 0444);
 MODULE_PARM_DESC(cache_kib, "write cache size in KiB (0: no cache)");

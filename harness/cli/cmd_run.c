@@ -157,14 +157,21 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	if (res.boards_quarantined)
 		fprintf(stderr, "emmclab: %d board(s) quarantined\n", res.boards_quarantined);
 
+	/* Warm-up outliers leave the statistics when a suite of the plan says so
+	 * (they stay visible in every report). */
+	struct report_opts ro;
+	report_opts_init(&ro);
+	for (size_t i = 0; i < lab->plan->suites.n; i++) {
+		const struct suite_cfg *sc = config_suite(lab, lab->plan->suites.v[i]);
+		if (sc && sc->exclude_warmup)
+			ro.exclude_warmup = true;
+	}
 	struct lab_err re = {0};
-	if (report_print_mode_table(s, res.run_id, stdout, &re))
+	if (report_print_mode_table_opts(s, res.run_id, &ro, stdout, &re))
 		fprintf(stderr, "emmclab: comparison table: %s\n", re.msg);
 	fflush(stdout);
 	if (report) {
 		struct lab_err he = {0};
-		struct report_opts ro;
-		report_opts_init(&ro);
 		if (report_write_file(s, res.run_id, "html", report, &ro, &he))
 			fprintf(stderr, "emmclab: HTML report: %s\n", he.msg);
 		else

@@ -120,8 +120,8 @@ static const struct opt timeouts_opts[] = {
 	TMO("deploy", deploy_ms, "10m", "flashing or loading the artifacts"),
 	TMO("boot", boot_ms, "3m", "boot command to the login prompt"),
 	TMO("login", login_ms, "1m", "login to a usable shell"),
-	TMO("command", command_ms, "10m", "one agent command (one workload iteration)"),
-	TMO("job", job_ms, "8h", "one job (board x kernel x suite x mode) including retries"),
+	TMO("command", command_ms, "1h", "one agent command: one workload iteration (an ext4 copy pass takes ~15 min on slow parts)"),
+	TMO("job", job_ms, "8h", "one job (board x kernel x suite x mode) including retries; also bounds the precondition"),
 	{0},
 };
 
@@ -219,7 +219,7 @@ static const struct opt suite_base_opts[] = {
 	{.key = "iterations", .type = OPT_INT, .offset = F(suite_cfg, iterations), .def = "5",
 	 .min = 1, .max = 100000, .help = "iterations per mode"},
 	{.key = "reboot_between_modes", .type = OPT_BOOL, .offset = F(suite_cfg, reboot_between_modes),
-	 .def = "true", .help = "reboot when the mode changes (always true for cmdline recipes)"},
+	 .def = "true", .help = "reboot at every mode change; false lets modes whose recipes are sysfs-only (no cmdline, same kernel) switch in place"},
 	{.key = "order", .type = OPT_ENUM, .offset = F(suite_cfg, order), .def = "interleave",
 	 .choices = order_names, .help = "interleave (ABAB, cancels drift), random (seeded) or sequential"},
 	{.key = "seed", .type = OPT_INT, .offset = F(suite_cfg, seed), .def = "1",
@@ -227,7 +227,7 @@ static const struct opt suite_base_opts[] = {
 	{.key = "precondition_passes", .type = OPT_INT, .offset = F(suite_cfg, precondition_passes),
 	 .def = "0", .min = 0, .max = 100, .help = "full-device random write passes before the first iteration"},
 	{.key = "exclude_warmup", .type = OPT_BOOL, .offset = F(suite_cfg, exclude_warmup),
-	 .def = "true", .help = "drop the first iteration of each job from statistics"},
+	 .def = "true", .help = "leave first iterations flagged as warm-up outliers out of the statistics run prints and reports (always shown)"},
 	{0},
 };
 
@@ -249,7 +249,7 @@ static const struct opt plan_base_opts[] = {
 	{.key = "results", .type = OPT_STR, .offset = F(plan_cfg, results), .def = "",
 	 .help = "database path, relative to the plan (empty: the lab's)"},
 	{.key = "report_html", .type = OPT_STR, .offset = F(plan_cfg, report_html), .def = "",
-	 .help = "HTML report written after the run, relative to the plan (empty: none)"},
+	 .help = "HTML report written after the run, relative to the plan (empty: results/report.html; run --no-report writes none)"},
 	{.key = "uploads", .type = OPT_NODE, .offset = F(plan_cfg, uploads),
 	 .help = "upload targets for this plan (see docs/uploads.md)"},
 	{0},

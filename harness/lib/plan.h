@@ -16,6 +16,7 @@
 #define EMMCLAB_PLAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "config.h"
 
 struct plan_job {
@@ -28,6 +29,7 @@ struct plan_job {
 	int status;                    /* runner bookkeeping */
 	int done_iterations;
 	int failures;
+	uint64_t started_ns;           /* runner: first slot started (timeouts.job) */
 };
 
 struct plan_slot {

@@ -228,6 +228,13 @@ int report_print_mode_table(struct store *s, int64_t run_id, FILE *f, struct lab
 {
 	struct report_opts o;
 	report_opts_init(&o);
+	return report_print_mode_table_opts(s, run_id, &o, f, e);
+}
+
+int report_print_mode_table_opts(struct store *s, int64_t run_id, const struct report_opts *ro,
+				 FILE *f, struct lab_err *e)
+{
+	struct report_opts o = *ro;
 	o.run_id = run_id;
 	struct report_model *m;
 	int rc = report_build(s, &o, &m, e);

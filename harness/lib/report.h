@@ -79,6 +79,9 @@ int report_write_file(struct store *s, int64_t run_id, const char *format, const
 /* The FUA vs cache-no-FUA (and CQE) table per DUT, <= 72 columns, printed by
  * `run` at the end of a night. */
 int report_print_mode_table(struct store *s, int64_t run_id, FILE *f, struct lab_err *e);
+/* The same with options (e.g. exclude_warmup from the plan's suites). */
+int report_print_mode_table_opts(struct store *s, int64_t run_id, const struct report_opts *o,
+				 FILE *f, struct lab_err *e);
 
 /* ---- helpers shared by the renderers ---- */
 void report_json_str(FILE *f, const char *s);

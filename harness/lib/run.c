@@ -68,6 +68,7 @@ struct runner {
 	struct run_result *res;
 	struct rboard *rb;
 	size_t nrb;
+	size_t nstarted;       /* boards started so far (plan.parallel) */
 	size_t active;
 	bool stopping;
 	struct loop_timer budget;
@@ -76,6 +77,8 @@ struct runner {
 };
 
 static void powerfail_start(struct rboard *rb);
+static void start_board(void *arg);
+static void sysfs_step(struct rboard *rb);
 
 static void next_slot(struct rboard *rb);
 static void run_workload(struct rboard *rb);
@@ -216,8 +219,13 @@ static void board_finished(struct rboard *rb)
 	struct runner *r = rb->r;
 	if (board_quarantined(rb->b))
 		r->res->boards_quarantined++;
-	if (--r->active == 0)
+	if (--r->active == 0) {
 		loop_stop(r->loop);
+		return;
+	}
+	/* plan.parallel: the next waiting board takes the freed place */
+	if (r->nstarted < r->nrb)
+		loop_defer(r->loop, start_board, &r->rb[r->nstarted++]);
 }
 
 static void on_powered_off(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
@@ -381,10 +389,18 @@ static void on_agent_msg(struct board *b, const struct proto_msg *m, void *arg)
 
 /* ---- the per-slot pipeline ---- */
 
+/* One workload iteration is one agent command (timeouts.command); the
+ * precondition is bounded by the whole job's budget (timeouts.job). */
 static uint64_t agent_timeout(struct rboard *rb)
 {
 	const struct board_type *t = rb->cfg->type;
-	return t && t->timeouts.job_ms ? t->timeouts.job_ms : 3600000;
+	return t && t->timeouts.command_ms ? t->timeouts.command_ms : 3600000;
+}
+
+static uint64_t job_timeout(struct rboard *rb)
+{
+	const struct board_type *t = rb->cfg->type;
+	return t && t->timeouts.job_ms ? t->timeouts.job_ms : 8 * 3600000ull;
 }
 
 static void append_arg(struct lab_buf *b, const char *k, const char *v)
@@ -788,7 +804,7 @@ static void start_workloads(struct rboard *rb)
 		collect_reset(&rb->col);
 		logf_(rb->r, "%s: preconditioning (%lld passes)", rb->cfg->name,
 		      (long long)j->suite->precondition_passes);
-		int rc = board_agent(rb->b, args, agent_timeout(rb), on_agent_msg, on_precondition_done, rb);
+		int rc = board_agent(rb->b, args, job_timeout(rb), on_agent_msg, on_precondition_done, rb);
 		free(args);
 		if (rc != LAB_OK)
 			slot_failed(rb, "agent-protocol", "could not start the agent");
@@ -874,6 +890,17 @@ static void on_identify_done(struct board *b, int rc, enum board_fail fail, cons
 		skip_rest(rb, "wrong part fitted");
 		free(m);
 		end_board(rb);
+		return;
+	}
+	/* The lab says which kernel this job boots; a DUT running another one (a
+	 * stale image in flash, a wrong TFTP file) must not produce results. */
+	if (j->kernel && j->kernel->version && j->kernel->version[0] && c->kernel[0] &&
+	    strcmp(j->kernel->version, c->kernel) != 0) {
+		char *m = xasprintf("kernel %s should run %s but the DUT runs %s", j->kernel->name,
+				    j->kernel->version, c->kernel);
+		record_event(rb, "wrong-kernel", "running", m);
+		slot_failed(rb, "wrong-kernel", m);
+		free(m);
 		return;
 	}
 	c->part.label = pc->label && pc->label[0] ? pc->label : rb->cfg->name;
@@ -964,6 +991,20 @@ static void on_booted(struct board *b, int rc, enum board_fail fail, const char 
 	sysfs_step(rb);
 }
 
+/* Can the board go from the job it is booted for to j without a reboot?  Only
+ * when the suite allows it and both recipes are sysfs writes on the same
+ * kernel: a command-line recipe needs a boot by nature. */
+static bool switch_in_place(struct rboard *rb, const struct plan_job *j)
+{
+	const struct plan_job *cur = &rb->r->plan->jobs[rb->booted_job];
+	const struct board_type *t = rb->cfg->type;
+	if (!t || j->suite->reboot_between_modes || cur->kernel != j->kernel)
+		return false;
+	const struct mode_recipe *a = &t->modes[cur->mode], *b = &t->modes[j->mode];
+	return (!a->cmdline || !a->cmdline[0]) && (!b->cmdline || !b->cmdline[0]) && b->sysfs.n > 0 &&
+	       (!a->kernel || !a->kernel[0]) && (!b->kernel || !b->kernel[0]);
+}
+
 static void next_slot(struct rboard *rb)
 {
 	struct runner *r = rb->r;
@@ -980,6 +1021,26 @@ static void next_slot(struct rboard *rb)
 	}
 	struct plan_job *j = cur_job(rb);
 	const struct plan_slot *s = cur_slot(rb);
+	if (!j->started_ns)
+		j->started_ns = lab_now_ns();
+	else if ((lab_now_ns() - j->started_ns) / 1000000ull > job_timeout(rb)) {
+		char *m = xasprintf("job ran past its time limit (timeouts.job %llu ms)",
+				    (unsigned long long)job_timeout(rb));
+		record_event(rb, "job-timeout", NULL, m);
+		finish_job(rb, j, JOB_INFRA, m);
+		free(m);
+		next_slot(rb);
+		return;
+	}
+	if (rb->booted_job >= 0 && rb->booted_job != (int)s->job && switch_in_place(rb, j)) {
+		/* sysfs-only recipes, same kernel: change the mode without a reboot */
+		logf_(r, "%s: switching to %s in place (sysfs recipe, reboot_between_modes: false)",
+		      rb->cfg->name, lab_mode_names[j->mode]);
+		rb->booted_job = (int)s->job;
+		rb->sysfs_i = 0;
+		sysfs_step(rb);
+		return;
+	}
 	if (s->reboot || rb->booted_job != (int)s->job) {
 		const char *extra = rb->cfg->type ? rb->cfg->type->modes[j->mode].cmdline : NULL;
 		logf_(r, "%s: booting for %s (%s iteration %d of %d)", rb->cfg->name,
@@ -1190,7 +1251,10 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 	loop_timer_init(&r.budget, on_budget, &r);
 	if (lab->plan->budget_ms)
 		loop_timer_start(r.loop, &r.budget, lab->plan->budget_ms);
-	for (size_t i = 0; i < r.nrb; i++)
+	r.nstarted = lab->plan->parallel > 0 && (size_t)lab->plan->parallel < r.nrb
+			     ? (size_t)lab->plan->parallel
+			     : r.nrb;
+	for (size_t i = 0; i < r.nstarted; i++)
 		loop_defer(r.loop, start_board, &r.rb[i]);
 	uint64_t t0 = lab_now_ms();
 	while (r.active > 0 && !loop_stopped(r.loop))

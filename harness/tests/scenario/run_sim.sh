@@ -241,4 +241,24 @@ grep -q "run 1: its controller died; marked aborted" "$T/err" || fail "dead run 
 [ "$(q "$T/lab.db" "select count(*) from iteration i join job j on j.id=i.job_id where j.run_id=1")" = "$kept" ] ||
 	fail "samples of the killed run lost"
 echo "ok 6 - SIGKILL: committed iterations whole ($kept kept), the dead run is marked aborted later"
-echo "7 passed, 0 failed"
+
+# 7. plan.parallel: 1 drives one board at a time; a kernel whose `version`
+#    differs from what the DUT runs gives no results
+lab "" ""
+plan "$FUA_SUITE"
+sed -i 's/^  name: runsim$/  name: runsim\n  parallel: 1/' "$T/plan.yaml"
+run 0
+first_b=$(q "$T/lab.db" "select b.name from job j join board b on b.id=j.board_id order by j.started_at, j.id limit 1")
+last_first=$(q "$T/lab.db" "select max(j.finished_at) from job j join board b on b.id=j.board_id where b.name='$first_b'")
+other_start=$(q "$T/lab.db" "select min(j.started_at) from job j join board b on b.id=j.board_id where b.name!='$first_b'")
+[[ "$other_start" > "$last_first" || "$other_start" == "$last_first" ]] ||
+	fail "parallel: 1 overlapped the boards ($first_b done $last_first, next started $other_start)"
+cat >> "$T/lab.yaml" <<YAML
+kernels:
+  - {name: k, version: 9.9.9-not-this-one}
+YAML
+run 3
+grep -q "wrong-kernel" "$T/err" || fail "kernel version mismatch not reported"
+[ "$(q "$T/lab.db" "select count(*) from sample")" = 0 ] || fail "samples stored from a wrong kernel"
+echo "ok 7 - parallel: 1 runs boards one after another; a wrong kernel stores nothing"
+echo "8 passed, 0 failed"

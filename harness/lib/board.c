@@ -307,7 +307,11 @@ static int ensure_deploy(struct board *b, struct lab_err *e)
 {
 	if (b->dep || !b->cfg->deploy)
 		return LAB_OK;
-	return deploy_new(b->loop, b->cfg->name, b->cfg->deploy, &b->dep, e);
+	int rc = deploy_new(b->loop, b->cfg->name, b->cfg->deploy, &b->dep, e);
+	/* as for power: the type's stage budget bounds the deploy */
+	if (rc == LAB_OK && timeouts(b)->deploy_ms)
+		b->dep->timeout_ms = timeouts(b)->deploy_ms;
+	return rc;
 }
 
 static int ensure_console(struct board *b, struct lab_err *e)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # docs/cli.md carries the command reference generated from the subcommand
-# table: it must match what the binary says (docs move with the code).
+# table, docs/configuration.md the key tables generated from the option
+# tables: both must match what the binary says (docs move with the code).
 set -euo pipefail
 : "${EMMCLAB:?}" "${EMMCLAB_SRC:?}"
 doc="$EMMCLAB_SRC/docs/cli.md"
@@ -9,6 +10,15 @@ have=$(sed -n '/^<!-- generated: emmclab help --markdown -->$/,/^<!-- end genera
 if [ "$want" != "$have" ]; then
 	diff <(echo "$have") <(echo "$want") >&2 || true
 	echo "FAIL: docs/cli.md is out of date: regenerate the block with 'emmclab help --markdown'" >&2
+	exit 1
+fi
+# docs/configuration.md's key tables come from the option tables
+cdoc="$EMMCLAB_SRC/docs/configuration.md"
+want=$("$EMMCLAB" check --schema)
+have=$(sed -n '/^<!-- generated: emmclab check --schema -->$/,/^<!-- end generated -->$/p' "$cdoc" | sed '1d;$d')
+if [ "$want" != "$have" ]; then
+	diff <(echo "$have") <(echo "$want") >&2 || true
+	echo "FAIL: docs/configuration.md key tables are out of date: regenerate with 'emmclab check --schema'" >&2
 	exit 1
 fi
 man=$("$EMMCLAB" help --man)

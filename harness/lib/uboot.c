@@ -786,7 +786,7 @@ int uboot_netboot(struct uboot *u, const struct uboot_netboot *nb, uint64_t time
 	if (!empty(nb->initrd)) {
 		add_step(u, "tftp initrd", false, xasprintf("tftpboot ${ramdisk_addr_r} %s", nb->initrd));
 		/* ${filesize} is overwritten by the next tftp: keep the initrd's */
-		add_step(u, "save initrd size", false, xstrdup("setenv emmclab_initrd_size ${filesize}"));
+		add_step(u, "save initrd size", false, xstrdup("setenv initrd_size ${filesize}"));
 	}
 	if (nb->bootargs)
 		add_step(u, "setenv bootargs", false, setenv_cmd("bootargs", nb->bootargs));
@@ -797,7 +797,7 @@ int uboot_netboot(struct uboot *u, const struct uboot_netboot *nb, uint64_t time
 		boot = xstrdup(u->cfg->boot_cmd);
 	else
 		boot = xasprintf("booti ${kernel_addr_r} %s%s", empty(nb->initrd) ? "-" :
-				 "${ramdisk_addr_r}:${emmclab_initrd_size}", empty(nb->dtb) ? "" :
+				 "${ramdisk_addr_r}:${initrd_size}", empty(nb->dtb) ? "" :
 				 " ${fdt_addr_r}");
 	add_step(u, "boot", true, boot);
 	return script_start(u, cb, arg, timeout_ms, nb->step_timeout_ms ? nb->step_timeout_ms : 120000);

@@ -105,8 +105,8 @@ struct uboot_netboot {
 	const char *dtb;        /* TFTP file name of the DTB, or NULL */
 	const char *bootargs;   /* full kernel command line */
 	/* Boot command; NULL = cfg->boot_cmd, else "booti ${kernel_addr_r} RD FDT" with
-	 * RD = "${ramdisk_addr_r}:${emmclab_initrd_size}" or "-" and FDT = "${fdt_addr_r}"
-	 * or omitted.  The initrd's size is saved in ${emmclab_initrd_size} after its tftp. */
+	 * RD = "${ramdisk_addr_r}:${initrd_size}" or "-" and FDT = "${fdt_addr_r}"
+	 * or omitted.  The initrd's size is saved in ${initrd_size} after its tftp. */
 	const char *boot_cmd;
 	uint64_t step_timeout_ms; /* per command (tftp of a big kernel); 0 = 120 s */
 };

@@ -214,7 +214,7 @@ static void test_netboot(void)
 	ok(r.rc == LAB_OK || !fprintf(stderr, "# %s\n", uboot_errmsg(r.ub)), "no error");
 	is_str(r.fb.last_cmdline, "console=ttyS2 mmc_block.fua=on mmc_core.disable_cqe=1",
 	       "bootargs reached the kernel");
-	is_str(fb_getenv(&r.fb, "emmclab_initrd_size"), "2222", "initrd size saved before the dtb load");
+	is_str(fb_getenv(&r.fb, "initrd_size"), "2222", "initrd size saved before the dtb load");
 	is_str(fb_getenv(&r.fb, "serverip"), "10.0.0.1", "serverip kept after dhcp");
 
 	/* a missing file fails at its step */

@@ -31,6 +31,7 @@ static int sim_ctl(const char *self, const char *verb, const char *lab)
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		dup2(2, 1); /* stdout carries the comparison table only */
 		execv(self, argv);
 		_exit(127);
 	}
@@ -205,9 +206,10 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		else if (nreg > 0 && exit_code == 0)
 			exit_code = 1;
 	}
-	if ((exit_code == 0 || exit_code == 1) && (res.jobs_infra > 0 || res.aborted || res.jobs_ok == 0))
-		exit_code = 3;
-	if (exit_code == 0 && res.jobs_mismatch > 0)
+	/* Incomplete results (infrastructure failures, mode mismatches, an abort,
+	 * nothing completed) are 3 and take precedence over 1: the finding may be
+	 * incomplete too.  Both are printed above. */
+	if (res.jobs_infra > 0 || res.jobs_mismatch > 0 || res.aborted || res.jobs_ok == 0)
 		exit_code = 3;
 	store_close(s);
 	config_free(lab);

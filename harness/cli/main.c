@@ -105,7 +105,9 @@ int cli_usage(const char *cmd)
 
 int cli_error(const struct lab_err *e)
 {
-	if (e->where[0])
+	/* The source location helps with infrastructure errors; a usage error
+	 * already names the user's file:line:column or the bad option. */
+	if (e->where[0] && e->rc != LAB_EUSAGE)
 		fprintf(stderr, "emmclab: %s (%s)\n", e->msg, e->where);
 	else
 		fprintf(stderr, "emmclab: %s\n", e->msg[0] ? e->msg : lab_strerror(e->rc));

@@ -298,7 +298,8 @@ static int ensure_power(struct board *b, struct lab_err *e)
 	if (!b->cfg->power)
 		return LAB_ERR(e, LAB_EUSAGE, "%s: no power: block in the lab", b->cfg->name);
 	int rc = power_new(b->loop, b->cfg->name, b->cfg->power, &b->pw, e);
-	if (rc == LAB_OK && timeouts(b)->power_ms)
+	/* The type's stage budget applies unless the power block sets its own. */
+	if (rc == LAB_OK && timeouts(b)->power_ms && !cfg_map_get(b->cfg->power, "timeout"))
 		b->pw->timeout_ms = timeouts(b)->power_ms;
 	return rc;
 }
@@ -308,8 +309,8 @@ static int ensure_deploy(struct board *b, struct lab_err *e)
 	if (b->dep || !b->cfg->deploy)
 		return LAB_OK;
 	int rc = deploy_new(b->loop, b->cfg->name, b->cfg->deploy, &b->dep, e);
-	/* as for power: the type's stage budget bounds the deploy */
-	if (rc == LAB_OK && timeouts(b)->deploy_ms)
+	/* as for power: the type's stage budget, unless the deploy block sets its own */
+	if (rc == LAB_OK && timeouts(b)->deploy_ms && !cfg_map_get(b->cfg->deploy, "timeout"))
 		b->dep->timeout_ms = timeouts(b)->deploy_ms;
 	return rc;
 }

@@ -150,8 +150,30 @@ static const uint8_t fb_iface[] = {MOCK_IFACE(0, 2, 0xff, 0x42, 0x03), MOCK_EP(0
 				   MOCK_EP(0x01, 2, 512)};
 static const uint8_t hub_iface[] = {MOCK_IFACE(0, 1, 9, 0, 0), MOCK_EP(0x81, 3, 2)};
 
+/* Every fake device's buffers, freed at the end (a struct may be reused). */
+static struct fbdev *fb_all[16];
+static size_t fb_n;
+
+static void fb_free_all(void)
+{
+	for (size_t i = 0; i < fb_n; i++) {
+		free(fb_all[i]->part);
+		free(fb_all[i]->dl);
+	}
+	fb_n = 0;
+}
+
 static struct mockdev *add_fb(const char *loc, const char *serial, struct fbdev *f, size_t part_size)
 {
+	bool known = false;
+	for (size_t i = 0; i < fb_n; i++)
+		if (fb_all[i] == f) {
+			free(f->part);
+			free(f->dl);
+			known = true;
+		}
+	if (!known && fb_n < sizeof fb_all / sizeof fb_all[0])
+		fb_all[fb_n++] = f;
 	memset(f, 0, sizeof *f);
 	f->max_dl = 256 * 1024;
 	f->part_size = part_size;
@@ -348,6 +370,8 @@ int main(int argc, char **argv)
 	ok(r.rc != LAB_OK && strstr(r.msg, "/nonexistent/x.img"), "missing image named: %s", r.msg);
 
 	loop_free(l);
+	fb_free_all();
+	mock_free_all();
 	char cmd[200];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd) != 0)

@@ -243,5 +243,6 @@ int main(int argc, char **argv)
 	free(buf);
 
 	loop_free(l);
+	mock_free_all();
 	return tap_done();
 }

@@ -69,6 +69,7 @@ struct mockdev {
 static UMockdevTestbed *mock_tb;
 static UMockdevIoctlBase *mock_handler;
 static struct mockdev *mock_devs;
+static struct mockdev *mock_gone; /* removed devices, freed by mock_free_all() */
 static int mock_addr_next[8];
 static int mock_speed = 480; /* sysfs speed of the next mock_add (5000: USB3) */
 
@@ -393,7 +394,30 @@ static inline void mock_remove(struct mockdev *m)
 			*pp = m->next;
 			break;
 		}
-	/* the model is leaked on purpose: a late ioctl must not touch freed memory */
+	/* kept until mock_free_all(): a late ioctl must not touch freed memory */
+	m->next = mock_gone;
+	mock_gone = m;
+}
+
+/* Free every device model, removed or not.  Call at the very end of a test,
+ * once the code under test has released libusb (no ioctl can come any more). */
+static inline void mock_free_all(void)
+{
+	struct mockdev *lists[2] = {mock_devs, mock_gone};
+	for (int i = 0; i < 2; i++) {
+		for (struct mockdev *m = lists[i], *next; m; m = next) {
+			next = m->next;
+			for (struct mock_pkt *p = m->inq, *pn; p; p = pn) {
+				pn = p->next;
+				free(p->data);
+				free(p);
+			}
+			g_list_free(m->waiting);
+			g_list_free(m->done);
+			free(m);
+		}
+	}
+	mock_devs = mock_gone = NULL;
 }
 
 /* Descriptor snippets. */

@@ -1292,8 +1292,12 @@ out_boards:
 		collect_reset(&r.rb[i].col);
 		board_free(r.rb[i].b);
 	}
-	/* Deferred frees queued by the boards run in loop_free. */
 	free(r.rb);
+	/* Let the children the boards' drivers killed (exec consoles, QEMU,
+	 * flashers) be reaped and deferred frees run, bounded, before the loop goes. */
+	uint64_t drain_end = loop_now_ms(r.loop) + 5000;
+	while (!loop_idle(r.loop) && loop_now_ms(r.loop) < drain_end)
+		loop_run_once(r.loop, 50);
 out:
 	loop_free(r.loop);
 	free(r.transcript_dir);

@@ -30,14 +30,17 @@ const struct cmd_entry cmd_table[] = {
 	 "Exit 0 when the run completed, 1 when a regression against the baseline was found,\n"
 	 "3 when infrastructure failures left jobs without results.",
 	 cmd_run},
-	{"board", "NAME power on|off|cycle|state | NAME console | NAME boot [--mode M] [--kernel K] "
-	 "[--cmdline ARGS] [--run CMD]... [--agent ARGS] | NAME release [--db PATH] | list-usb [--lab LAB.yaml]",
+	{"board", "[--lab LAB.yaml] [--transcripts DIR] NAME power on|off|cycle|state | NAME console | "
+	 "NAME boot [--mode M] [--kernel K] [--cmdline ARGS] [--run CMD]... [--agent ARGS] | "
+	 "NAME release [--db PATH] | list-usb",
 	 "drive one board by hand: power, console, boot to a shell, release from quarantine",
 	 "Uses the same drivers as `run`. The interactive console escapes with Ctrl-] and shares\n"
 	 "the board's transcript. A board quarantined by a run stays out of later runs until\n"
 	 "`emmclab board NAME release` records that an operator looked at it.", cmd_board},
-	{"check", "FILE...", "validate lab, type, suite and plan files and print the resolved configuration",
-	 "Every error names file:line:column; an unknown key names the nearest valid key.", cmd_check},
+	{"check", "[--quiet] [--schema] FILE...", "validate lab, type, suite and plan files and print the resolved configuration",
+	 "Every error names file:line:column; an unknown key names the nearest valid key; console,\n"
+	 "power and deploy blocks are checked with the drivers' own option tables. --quiet prints\n"
+	 "only errors; --schema prints the key tables of docs/configuration.md.", cmd_check},
 	{"compare", "[--db PATH] [--by mode|part|kernel|run] [--filter FIELD=VALUE]... [--alpha A] "
 		    "[--min-effect PCT] [--a X --b Y] [--exclude-warmup] [--baseline[=NAME]] [--run ID] "
 		    "[--format text|json]",
@@ -45,14 +48,16 @@ const struct cmd_entry cmd_table[] = {
 	 "Welch's t-test and Mann-Whitney U per group pair, with a verdict at the given alpha and\n"
 	 "minimum effect size. Works on imported published data as on lab runs.", cmd_compare},
 	{"report", "[--db PATH] [--run ID|--all] --format text|markdown|html|json|csv|junit [-o FILE] "
-		   "[--baseline[=NAME]] [--threshold PCT] [--exclude-warmup] [--filter FIELD=VALUE]...",
+		   "[--baseline[=NAME]] [--threshold PCT] [--exclude-warmup] [--filter FIELD=VALUE]... "
+		   "[--alpha A] [--min-effect PCT] [--title TEXT]",
 	 "render a run (or all data) as a report",
 	 "One results model, several renderers; the HTML file is self-contained with inline SVG.",
 	 cmd_report},
-	{"baseline", "set [--run ID | --last N] [--name NAME] | show", "pin or show the regression baseline",
+	{"baseline", "set [--run ID | --last N] [--name NAME] [--db PATH] | show [--name NAME] [--db PATH]",
+	 "pin or show the regression baseline",
 	 "Nightly runs are compared against the baseline; significant regressions exit 1.",
 	 cmd_baseline},
-	{"upload", "--pending [--all] | --retry [--now] [--failed] [--max-time DUR] | --run ID [--no-send]  "
+	{"upload", "--pending [--all] [--run ID] | --retry [--now] [--failed] [--max-time DUR] | --run ID [--no-send] | --schema  "
 	 "(each takes --db PATH, --config FILE, --spool DIR, --parallel N)",
 	 "send results to the configured web targets",
 	 "Uploads go through a durable outbox in the results store and are idempotent.\n"

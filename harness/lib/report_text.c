@@ -194,12 +194,12 @@ void report_text_mode_table(const struct report_model *m, FILE *f)
 				    strcmp(x->b.label, pairs[pr][1]) != 0 || !report_headline_metric(x->workload, x->metric))
 					continue;
 				if (!header) {
-					fprintf(f, "\n%s", x->part_label);
-					if (x->board[0])
-						fprintf(f, " on %s", x->board);
-					if (x->kernel[0])
-						fprintf(f, ", kernel %s", x->kernel);
-					fputc('\n', f);
+					/* label, then board and kernel: long part labels
+					 * stay within a mail's 72 columns */
+					fprintf(f, "\n%.72s\n", x->part_label);
+					if (x->board[0] || x->kernel[0])
+						fprintf(f, "  %s%.30s%s%.40s\n", x->board[0] ? "on " : "",
+							x->board, x->kernel[0] ? ", kernel " : "", x->kernel);
 					header = true;
 				}
 				if (!sub) {

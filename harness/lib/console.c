@@ -152,19 +152,15 @@ static void on_connect_timeout(struct loop *l, struct loop_timer *t, void *arg);
 int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
 		const struct console_events *ev, void *arg, struct console **out, struct lab_err *e)
 {
-	if (cfg == NULL || cfg->kind != CFG_MAP)
-		return cfg_error(e, cfg, "console: expected a map with 'driver:'");
 	struct console_common cc;
-	struct cfg_node *common = driver_cfg_subset(cfg, console_common_opts, true);
-	int rc = opt_defaults(console_common_opts, &cc, e);
-	if (!rc)
-		rc = opt_parse(console_common_opts, common, &cc, e);
-	cfg_free(common);
+	const void *ops;
+	int rc = driver_parse_common(&console_reg, console_common_opts, cfg, &cc, &ops, e);
 	if (rc)
 		return rc;
-	const struct console_driver *d = console_driver_find(cc.driver);
-	if (!d) {
-		rc = driver_unknown(&console_reg, cc.driver, cfg_map_get(cfg, "driver"), e);
+	const struct console_driver *d = ops;
+	void *dcfg;
+	rc = driver_parse_own(d->options, d->cfg_size, console_common_opts, cfg, &dcfg, e);
+	if (rc) {
 		opt_free(console_common_opts, &cc);
 		return rc;
 	}
@@ -182,18 +178,7 @@ int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
 	loop_timer_init(&c->pace_timer, on_pace, c);
 	loop_timer_init(&c->reconnect_timer, on_reconnect, c);
 	loop_timer_init(&c->connect_timer, on_connect_timeout, c);
-	c->cfg = xcalloc(1, d->cfg_size ? d->cfg_size : 1);
-	if (d->options) {
-		struct cfg_node *own = driver_cfg_subset(cfg, console_common_opts, false);
-		rc = opt_defaults(d->options, c->cfg, e);
-		if (!rc)
-			rc = opt_parse(d->options, own, c->cfg, e);
-		cfg_free(own);
-		if (rc) {
-			console_free(c);
-			return rc;
-		}
-	}
+	c->cfg = dcfg;
 	*out = c;
 	return LAB_OK;
 }
@@ -201,9 +186,7 @@ int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
 static void destroy(struct console *c)
 {
 	console_close(c);
-	if (c->drv->options)
-		opt_free(c->drv->options, c->cfg);
-	free(c->cfg);
+	driver_free_own(c->drv->options, c->cfg);
 	free(c->q.data);
 	free(c->rawq.data);
 	free(c->board);

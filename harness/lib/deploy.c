@@ -45,19 +45,18 @@ static const struct opt deploy_common_opts[] = {
 static int deploy_create(struct loop *l, const char *board, const struct cfg_node *cfg, bool run_init,
 			 struct deploy **out, struct lab_err *e)
 {
-	if (cfg == NULL || cfg->kind != CFG_MAP)
-		return cfg_error(e, cfg, "deploy: expected a map with 'driver:'");
 	struct deploy_common dc;
-	struct cfg_node *c = driver_cfg_subset(cfg, deploy_common_opts, true);
-	int rc = opt_defaults(deploy_common_opts, &dc, e);
-	if (!rc)
-		rc = opt_parse(deploy_common_opts, c, &dc, e);
-	cfg_free(c);
+	const void *ops;
+	int rc = driver_parse_common(&deploy_reg, deploy_common_opts, cfg, &dc, &ops, e);
 	if (rc)
 		return rc;
-	const struct deploy_driver *d = deploy_driver_find(dc.driver);
-	if (!d) {
-		rc = driver_unknown(&deploy_reg, dc.driver, cfg_map_get(cfg, "driver"), e);
+	const struct deploy_driver *d = ops;
+	void *dcfg;
+	rc = driver_parse_own(d->options, d->cfg_size, deploy_common_opts, cfg, &dcfg, e);
+	if (rc || !run_init) {
+		/* Failed, or only checking the options: nothing to initialise. */
+		if (!rc)
+			driver_free_own(d->options, dcfg);
 		opt_free(deploy_common_opts, &dc);
 		return rc;
 	}
@@ -67,34 +66,10 @@ static int deploy_create(struct loop *l, const char *board, const struct cfg_nod
 	loop_timer_init(&dp->timer, NULL, dp); /* deploy_free may stop it before any run */
 	dp->board = xstrdup(board);
 	dp->timeout_ms = dc.timeout_ms;
+	dp->cfg = dcfg;
 	opt_free(deploy_common_opts, &dc);
-	dp->cfg = xcalloc(1, d->cfg_size ? d->cfg_size : 1);
-	if (d->options) {
-		struct cfg_node *own = driver_cfg_subset(cfg, deploy_common_opts, false);
-		rc = opt_defaults(d->options, dp->cfg, e);
-		if (!rc)
-			rc = opt_parse(d->options, own, dp->cfg, e);
-		cfg_free(own);
-		if (rc || !run_init) {
-			/* Failed, or only checking the options: nothing was initialised. */
-			dp->drv = NULL;
-			opt_free(d->options, dp->cfg);
-			free(dp->cfg);
-			free(dp->board);
-			free(dp);
-			return rc;
-		}
-	}
-	if (!run_init) {
-		free(dp->cfg);
-		free(dp->board);
-		free(dp);
-		return LAB_OK;
-	}
 	if (d->init && (rc = d->init(dp, e)) != LAB_OK) {
-		if (d->options)
-			opt_free(d->options, dp->cfg);
-		free(dp->cfg);
+		driver_free_own(d->options, dp->cfg);
 		free(dp->board);
 		free(dp);
 		return rc;
@@ -123,9 +98,7 @@ void deploy_free(struct deploy *d)
 		d->drv->cancel(d);
 	if (d->drv->fini)
 		d->drv->fini(d);
-	if (d->drv->options)
-		opt_free(d->drv->options, d->cfg);
-	free(d->cfg);
+	driver_free_own(d->drv->options, d->cfg);
 	free(d->board);
 	free(d);
 }

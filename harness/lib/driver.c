@@ -1,6 +1,7 @@
 /* driver.c - see driver.h. */
 #include "driver.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *name_of(const void *ops)
@@ -67,4 +68,54 @@ struct cfg_node *driver_cfg_subset(const struct cfg_node *map, const struct opt 
 		}
 	}
 	return n;
+}
+
+int driver_parse_common(struct driver_registry *r, const struct opt *common_opts,
+			const struct cfg_node *cfg, void *common, const void **ops, struct lab_err *e)
+{
+	if (cfg == NULL || cfg->kind != CFG_MAP)
+		return cfg_error(e, cfg, "%s: expected a map with 'driver:'", r->kind);
+	struct cfg_node *sub = driver_cfg_subset(cfg, common_opts, true);
+	int rc = opt_defaults(common_opts, common, e);
+	if (!rc)
+		rc = opt_parse(common_opts, sub, common, e);
+	cfg_free(sub);
+	if (rc) {
+		opt_free(common_opts, common);
+		return rc;
+	}
+	const char *name = *(char **)common; /* first member: char *driver */
+	*ops = driver_find(r, name);
+	if (!*ops) {
+		rc = driver_unknown(r, name, cfg_map_get(cfg, "driver"), e);
+		opt_free(common_opts, common);
+		return rc;
+	}
+	return LAB_OK;
+}
+
+int driver_parse_own(const struct opt *options, size_t cfg_size, const struct opt *common_opts,
+		     const struct cfg_node *cfg, void **out, struct lab_err *e)
+{
+	void *obj = xcalloc(1, cfg_size ? cfg_size : 1);
+	if (options) {
+		struct cfg_node *own = driver_cfg_subset(cfg, common_opts, false);
+		int rc = opt_defaults(options, obj, e);
+		if (!rc)
+			rc = opt_parse(options, own, obj, e);
+		cfg_free(own);
+		if (rc) {
+			driver_free_own(options, obj);
+			return rc;
+		}
+	}
+	*out = obj;
+	return LAB_OK;
+}
+
+void driver_free_own(const struct opt *options, void *cfg)
+{
+	if (cfg && options)
+		opt_free(options, cfg);
+	free(cfg);
 }

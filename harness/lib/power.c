@@ -49,19 +49,18 @@ static const struct opt power_common_opts[] = {
 static int power_create(struct loop *l, const char *board, const struct cfg_node *cfg, bool run_init,
 			struct power **out, struct lab_err *e)
 {
-	if (cfg == NULL || cfg->kind != CFG_MAP)
-		return cfg_error(e, cfg, "power: expected a map with 'driver:'");
 	struct power_common pc;
-	struct cfg_node *common = driver_cfg_subset(cfg, power_common_opts, true);
-	int rc = opt_defaults(power_common_opts, &pc, e);
-	if (!rc)
-		rc = opt_parse(power_common_opts, common, &pc, e);
-	cfg_free(common);
+	const void *ops;
+	int rc = driver_parse_common(&power_reg, power_common_opts, cfg, &pc, &ops, e);
 	if (rc)
 		return rc;
-	const struct power_driver *d = power_driver_find(pc.driver);
-	if (!d) {
-		rc = driver_unknown(&power_reg, pc.driver, cfg_map_get(cfg, "driver"), e);
+	const struct power_driver *d = ops;
+	void *dcfg;
+	rc = driver_parse_own(d->options, d->cfg_size, power_common_opts, cfg, &dcfg, e);
+	if (rc || !run_init) {
+		/* Failed, or only checking the options: nothing to initialise. */
+		if (!rc)
+			driver_free_own(d->options, dcfg);
 		opt_free(power_common_opts, &pc);
 		return rc;
 	}
@@ -73,34 +72,10 @@ static int power_create(struct loop *l, const char *board, const struct cfg_node
 	p->off_time_ms = pc.off_time_ms;
 	p->timeout_ms = pc.timeout_ms;
 	p->last_state = POWER_UNKNOWN;
+	p->cfg = dcfg;
 	opt_free(power_common_opts, &pc);
-	p->cfg = xcalloc(1, d->cfg_size ? d->cfg_size : 1);
-	if (d->options) {
-		struct cfg_node *own = driver_cfg_subset(cfg, power_common_opts, false);
-		rc = opt_defaults(d->options, p->cfg, e);
-		if (!rc)
-			rc = opt_parse(d->options, own, p->cfg, e);
-		cfg_free(own);
-		if (rc || !run_init) {
-			/* Failed, or only checking the options: nothing was initialised. */
-			opt_free(d->options, p->cfg);
-			free(p->cfg);
-			free(p->board);
-			free(p);
-			return rc;
-		}
-	}
-	if (!run_init) {
-		free(p->cfg);
-		free(p->board);
-		free(p);
-		return LAB_OK;
-	}
 	if (d->init && (rc = d->init(p, e)) != LAB_OK) {
-		p->drv = NULL; /* init failed: no fini */
-		if (d->options)
-			opt_free(d->options, p->cfg);
-		free(p->cfg);
+		driver_free_own(d->options, p->cfg);
 		free(p->board);
 		free(p->device);
 		free(p);
@@ -133,10 +108,11 @@ void power_free(struct power *p)
 			p->drv->cancel(p);
 		if (p->drv->fini)
 			p->drv->fini(p);
-		if (p->drv->options)
-			opt_free(p->drv->options, p->cfg);
 	}
-	free(p->cfg);
+	if (p->drv)
+		driver_free_own(p->drv->options, p->cfg);
+	else
+		free(p->cfg);
 	free(p->board);
 	free(p->device);
 	free(p);

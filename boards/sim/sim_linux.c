@@ -114,7 +114,8 @@ static void cid_hex(const struct sim_part *p, char out[33])
 	c[11] = (unsigned char)(p->serial >> 16);
 	c[12] = (unsigned char)(p->serial >> 8);
 	c[13] = (unsigned char)p->serial;
-	int mon = atoi(p->date), year = atoi(p->date + 3);
+	/* date is "MM/YYYY" in the part profile (compiled-in, always well-formed) */
+	int mon = (int)strtol(p->date, NULL, 10), year = (int)strtol(p->date + 3, NULL, 10);
 	c[14] = (unsigned char)((mon << 4) | ((year - 1997) & 0xf));
 	/* CRC7 over bytes 0..14 */
 	unsigned crc = 0;

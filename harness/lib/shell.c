@@ -803,7 +803,8 @@ int shell_put_data(struct shell *s, const void *data, size_t len, const char *re
 	if (rc)
 		return rc == 1 ? LAB_OK : rc;
 	put_start(s, data, len, remote_path, mode, timeout_ms);
-	if (timeout_ms && s->op != OP_NONE) {
+	/* finish() leaves op set until on_done: a first send that failed has completed already */
+	if (timeout_ms && !loop_timer_pending(&s->done)) {
 		s->deadline.cb = on_put_deadline;
 		loop_timer_start(s->loop, &s->deadline, timeout_ms);
 	}
@@ -907,7 +908,7 @@ int shell_ensure_agent(struct shell *s, uint64_t timeout_ms, shell_cb cb, void *
 	run_internal(s, cmd, s->cmd_timeout_ms, agent_test_done);
 	free(cmd);
 	free(q);
-	if (timeout_ms && s->op != OP_NONE) {
+	if (timeout_ms && !loop_timer_pending(&s->done)) {
 		s->deadline.cb = on_put_deadline;
 		loop_timer_start(s->loop, &s->deadline, timeout_ms);
 	}

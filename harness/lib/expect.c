@@ -555,7 +555,7 @@ static void emit_lines(struct expect *x, const char *s, size_t n)
 			n -= room;
 			x->line_cb(x, x->line.data, x->line.len, x->line_arg);
 			x->line.len = 0;
-			if (x->dead)
+			if (x->dead || !x->line_cb)
 				return;
 			continue;
 		}

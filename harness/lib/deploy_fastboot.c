@@ -496,7 +496,9 @@ static void send_data(struct fb *f)
 		fb_fail(f, rc, "reading the image: %s", e.msg);
 		return;
 	}
-	f->x = usb_transfer(f->dev, LIBUSB_TRANSFER_TYPE_BULK, f->ep_out, f->buf, n, true, 30000,
+	/* Copied, not borrowed: fb_reset() frees f->buf while a cancelled
+	 * transfer may still be in libusb's hands. */
+	f->x = usb_transfer(f->dev, LIBUSB_TRANSFER_TYPE_BULK, f->ep_out, f->buf, n, false, 30000,
 			    data_sent, f);
 	if (!f->x)
 		fb_fail(f, LAB_EINFRA, "cannot send data (device gone?)");

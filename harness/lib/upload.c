@@ -1322,7 +1322,7 @@ static void pump(struct sender *sd)
 		} else {
 			sqlite3_bind_int64(q, 1, o->run_id);
 			sqlite3_bind_int(q, 2, o->failed_too);
-			int st;
+			int st = SQLITE_DONE;
 			while (!sd->fatal && (st = sqlite3_step(q)) == SQLITE_ROW) {
 				int64_t id = sqlite3_column_int64(q, 0);
 				const char *state = col_str(q, 7);
@@ -1350,6 +1350,8 @@ static void pump(struct sender *sd)
 				if (!start_row(sd, q))
 					break;
 			}
+			if (!sd->fatal && st != SQLITE_ROW && st != SQLITE_DONE)
+				sd->fatal = db_err(sd->s, &sd->err, "reading the outbox");
 			sqlite3_finalize(q);
 		}
 	}

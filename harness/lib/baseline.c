@@ -86,6 +86,8 @@ int baseline_get(struct store *s, const char *name, struct baseline_info *bi, st
 	if (rc == SQLITE_ROW)
 		fill(st, bi);
 	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_err(e, db, "get");
 	if (rc != SQLITE_ROW)
 		return LAB_ERR(e, LAB_EUSAGE,
 			       "no baseline named '%s' (set one with: emmclab baseline set --run ID | --last N --name %s)",
@@ -102,11 +104,18 @@ int baseline_list(struct store *s, struct baseline_info **out, size_t *n, struct
 	if (sqlite3_prepare_v2(db, "SELECT id, name, kind, run_id, last_n, set_at FROM baseline ORDER BY name",
 			       -1, &st, NULL) != SQLITE_OK)
 		return db_err(e, db, "list");
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		*out = xreallocarray(*out, *n + 1, sizeof **out);
 		fill(st, &(*out)[(*n)++]);
 	}
 	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return db_err(e, db, "list");
+	}
 	return LAB_OK;
 }
 
@@ -139,11 +148,18 @@ int baseline_runs(struct store *s, const struct baseline_info *bi, int64_t test_
 		return db_err(e, db, "resolving last-n");
 	sqlite3_bind_int64(st, 1, test_run);
 	sqlite3_bind_int(st, 2, bi->last_n);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		*ids = xreallocarray(*ids, *n + 1, sizeof **ids);
 		(*ids)[(*n)++] = sqlite3_column_int64(st, 0);
 	}
 	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+		return db_err(e, db, "resolving last-n");
+	}
 	if (*n == 0)
 		return LAB_ERR(e, LAB_EUSAGE, "baseline '%s': no complete run before run %lld",
 			       bi->name, (long long)test_run);

@@ -299,7 +299,12 @@ static void start_copy(struct ums *m)
 	}
 	if (pid == 0) {
 		close(p[0]);
-		_exit(child_copy(m->c->image, m->dev, m->c->verify, p[1]));
+		/* fork without exec: close-on-exec never applies, so drop the parent's fds
+		 * (consoles, sockets, other boards' pipes, the loop's) for the copy's minutes */
+		if (p[1] != 3 && dup2(p[1], 3) < 0)
+			_exit(1);
+		close_range(4, ~0U, 0);
+		_exit(child_copy(m->c->image, m->dev, m->c->verify, 3));
 	}
 	close(p[1]);
 	m->pid = pid;

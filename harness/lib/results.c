@@ -288,9 +288,12 @@ int results_latest_run(struct store *s, int64_t *run_id, struct lab_err *e)
 	if (sqlite3_prepare_v2(db, "SELECT id FROM run ORDER BY started_at DESC, id DESC LIMIT 1", -1,
 			       &st, NULL) != SQLITE_OK)
 		return db_err(e, db, "latest run");
-	if (sqlite3_step(st) == SQLITE_ROW)
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
 		*run_id = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_err(e, db, "latest run");
 	return LAB_OK;
 }
 
@@ -337,7 +340,8 @@ static int load_runs(struct results *r, struct priv *pv, sqlite3 *db, const stru
 	size_t cap = 0;
 	struct results_run *all = NULL;
 	size_t nall = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (nall == cap) {
 			cap = cap ? cap * 2 : 64;
 			all = xreallocarray(all, cap, sizeof *all);
@@ -354,6 +358,10 @@ static int load_runs(struct results *r, struct priv *pv, sqlite3 *db, const stru
 		u->status = spool_intern(&pv->pool, col_text(st, 7));
 	}
 	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		free(all);
+		return db_err(e, db, "loading runs");
+	}
 
 	/* Position of upto_run: only runs started at or before it, the last N of them. */
 	size_t end = nall;
@@ -407,9 +415,12 @@ static int run_clause(const struct results *r, sqlite3 *db, struct lab_buf *b, s
 	int64_t total = 0;
 	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM run", -1, &st, NULL) != SQLITE_OK)
 		return db_err(e, db, "counting runs");
-	if (sqlite3_step(st) == SQLITE_ROW)
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
 		total = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return db_err(e, db, "counting runs");
 	if ((int64_t)r->nruns == total)
 		return LAB_OK;
 	lab_buf_printf(b, " AND j.run_id IN (");
@@ -426,7 +437,8 @@ static int load_parts(struct results *r, struct priv *pv, sqlite3 *db, struct la
 			       NULL) != SQLITE_OK)
 		return db_err(e, db, "loading parts");
 	size_t cap = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (r->nparts == cap) {
 			cap = cap ? cap * 2 : 32;
 			r->parts = xreallocarray(r->parts, cap, sizeof *r->parts);
@@ -437,6 +449,8 @@ static int load_parts(struct results *r, struct priv *pv, sqlite3 *db, struct la
 		p->cid = spool_intern(&pv->pool, col_text(st, 2));
 	}
 	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return db_err(e, db, "loading parts");
 	return LAB_OK;
 }
 
@@ -450,7 +464,7 @@ static int load_counts(struct results *r, struct priv *pv, sqlite3 *db, const st
 	free(sql);
 	if (rc != SQLITE_OK)
 		return db_err(e, db, "counting jobs");
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		size_t i;
 		if (!idx_find(rix, r->nruns, sqlite3_column_int64(st, 0), &i))
 			continue;
@@ -470,6 +484,8 @@ static int load_counts(struct results *r, struct priv *pv, sqlite3 *db, const st
 			u->jobs_other += n;
 	}
 	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return db_err(e, db, "counting jobs");
 
 	sql = xasprintf("SELECT j.run_id, j.job_id, j.at, j.kind, j.stage, COALESCE(b.name, ''), "
 			"j.message FROM event j LEFT JOIN board b ON b.id = j.board_id WHERE 1%s "
@@ -479,7 +495,7 @@ static int load_counts(struct results *r, struct priv *pv, sqlite3 *db, const st
 	if (rc != SQLITE_OK)
 		return db_err(e, db, "loading events");
 	size_t cap = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		size_t i;
 		if (!idx_find(rix, r->nruns, sqlite3_column_int64(st, 0), &i))
 			continue;
@@ -506,6 +522,8 @@ static int load_counts(struct results *r, struct priv *pv, sqlite3 *db, const st
 		ev->message = spool_intern(&pv->pool, col_text(st, 6));
 	}
 	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return db_err(e, db, "loading events");
 	return LAB_OK;
 }
 

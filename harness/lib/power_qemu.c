@@ -407,6 +407,10 @@ static int qemu_start(struct power *p, enum power_op op)
 static void qemu_cancel(struct power *p)
 {
 	struct pqemu *q = p->priv;
+	/* an "off" that timed out before the SIGKILL grace: do not leave QEMU running
+	 * (still watched: on_exit_child reaps it) */
+	if (q->busy && q->op == POWER_OFF && q->pid > 0)
+		kill(q->pid, SIGKILL);
 	q->busy = false;
 	loop_timer_stop(p->loop, &q->timer);
 }

@@ -296,6 +296,10 @@ static int sim_start(int argc, char **argv)
 		lab_err_set(&e, strstr(msg, ".yaml") ? LAB_EUSAGE : LAB_EINFRA, "simulator: %s", msg + 7);
 		rc = cli_error(&e);
 	} else {
+		/* Not ready in time: do not leave a half-started simulator behind. */
+		pid_t stale = sim_pid(dir);
+		if (stale > 0)
+			kill(stale, SIGTERM);
 		lab_err_set(&e, LAB_EINFRA, "simulator did not report readiness (see %s)", logp);
 		rc = cli_error(&e);
 	}

@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -383,6 +384,8 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 		uint64_t now = lab_now_ns();
 		uint64_t when = l->heap[0]->when_ns;
 		int64_t ms = when <= now ? 0 : (int64_t)((when - now + 999999) / 1000000);
+		if (ms > INT_MAX)
+			ms = INT_MAX; /* a far timer: wake up in ~24 days and look again */
 		if (timeout < 0 || ms < timeout)
 			timeout = (int)ms;
 	}

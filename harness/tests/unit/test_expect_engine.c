@@ -250,6 +250,33 @@ static void test_timeouts(void)
 	loop_free(l);
 }
 
+/* A line callback that turns line mode off while an overlong line (no
+ * newline within the buffer cap) is being cut: no call through NULL. */
+static int off_calls;
+static void line_off_cb(struct expect *x, const char *line, size_t len, void *arg)
+{
+	LAB_UNUSED(line);
+	LAB_UNUSED(len);
+	LAB_UNUSED(arg);
+	off_calls++;
+	expect_set_line_cb(x, NULL, NULL);
+}
+
+static void test_line_cb_off_on_overlong(void)
+{
+	struct expect *x = expect_new(NULL, 0);
+	expect_set_line_cb(x, line_off_cb, NULL);
+	size_t n = 192 * 1024;
+	char *big = xmalloc(n);
+	memset(big, 'a', n);
+	expect_feed(x, big, n);
+	expect_feed(x, "tail\n", 5);
+	ok(off_calls == 1, "line mode switched off from its own callback on an overlong line (%d calls)",
+	   off_calls);
+	free(big);
+	expect_free(x);
+}
+
 int main(void)
 {
 	test_literal_across_reads();
@@ -260,5 +287,6 @@ int main(void)
 	test_lines();
 	test_reentrancy();
 	test_timeouts();
+	test_line_cb_off_on_overlong();
 	return tap_done();
 }

@@ -82,10 +82,9 @@ int cmd_baseline(struct cli *cli, int argc, char **argv)
 		return 2;
 	if (store_open(store_default_path(db), STORE_NO_MIGRATE, &s, &e))
 			return cli_error(&e);
+		rc = LAB_OK;
 		if (!run && !last && (rc = results_latest_run(s, &run, &e)) == 0 && !run)
 			rc = lab_err_set(&e, LAB_EUSAGE, "no run to pin: the database holds no run");
-		else
-			rc = LAB_OK;
 		if (!rc)
 			rc = baseline_set(s, name ? name : BASELINE_DEFAULT, run, (int)last, &e);
 		store_close(s);

@@ -196,10 +196,13 @@ static int resolve_run(struct store *s, const char *arg, int64_t *id, struct lab
 		sqlite3_prepare_v2(store_db(s), "SELECT id FROM run WHERE uuid = ?1", -1, &q, NULL);
 		sqlite3_bind_text(q, 1, arg, -1, SQLITE_STATIC);
 	}
-	int r = sqlite3_step(q);
+	int r = q ? sqlite3_step(q) : SQLITE_ERROR;
 	if (r == SQLITE_ROW)
 		*id = sqlite3_column_int64(q, 0);
 	sqlite3_finalize(q);
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		return lab_err_set(e, LAB_EINFRA, "%s: finding run '%s': %s", store_path(s), arg,
+				   sqlite3_errmsg(store_db(s)));
 	if (r != SQLITE_ROW)
 		return lab_err_set(e, LAB_EUSAGE, "no run '%s' in %s", arg, store_path(s));
 	return LAB_OK;

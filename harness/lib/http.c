@@ -500,6 +500,16 @@ static void setup_easy(struct http_req *r)
 		free(r->content_type);
 		r->content_type = NULL;
 	}
+	/* No "Expect: 100-continue": with a body on a reused connection libcurl
+	 * 7.88 sometimes misreads the answer ("Received HTTP/0.9") and the upload
+	 * fails; servers here answer at once anyway.  Added once (retries reuse r). */
+	if (r->has_body || r->body_fd >= 0 || r->mime) {
+		bool have = false;
+		for (const struct curl_slist *h = r->headers; h; h = h->next)
+			have |= strncasecmp(h->data, "Expect:", 7) == 0;
+		if (!have)
+			http_req_header(r, "Expect:", false);
+	}
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->headers);
 	setup_method(r);
 }

@@ -107,6 +107,25 @@ FUA_SUITE='  - name: s
     precondition_passes: 1
     workloads: [{name: androbench}, {name: fscopy}]'
 
+# bg_run N: a slow run in the background (pid in $pid) once N iterations are stored
+bg_run() {
+	lab "slow-part=20" "slow-part=20"
+	plan "$FUA_SUITE"
+	"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null 2>&1 || true
+	rm -rf "$T/sim" "$T/lab.db"*
+	"$EMMCLAB" sim start "$T/lab.yaml" --state-dir "$T/sim" >/dev/null
+	"$EMMCLAB" run --db "$T/lab.db" --no-report "$T/plan.yaml" >"$T/out" 2>"$T/err" &
+	pid=$!
+	for _ in $(seq 1 100); do
+		n=$(q "$T/lab.db" "select count(*) from iteration" 2>/dev/null || echo 0)
+		[ "${n:-0}" -ge "$1" ] && break
+		sleep 0.1
+	done
+}
+
+# iterations that are not whole (androbench has 8 samples, fscopy 7)
+HALF="select count(*) from (select i.id, i.workload, count(s.id) n from iteration i left join sample s on s.iteration_id=i.id group by i.id) where (workload='androbench' and n!=8) or (workload='fscopy' and n!=7)"
+
 # 1. happy path
 lab "" ""
 plan "$FUA_SUITE"
@@ -186,18 +205,7 @@ grep -q "quarantined by an earlier run" "$T/err" && fail "released board still q
 echo "ok 4b - quarantine persists across runs until 'emmclab board NAME release'"
 
 # 5. SIGTERM in the middle: finished iterations stay whole, the run is aborted
-lab "slow-part=20" "slow-part=20"
-plan "$FUA_SUITE"
-"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null 2>&1 || true
-rm -rf "$T/sim" "$T/lab.db"*
-"$EMMCLAB" sim start "$T/lab.yaml" --state-dir "$T/sim" >/dev/null
-"$EMMCLAB" run --db "$T/lab.db" --no-report "$T/plan.yaml" >"$T/out" 2>"$T/err" &
-pid=$!
-for _ in $(seq 1 100); do
-	n=$(q "$T/lab.db" "select count(*) from iteration" 2>/dev/null || echo 0)
-	[ "${n:-0}" -ge 2 ] && break
-	sleep 0.1
-done
+bg_run 2
 kill -TERM $pid
 set +e
 wait $pid
@@ -206,30 +214,18 @@ set -e
 "$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null
 [ "$rc" = 3 ] || { cat "$T/err" >&2; fail "interrupted run exited $rc, expected 3"; }
 [ "$(q "$T/lab.db" "select status from run")" = aborted ] || fail "run not marked aborted"
-# every stored iteration is whole: androbench 8 samples, fscopy 7
-[ "$(q "$T/lab.db" "select count(*) from (select i.id, i.workload, count(s.id) n from iteration i left join sample s on s.iteration_id=i.id group by i.id) where (workload='androbench' and n!=8) or (workload='fscopy' and n!=7)")" = 0 ] ||
+[ "$(q "$T/lab.db" "$HALF")" = 0 ] ||
 	fail "a half-written iteration"
 [ "$(q "$T/lab.db" "select count(*) from job where status in ('pending','running')")" = 0 ] || fail "jobs left running"
 echo "ok 5 - SIGTERM: run aborted cleanly, every stored iteration whole"
 
 # 6. SIGKILL of the controller: what was committed is whole; the next run
 #    marks the dead run aborted
-lab "slow-part=20" "slow-part=20"
-plan "$FUA_SUITE"
-"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null 2>&1 || true
-rm -rf "$T/sim" "$T/lab.db"*
-"$EMMCLAB" sim start "$T/lab.yaml" --state-dir "$T/sim" >/dev/null
-"$EMMCLAB" run --db "$T/lab.db" --no-report "$T/plan.yaml" >"$T/out" 2>"$T/err" &
-pid=$!
-for _ in $(seq 1 100); do
-	n=$(q "$T/lab.db" "select count(*) from iteration" 2>/dev/null || echo 0)
-	[ "${n:-0}" -ge 3 ] && break
-	sleep 0.1
-done
+bg_run 3
 kill -KILL $pid
 wait $pid 2>/dev/null || true
 [ "$(q "$T/lab.db" "pragma integrity_check")" = ok ] || fail "database damaged by SIGKILL"
-[ "$(q "$T/lab.db" "select count(*) from (select i.id, i.workload, count(s.id) n from iteration i left join sample s on s.iteration_id=i.id group by i.id) where (workload='androbench' and n!=8) or (workload='fscopy' and n!=7)")" = 0 ] ||
+[ "$(q "$T/lab.db" "$HALF")" = 0 ] ||
 	fail "a half-written iteration after SIGKILL"
 kept=$(q "$T/lab.db" "select count(*) from iteration")
 "$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null

@@ -8,24 +8,7 @@
 # must differ as their profiles say.  Then a power cut on a running board
 # loses what was only in the card cache and keeps what was flushed.
 set -euo pipefail
-SRC=${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}
-BIN=${EMMCLAB_BIN:-$SRC/build}
-EMMCLAB=${EMMCLAB:-$BIN/harness/emmclab}
-AGENT=$BIN/suites/agent/emmclab-agent
-
-# Everything below comes from Debian packages listed in .ci/packages.txt.
-missing=
-command -v qemu-system-x86_64 > /dev/null || missing="$missing qemu-system-x86"
-ls /boot/vmlinuz-* > /dev/null 2>&1 || missing="$missing linux-image-amd64"
-ls -d /usr/src/linux-headers-*-amd64 > /dev/null 2>&1 || missing="$missing linux-headers-amd64"
-[ -r /usr/src/linux-source-6.1.tar.xz ] || missing="$missing linux-source-6.1"
-file -L /bin/busybox 2> /dev/null | grep -q 'statically linked' || missing="$missing busybox-static"
-command -v sqlite3 > /dev/null || missing="$missing sqlite3"
-if [ -n "$missing" ]; then
-	echo "SKIP: not installed:$missing"
-	exit 0
-fi
-[ -x "$AGENT" ] || { echo "FAIL: no agent at $AGENT"; exit 1; }
+. "${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}/boards/virt/testlib.sh"
 
 tmp=$(mktemp -d)
 qpid=
@@ -34,11 +17,9 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 # 1. the initramfs: patched modules + vemmc + agent (cached build)
-"$SRC/boards/virt/build.sh" --agent "$AGENT" --out "$tmp/initramfs.cpio.gz" > /dev/null
-kernel=$(ls /boot/vmlinuz-* | sort -V | tail -1)
+virt_prepare "$tmp"
 
 # 2. a lab like boards/labs/virt-lab.yaml on two free ports
 read -r p1 p2 < <(python3 -c '

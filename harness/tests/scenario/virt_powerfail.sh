@@ -17,24 +17,7 @@
 # Before that, by hand: the media file really holds the card (a file written
 # and fsync'd in one boot is read back after a kill -9 of QEMU).
 set -euo pipefail
-SRC=${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}
-BIN=${EMMCLAB_BIN:-$SRC/build}
-EMMCLAB=${EMMCLAB:-$BIN/harness/emmclab}
-AGENT=$BIN/suites/agent/emmclab-agent
-
-missing=
-command -v qemu-system-x86_64 > /dev/null || missing="$missing qemu-system-x86"
-ls /boot/vmlinuz-* > /dev/null 2>&1 || missing="$missing linux-image-amd64"
-ls -d /usr/src/linux-headers-*-amd64 > /dev/null 2>&1 || missing="$missing linux-headers-amd64"
-[ -r /usr/src/linux-source-6.1.tar.xz ] || missing="$missing linux-source-6.1"
-file -L /bin/busybox 2> /dev/null | grep -q 'statically linked' || missing="$missing busybox-static"
-command -v sqlite3 > /dev/null || missing="$missing sqlite3"
-command -v e2fsck > /dev/null || missing="$missing e2fsprogs"
-if [ -n "$missing" ]; then
-	echo "SKIP: not installed:$missing"
-	exit 0
-fi
-[ -x "$AGENT" ] || { echo "FAIL: no agent at $AGENT"; exit 1; }
+. "${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}/boards/virt/testlib.sh"
 
 tmp=$(mktemp -d)
 cleanup() {
@@ -45,10 +28,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
-"$SRC/boards/virt/build.sh" --agent "$AGENT" --out "$tmp/initramfs.cpio.gz" > /dev/null
-kernel=$(ls /boot/vmlinuz-* | sort -V | tail -1)
+virt_prepare "$tmp"
 
 # 1. by hand: fsync'd data in the media file survives kill -9 of QEMU
 python3 - "$SRC/boards/virt/qemu-run.sh" "$tmp/initramfs.cpio.gz" "$kernel" "$tmp/hand.img" <<'PY' || fail "persistence by hand"

@@ -341,6 +341,15 @@ const char *report_pct(char *buf, size_t n, double frac)
 	return buf;
 }
 
+const char *report_p(char *buf, size_t n, double p, bool approx)
+{
+	if (!isfinite(p))
+		snprintf(buf, n, "n/a");
+	else
+		snprintf(buf, n, "%.3g%s", p, approx ? "~" : "");
+	return buf;
+}
+
 const char *report_num(char *buf, size_t n, double v)
 {
 	if (!isfinite(v)) {

@@ -90,6 +90,8 @@ void report_xml_str(FILE *f, const char *s); /* escapes & < > " ' (HTML and XML)
 void report_csv_str(FILE *f, const char *s); /* RFC 4180 quoting when needed */
 /* "+12.34%" or "n/a" */
 const char *report_pct(char *buf, size_t n, double frac);
+/* A p-value ("%.3g", "~" when approximate) or "n/a". */
+const char *report_p(char *buf, size_t n, double p, bool approx);
 /* Shortest sensible fixed-point for a measurement: 4 significant digits min. */
 const char *report_num(char *buf, size_t n, double v);
 const char *report_direction_text(int direction); /* "higher is better" ... */

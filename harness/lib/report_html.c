@@ -197,14 +197,9 @@ static void cmp_table(FILE *f, const struct compare_row *rows, size_t n, bool wi
 				report_num(m, sizeof m, sd[q]->d.mean), report_num(c, sizeof c, sd[q]->d.ci_half));
 		}
 		pct_cell(f, &w->cmp);
-		if (isfinite(w->cmp.welch.p))
-			fprintf(f, "<td>%.3g</td>", w->cmp.welch.p);
-		else
-			fputs("<td>n/a</td>", f);
-		if (isfinite(w->cmp.mwu.p))
-			fprintf(f, "<td>%.3g%s</td>", w->cmp.mwu.p, w->cmp.mwu.exact ? "" : "~");
-		else
-			fputs("<td>n/a</td>", f);
+		char pw[32], pm[32];
+		fprintf(f, "<td>%s</td><td>%s</td>", report_p(pw, sizeof pw, w->cmp.welch.p, false),
+			report_p(pm, sizeof pm, w->cmp.mwu.p, !w->cmp.mwu.exact));
 		fprintf(f, "<td class='%s'>%s", verdict_class(w->cmp.verdict), stats_verdict_name(w->cmp.verdict));
 		if (w->cmp.note[0]) {
 			fputs("<br><small>", f);

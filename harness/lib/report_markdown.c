@@ -67,14 +67,9 @@ static void table(FILE *f, const struct compare_result *cr, bool with_mode)
 			fprintf(f, " [%s, %s]", report_pct(lo, sizeof lo, w->cmp.change_lo),
 				report_pct(hi, sizeof hi, w->cmp.change_hi));
 		fputs(" |", f);
-		if (isfinite(w->cmp.welch.p))
-			fprintf(f, " %.3g |", w->cmp.welch.p);
-		else
-			fputs(" n/a |", f);
-		if (isfinite(w->cmp.mwu.p))
-			fprintf(f, " %.3g%s |", w->cmp.mwu.p, w->cmp.mwu.exact ? "" : "~");
-		else
-			fputs(" n/a |", f);
+		char pw[32], pm[32];
+		fprintf(f, " %s | %s |", report_p(pw, sizeof pw, w->cmp.welch.p, false),
+			report_p(pm, sizeof pm, w->cmp.mwu.p, !w->cmp.mwu.exact));
 		fputs(" **", f);
 		md(f, stats_verdict_name(w->cmp.verdict));
 		fputs("**", f);

@@ -27,7 +27,7 @@ struct cmd_entry {
 	const char *usage;   /* arguments after the name */
 	const char *summary; /* one line */
 	const char *help;    /* paragraphs for `emmclab help NAME` */
-	cmd_handler exec;    /* NULL: not built yet (exit 2) */
+	cmd_handler exec;
 };
 
 extern const struct cmd_entry cmd_table[];
@@ -36,7 +36,7 @@ extern const struct cmd_entry cmd_table[];
 int cli_error(const struct lab_err *e);
 int cli_usage(const char *cmd); /* print usage of cmd to stderr, return 2 */
 
-/* Handlers (defined weak in main.c: a missing cmd_*.c means "not built yet"). */
+/* Handlers: one cmd_<name>.c each. */
 int cmd_run(struct cli *, int, char **);
 int cmd_board(struct cli *, int, char **);
 int cmd_check(struct cli *, int, char **);

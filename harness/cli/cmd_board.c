@@ -16,6 +16,7 @@
 #include "config.h"
 #include "console.h"
 #include "power.h"
+#include "usb.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,8 +27,6 @@
 #include <termios.h>
 #include <unistd.h>
 
-/* `board list-usb` lives in another file that may not be built. */
-int board_list_usb(FILE *out, struct lab_err *e) __attribute__((weak));
 
 #define ESCAPE_KEY 0x1d /* Ctrl-] */
 
@@ -455,10 +454,6 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 	}
 	if (npos == 1 && strcmp(pos[0], "list-usb") == 0) {
 		free(runs);
-		if (!board_list_usb) {
-			fprintf(stderr, "emmclab: 'board list-usb' is not built yet\n");
-			return 2;
-		}
 		struct lab_err e = {0};
 		int rc = board_list_usb(stdout, &e);
 		return rc ? cli_error(&e) : 0;

@@ -4,18 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#pragma weak cmd_run
-#pragma weak cmd_board
-#pragma weak cmd_check
-#pragma weak cmd_compare
-#pragma weak cmd_report
-#pragma weak cmd_baseline
-#pragma weak cmd_upload
-#pragma weak cmd_import
-#pragma weak cmd_db
-#pragma weak cmd_status
-#pragma weak cmd_sim
-
 static int cmd_version(struct cli *cli, int argc, char **argv);
 static int cmd_help(struct cli *cli, int argc, char **argv);
 
@@ -132,7 +120,7 @@ static void usage_all(FILE *f)
 {
 	fprintf(f, "usage: emmclab [-v] [-q] COMMAND [ARGS]\n\ncommands:\n");
 	for (const struct cmd_entry *c = cmd_table; c->name; c++)
-		fprintf(f, "  %-9s %s%s\n", c->name, c->summary, c->exec ? "" : " (not built yet)");
+		fprintf(f, "  %-9s %s\n", c->name, c->summary);
 	fprintf(f, "\nexit codes: 0 ok, 1 regression or test failure found, 2 usage or configuration\n"
 		   "error, 3 infrastructure error.  `emmclab help COMMAND` for details.\n");
 }
@@ -193,8 +181,6 @@ static void print_markdown(FILE *f)
 			c->usage, c->summary);
 		if (c->help)
 			fprintf(f, "\n```\n%s\n```\n", c->help);
-		if (!c->exec)
-			fprintf(f, "\nNot built yet (exits 2).\n");
 		fputc('\n', f);
 	}
 }
@@ -222,8 +208,6 @@ static int cmd_help(struct cli *cli, int argc, char **argv)
 	printf("usage: emmclab %s %s\n\n%s.\n", c->name, c->usage, c->summary);
 	if (c->help)
 		printf("\n%s\n", c->help);
-	if (!c->exec)
-		printf("\nThis command is not built yet.\n");
 	return 0;
 }
 
@@ -264,10 +248,6 @@ int main(int argc, char **argv)
 		}
 		fprintf(stderr, "emmclab: unknown command '%s'%s%s%s\n", argv[i],
 			best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
-		return 2;
-	}
-	if (!c->exec) {
-		fprintf(stderr, "emmclab: '%s' is not built yet\n", c->name);
 		return 2;
 	}
 	/* Handlers see argv[0] == command name. */

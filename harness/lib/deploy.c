@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define W(name) extern const struct deploy_driver name __attribute__((weak));
+#define W(name) extern const struct deploy_driver name;
 W(deploy_none) W(deploy_uboot_tftp) W(deploy_fastboot) W(deploy_ums) W(deploy_exec) W(deploy_qemu)
 #undef W
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Weak references: a driver file that is not (yet) in the build leaves a NULL. */
-#define W(name) extern const struct power_driver name __attribute__((weak));
+/* The built-in drivers (one file each under power/). */
+#define W(name) extern const struct power_driver name;
 W(power_pdudaemon) W(power_tasmota) W(power_shelly) W(power_esphome) W(power_exec)
 W(power_manual) W(power_usb_relay) W(power_usb_hub) W(power_ykush) W(power_qemu)
 #undef W

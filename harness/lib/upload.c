@@ -1,8 +1,8 @@
 /*
  * upload.c - upload targets, the durable outbox (store table `upload`) and
  * the sender that drains it on the loop.  See upload.h for the contract;
- * the three kinds live in upload_squad.c, upload_http_put.c and
- * upload_webhook.c.
+ * the three kinds live in upload/squad.c, upload/http_put.c and
+ * upload/webhook.c.
  */
 #include "upload.h"
 #include "report.h"

@@ -4,7 +4,7 @@
  * Targets come from the `uploads:` list of a lab or plan (config.h keeps it
  * raw): each item is {name, kind: squad|http-put|webhook, url, ...}, parsed
  * here with one option table for the common keys and one per kind
- * (upload_squad.c, upload_http_put.c, upload_webhook.c: one ops table each).
+ * (upload/squad.c, upload/http_put.c, upload/webhook.c: one ops table each).
  *
  * The outbox is the store's `upload` table.  Queueing a run writes one row
  * per thing to send (a SQUAD test run per build/environment, a file of the

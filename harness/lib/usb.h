@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <libusb.h>
 #include "loop.h"
 #include "util.h"
@@ -116,5 +117,8 @@ const char *usb_status_str(int status);
 
 /* Parse "1-1.4" -> bus 1, ports {1,4}; "1" -> bus 1, no ports. */
 int usb_parse_location(const char *s, uint8_t *bus, uint8_t *ports, int *nports);
+
+/* `emmclab board list-usb`: every USB device with the driver keys that match it (usb_list.c). */
+int board_list_usb(FILE *out, struct lab_err *e);
 
 #endif

@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int board_list_usb(FILE *out, struct lab_err *e);
-
 struct sync_res {
 	bool done;
 	int status;

@@ -2,7 +2,7 @@
  * agent.h - emmclab-agent, the static program that runs on the DUT.
  *
  * It is a plain sequential program (no event loop): one invocation runs one
- * command and prints protocol lines (harness/lib/proto.h) on stdout, each
+ * command and prints protocol lines (harness/common/proto.h) on stdout, each
  * also appended to the log for `resend`.  libc only (+ libm), C11 + POSIX/
  * Linux headers, so it links statically for any target.  Invocation, kinds
  * and keys: docs/agent.md (the agent contract).

@@ -21,7 +21,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # The fake devices.
-python3 "$SRC/harness/tests/scenario/power_fakedev.py" > "$T/fake.out" 2>/dev/null &
+python3 "$SRC/harness/tests/helpers/power_fakedev.py" > "$T/fake.out" 2>/dev/null &
 FAKE_PID=$!
 for _ in $(seq 50); do grep -q PORT "$T/fake.out" 2>/dev/null && break; sleep 0.1; done
 FP=$(awk '/PORT/ {print $2}' "$T/fake.out")

@@ -5,7 +5,7 @@
 # shell conventions of the controller, the agent with valid CRCs, pushing the
 # agent to a board without one, login, poweroff.
 set -euo pipefail
-. "$EMMCLAB_SRC/boards/sim/testlib.sh"
+. "$EMMCLAB_SRC/harness/tests/helpers/simlib.sh"
 mkdir -p "$T/tftp/bsprd"
 head -c 123457 /dev/zero > "$T/tftp/bsprd/Image"
 sim_setup "" ", tftp_root: $T/tftp"

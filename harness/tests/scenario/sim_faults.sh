@@ -4,7 +4,7 @@
 # drop-chars, bad-crc (+ resend returns the right line), mode-stuck,
 # slow-part, lose-writes (acknowledged records lost only without FUA).
 set -euo pipefail
-. "$EMMCLAB_SRC/boards/sim/testlib.sh"
+. "$EMMCLAB_SRC/harness/tests/helpers/simlib.sh"
 sim_setup "" "" ", faults: [no-output:1]"
 U="http://127.0.0.1:$PORT"
 pon() { echo "run:curl -sf '$U/power/control/on?hostname=pdu&port=5' >/dev/null"; }

@@ -2,7 +2,7 @@
 # Simulated power over both HTTP APIs (pdudaemon and Tasmota), the control API,
 # garbage requests, and the power faults (pdu-500, pdu-timeout, no-power-off).
 set -euo pipefail
-. "$EMMCLAB_SRC/boards/sim/testlib.sh"
+. "$EMMCLAB_SRC/harness/tests/helpers/simlib.sh"
 sim_setup
 
 state() { # board key

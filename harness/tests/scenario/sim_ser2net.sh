@@ -2,7 +2,7 @@
 # A simulated console published by a real ser2net (raw TCP on 127.0.0.1), as
 # shared rack consoles are: boot output arrives over TCP, typing reaches U-Boot.
 set -euo pipefail
-. "$EMMCLAB_SRC/boards/sim/testlib.sh"
+. "$EMMCLAB_SRC/harness/tests/helpers/simlib.sh"
 command -v ser2net >/dev/null || { echo "ser2net not installed (Debian package ser2net)" >&2; exit 1; }
 P2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 sim_setup "" ", ser2net_port: $P2"

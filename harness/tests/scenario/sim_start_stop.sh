@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # emmclab sim start/status/stop: readiness, pty links, pidfile, double start, clean stop, bad labs.
 set -euo pipefail
-. "$EMMCLAB_SRC/boards/sim/testlib.sh"
+. "$EMMCLAB_SRC/harness/tests/helpers/simlib.sh"
 
 sim_setup
 grep -q "simulator running: pid=" "$T/start.out" || fail "start did not report readiness: $(cat "$T/start.out")"

@@ -8,7 +8,7 @@
 # must differ as their profiles say.  Then a power cut on a running board
 # loses what was only in the card cache and keeps what was flushed.
 set -euo pipefail
-. "${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}/boards/virt/testlib.sh"
+. "${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}/harness/tests/helpers/virtlib.sh"
 
 tmp=$(mktemp -d)
 qpid=

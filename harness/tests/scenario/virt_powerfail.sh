@@ -17,7 +17,7 @@
 # Before that, by hand: the media file really holds the card (a file written
 # and fsync'd in one boot is read back after a kill -9 of QEMU).
 set -euo pipefail
-. "${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}/boards/virt/testlib.sh"
+. "${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}/harness/tests/helpers/virtlib.sh"
 
 tmp=$(mktemp -d)
 cleanup() {

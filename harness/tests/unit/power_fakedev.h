@@ -1,4 +1,4 @@
-/* power_fakedev.h - start/stop the fake HTTP power device server (scenario/power_fakedev.py)
+/* power_fakedev.h - start/stop the fake HTTP power device server (helpers/power_fakedev.py)
  * from a unit test.  Test helper only: blocking waits are fine here, before the loop runs. */
 #ifndef EMMCLAB_POWER_FAKEDEV_H
 #define EMMCLAB_POWER_FAKEDEV_H
@@ -22,7 +22,7 @@ static inline pid_t fakedev_start(int *port)
 {
 	const char *src = getenv("EMMCLAB_SRC");
 	char path[1024];
-	snprintf(path, sizeof path, "%s/harness/tests/scenario/power_fakedev.py",
+	snprintf(path, sizeof path, "%s/harness/tests/helpers/power_fakedev.py",
 		 src ? src : EMMCLAB_SOURCE_DIR);
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC) < 0)

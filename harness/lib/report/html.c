@@ -1,0 +1,603 @@
+/*
+ * report/html.c - one self-contained HTML file: inline CSS and inline SVG, no
+ * script, no external reference.  Sections: summary, part comparison
+ * overview, per DUT box/strip plots per mode with the comparison table,
+ * trends over nights (per-run means, runs ordered by date), baseline
+ * comparison, infrastructure events.  Every string from the data is escaped.
+ */
+#include "report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STRIP_MAX 200   /* draw individual points up to this many per mode */
+#define PLOT_W 680
+#define LABEL_W 170
+
+static void esc(FILE *f, const char *s)
+{
+	report_xml_str(f, s);
+}
+
+static const char *mode_color(const char *mode)
+{
+	static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"};
+	int r = results_mode_rank(mode);
+	return r < 4 ? colors[r] : "#7f7f7f";
+}
+
+static const char *verdict_class(enum stats_verdict v)
+{
+	switch (v) {
+	case VERDICT_BETTER:
+		return "better";
+	case VERDICT_WORSE:
+		return "worse";
+	case VERDICT_NO_DIFF:
+		return "nodiff";
+	case VERDICT_CHANGED:
+		return "changed";
+	case VERDICT_NO_TEST:
+		break;
+	}
+	return "notest";
+}
+
+static double quantile(const double *sorted, size_t n, double q)
+{
+	if (n == 0)
+		return NAN;
+	double pos = q * (double)(n - 1);
+	size_t i = (size_t)pos;
+	double fr = pos - (double)i;
+	return i + 1 < n ? sorted[i] + fr * (sorted[i + 1] - sorted[i]) : sorted[i];
+}
+
+/* Nice tick step for a range. */
+static double tick_step(double range, int want)
+{
+	if (!(range > 0))
+		return 1;
+	double raw = range / want, p = pow(10, floor(log10(raw))), m = raw / p;
+	return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+
+static void axis_x(FILE *f, double lo, double hi, double x0, double x1, double y)
+{
+	double step = tick_step(hi - lo, 6);
+	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='ax'/>", x0, y, x1, y);
+	for (double t = ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) {
+		double x = x0 + (t - lo) / (hi - lo) * (x1 - x0);
+		char b[32];
+		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='tk'/>"
+			   "<text x='%.1f' y='%.1f' class='tl' text-anchor='middle'>%s</text>",
+			x, y, x, y + 4, x, y + 15, report_num(b, sizeof b, t));
+	}
+}
+
+struct series {
+	const char *label;
+	const double *v;
+	size_t n;
+	size_t nwarm;
+};
+
+/* Horizontal box plot with the points over it, one row per mode. */
+static void boxplot(FILE *f, const struct series *s, size_t ns, const char *unit)
+{
+	double lo = INFINITY, hi = -INFINITY;
+	for (size_t i = 0; i < ns; i++)
+		for (size_t k = 0; k < s[i].n; k++) {
+			if (!isfinite(s[i].v[k]))
+				continue;
+			lo = fmin(lo, s[i].v[k]);
+			hi = fmax(hi, s[i].v[k]);
+		}
+	if (!isfinite(lo)) {
+		fputs("<p class='note'>no values to plot</p>", f);
+		return;
+	}
+	double pad = (hi - lo) * 0.08;
+	if (pad == 0)
+		pad = fabs(hi) * 0.01 + 1e-9;
+	lo -= pad;
+	hi += pad;
+	const double rowh = 34, top = 8, x0 = LABEL_W, x1 = PLOT_W - 16;
+	double h = top + rowh * (double)ns + 34;
+	fprintf(f, "<svg class='plot' width='%d' height='%.0f' viewBox='0 0 %d %.0f' role='img'>", PLOT_W,
+		h, PLOT_W, h);
+	for (size_t i = 0; i < ns; i++) {
+		double yc = top + rowh * (double)i + rowh / 2;
+		const char *col = mode_color(s[i].label);
+		fprintf(f, "<text x='%.1f' y='%.1f' class='ml' text-anchor='end'>", x0 - 8, yc + 4);
+		esc(f, s[i].label);
+		fprintf(f, " (n=%zu)</text>", s[i].n);
+		if (s[i].n == 0)
+			continue;
+		double *v = xmalloc(s[i].n * sizeof *v);
+		memcpy(v, s[i].v, s[i].n * sizeof *v);
+		stats_sort(v, s[i].n); /* stable like qsort: same order, no callback */
+		double q1 = quantile(v, s[i].n, 0.25), q2 = quantile(v, s[i].n, 0.5),
+		       q3 = quantile(v, s[i].n, 0.75), mn = v[0], mx = v[s[i].n - 1];
+		double mean = 0;
+		for (size_t k = 0; k < s[i].n; k++)
+			mean += v[k];
+		mean /= (double)s[i].n;
+		free(v);
+#define X(val) (x0 + ((val) - lo) / (hi - lo) * (x1 - x0))
+		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s'/>", X(mn), yc, X(mx), yc, col);
+		fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s' fill-opacity='0.18' "
+			   "stroke='%s'/>",
+			X(q1), yc - 10, fmax(X(q3) - X(q1), 0.8), 20.0, col, col);
+		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='2'/>", X(q2),
+			yc - 10, X(q2), yc + 10, col);
+		fprintf(f, "<path d='M%.1f %.1fl4 4l-4 4l-4 -4z' fill='#222'><title>mean %.6g</title></path>",
+			X(mean), yc - 4, mean);
+		if (s[i].n <= STRIP_MAX)
+			for (size_t k = 0; k < s[i].n; k++) {
+				double jit = ((double)((k * 7919) % 13) - 6) * 1.1;
+				fprintf(f, "<circle cx='%.1f' cy='%.1f' r='2.6' fill='%s' fill-opacity='0.75'>"
+					   "<title>%.6g</title></circle>",
+					X(s[i].v[k]), yc + jit, col, s[i].v[k]);
+			}
+#undef X
+	}
+	axis_x(f, lo, hi, x0, x1, top + rowh * (double)ns + 4);
+	fprintf(f, "<text x='%.1f' y='%.1f' class='tl' text-anchor='end'>", x1, h - 2);
+	esc(f, unit);
+	fputs("</text></svg>\n", f);
+}
+
+static void pct_cell(FILE *f, const struct stats_cmp *c)
+{
+	char ch[24], lo[24], hi[24];
+	fprintf(f, "<td class='%s'>%s", verdict_class(c->verdict), report_pct(ch, sizeof ch, c->change));
+	if (isfinite(c->change_lo))
+		fprintf(f, "<br><small>[%s, %s]</small>", report_pct(lo, sizeof lo, c->change_lo),
+			report_pct(hi, sizeof hi, c->change_hi));
+	fputs("</td>", f);
+}
+
+static void cmp_table(FILE *f, const struct compare_row *rows, size_t n, bool with_ctx)
+{
+	fputs("<table class='cmp'><tr>", f);
+	if (with_ctx)
+		fputs("<th>DUT</th><th>mode</th>", f);
+	fputs("<th>workload/metric</th><th>a</th><th>n</th><th>mean &plusmn; 95% CI</th><th>b</th><th>n</th>"
+	      "<th>mean &plusmn; 95% CI</th><th>change b vs a [95% CI]</th><th>p Welch</th><th>p MWU</th>"
+	      "<th>verdict</th></tr>\n",
+	      f);
+	for (size_t i = 0; i < n; i++) {
+		const struct compare_row *w = &rows[i];
+		char m[32], c[32];
+		fputs("<tr>", f);
+		if (with_ctx) {
+			fputs("<td>", f);
+			esc(f, w->part_label);
+			fputs("</td><td>", f);
+			esc(f, w->mode);
+			fputs("</td>", f);
+		}
+		fputs("<td>", f);
+		esc(f, w->workload);
+		fputs("/", f);
+		esc(f, w->metric);
+		fputs(" <small>(", f);
+		esc(f, w->unit);
+		fputs(")</small></td>", f);
+		const struct compare_side *sd[2] = {&w->a, &w->b};
+		for (int q = 0; q < 2; q++) {
+			fputs("<td>", f);
+			esc(f, sd[q]->label);
+			fprintf(f, "</td><td>%zu%s</td><td>%s &plusmn; %s</td>", sd[q]->n,
+				sd[q]->nwarmup ? (sd[q]->warmup_excluded ? "<sup title='warm-up excluded'>w-</sup>"
+									 : "<sup title='warm-up flagged, kept'>w</sup>")
+					       : "",
+				report_num(m, sizeof m, sd[q]->d.mean), report_num(c, sizeof c, sd[q]->d.ci_half));
+		}
+		pct_cell(f, &w->cmp);
+		char pw[32], pm[32];
+		fprintf(f, "<td>%s</td><td>%s</td>", report_p(pw, sizeof pw, w->cmp.welch.p, false),
+			report_p(pm, sizeof pm, w->cmp.mwu.p, !w->cmp.mwu.exact));
+		fprintf(f, "<td class='%s'>%s", verdict_class(w->cmp.verdict), stats_verdict_name(w->cmp.verdict));
+		if (w->cmp.note[0]) {
+			fputs("<br><small>", f);
+			esc(f, w->cmp.note);
+			fputs("</small>", f);
+		}
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table>\n", f);
+}
+
+static bool same_ctx(const struct compare_row *a, const struct compare_row *b)
+{
+	return a->part == b->part && strcmp(a->part_label, b->part_label) == 0 &&
+	       strcmp(a->board, b->board) == 0 && strcmp(a->kernel, b->kernel) == 0;
+}
+
+static bool same_metric(const struct compare_row *a, const struct compare_row *b)
+{
+	return same_ctx(a, b) && strcmp(a->workload, b->workload) == 0 && strcmp(a->metric, b->metric) == 0;
+}
+
+/* Overview: DUT x workload/metric, cache-nofua vs fua (and the CQE pair). */
+static void overview(FILE *f, const struct compare_result *cr)
+{
+	const char *cols[64][2];
+	size_t ncols = 0;
+	/* Headline metrics only when the data has any: the overview must fit a screen. */
+	bool heads = false;
+	for (size_t i = 0; i < cr->nrows; i++)
+		heads |= report_headline_metric(cr->rows[i].workload, cr->rows[i].metric);
+	for (size_t i = 0; i < cr->nrows && ncols < LAB_ARRAY_SIZE(cols); i++) {
+		const struct compare_row *w = &cr->rows[i];
+		if (heads && !report_headline_metric(w->workload, w->metric))
+			continue;
+		bool dup = false;
+		for (size_t k = 0; k < ncols; k++)
+			dup |= !strcmp(cols[k][0], w->workload) && !strcmp(cols[k][1], w->metric);
+		if (!dup) {
+			cols[ncols][0] = w->workload;
+			cols[ncols][1] = w->metric;
+			ncols++;
+		}
+	}
+	fputs("<table class='ov'><tr><th>DUT</th><th>pair</th>", f);
+	for (size_t k = 0; k < ncols; k++) {
+		fputs("<th>", f);
+		esc(f, cols[k][0]);
+		fputs("<br>", f);
+		esc(f, cols[k][1]);
+		fputs("</th>", f);
+	}
+	fputs("</tr>\n", f);
+	static const char *const pairs[2][2] = {{"fua", "cache-nofua"}, {"fua-cqe", "cache-nofua-cqe"}};
+	for (size_t i = 0; i < cr->nrows;) {
+		size_t j = i;
+		while (j < cr->nrows && same_ctx(&cr->rows[i], &cr->rows[j]))
+			j++;
+		for (int p = 0; p < 2; p++) {
+			bool any = false;
+			for (size_t q = i; q < j; q++)
+				any |= !strcmp(cr->rows[q].a.label, pairs[p][0]) &&
+				       !strcmp(cr->rows[q].b.label, pairs[p][1]);
+			if (!any)
+				continue;
+			char ctx[256];
+			fputs("<tr><td>", f);
+			esc(f, report_context(ctx, sizeof ctx, &cr->rows[i]));
+			fprintf(f, "</td><td>%s vs %s</td>", pairs[p][1], pairs[p][0]);
+			for (size_t k = 0; k < ncols; k++) {
+				const struct compare_row *hit = NULL;
+				for (size_t q = i; q < j; q++) {
+					const struct compare_row *w = &cr->rows[q];
+					if (!strcmp(w->workload, cols[k][0]) && !strcmp(w->metric, cols[k][1]) &&
+					    !strcmp(w->a.label, pairs[p][0]) && !strcmp(w->b.label, pairs[p][1]))
+						hit = w;
+				}
+				if (hit)
+					pct_cell(f, &hit->cmp);
+				else
+					fputs("<td class='notest'>&ndash;</td>", f);
+			}
+			fputs("</tr>\n", f);
+		}
+		i = j;
+	}
+	fputs("</table>\n<p class='note'>Cells: change of the mean, b vs a, with its 95% CI; "
+	      "green = better, red = worse, grey = no significant difference, white = no test.",
+	      f);
+	if (heads)
+		fputs(" Headline metrics only; every metric is in the per-DUT sections below.", f);
+	fputs("</p>\n", f);
+}
+
+/* ---- trends ---- */
+
+/* Group strings are interned: equal pointers are equal strings, no strcmp. */
+static int cmp_istr(const char *a, const char *b)
+{
+	return a == b ? 0 : strcmp(a, b);
+}
+
+static int cmp_trend(const void *x, const void *y, void *ctx)
+{
+	const struct results *r = ctx;
+	const struct results_group *a = &r->groups[*(const size_t *)x], *b = &r->groups[*(const size_t *)y];
+	int c;
+	if (a->part != b->part) {
+		if ((c = strcmp(r->parts[a->part].label, r->parts[b->part].label)))
+			return c;
+		return a->part < b->part ? -1 : 1;
+	}
+	if ((c = cmp_istr(a->workload, b->workload)) || (c = cmp_istr(a->metric, b->metric)))
+		return c;
+	if (a->mode != b->mode) {
+		int ra = results_mode_rank(a->mode), rb = results_mode_rank(b->mode);
+		if (ra != rb)
+			return ra < rb ? -1 : 1;
+		if ((c = strcmp(a->mode, b->mode)))
+			return c;
+	}
+	return a->run < b->run ? -1 : a->run > b->run;
+}
+
+static void trend_chart(FILE *f, const struct results *r, const size_t *ix, size_t n, bool exclude)
+{
+	/* Per mode: the mean of each run's values (boards and kernels pooled per night). */
+	size_t nruns = r->nruns;
+	const char *modes[8];
+	size_t nm = 0;
+	double *mean = xcalloc(8 * nruns, sizeof *mean);
+	size_t *cnt = xcalloc(8 * nruns, sizeof *cnt);
+	for (size_t i = 0; i < n; i++) {
+		const struct results_group *g = &r->groups[ix[i]];
+		size_t m;
+		for (m = 0; m < nm && strcmp(modes[m], g->mode); m++)
+			;
+		if (m == nm) {
+			if (nm == 8)
+				continue;
+			modes[nm++] = g->mode;
+		}
+		for (size_t k = 0; k < g->n; k++) {
+			if (exclude && g->warm[k])
+				continue;
+			mean[m * nruns + g->run] += g->v[k];
+			cnt[m * nruns + g->run]++;
+		}
+	}
+	double lo = INFINITY, hi = -INFINITY;
+	size_t first = nruns, last = 0, points = 0;
+	for (size_t m = 0; m < nm; m++)
+		for (size_t u = 0; u < nruns; u++)
+			if (cnt[m * nruns + u]) {
+				double v = mean[m * nruns + u] /= (double)cnt[m * nruns + u];
+				lo = fmin(lo, v);
+				hi = fmax(hi, v);
+				first = u < first ? u : first;
+				last = u > last ? u : last;
+				points++;
+			}
+	if (first >= last || !isfinite(lo)) {
+		fputs("<p class='note'>one night only: no trend yet</p>\n", f);
+		goto out;
+	}
+	double pad = (hi - lo) * 0.1;
+	if (pad == 0)
+		pad = fabs(hi) * 0.01 + 1e-9;
+	lo -= pad;
+	hi += pad;
+	const double x0 = 60, x1 = PLOT_W - 16, y0 = 10, y1 = 170;
+	fprintf(f, "<svg class='plot' width='%d' height='215' viewBox='0 0 %d 215' role='img'>", PLOT_W, PLOT_W);
+	double step = tick_step(hi - lo, 4);
+	for (double t = ceil(lo / step) * step; t <= hi; t += step) {
+		double y = y1 - (t - lo) / (hi - lo) * (y1 - y0);
+		char b[32];
+		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='grid'/>"
+			   "<text x='%.1f' y='%.1f' class='tl' text-anchor='end'>%s</text>",
+			x0, y, x1, y, x0 - 4, y + 3, report_num(b, sizeof b, t));
+	}
+	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='ax'/>", x0, y1, x1, y1);
+#define TX(u) (x0 + (double)((u) - first) / (double)(last - first) * (x1 - x0))
+#define TY(v) (y1 - ((v) - lo) / (hi - lo) * (y1 - y0))
+	for (size_t m = 0; m < nm; m++) {
+		fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='1.6' points='", mode_color(modes[m]));
+		for (size_t u = first; u <= last; u++)
+			if (cnt[m * nruns + u])
+				fprintf(f, "%.1f,%.1f ", TX(u), TY(mean[m * nruns + u]));
+		fputs("'/>", f);
+		if (points <= 240)
+			for (size_t u = first; u <= last; u++)
+				if (cnt[m * nruns + u]) {
+					fprintf(f, "<circle cx='%.1f' cy='%.1f' r='2.5' fill='%s'><title>run %lld ",
+						TX(u), TY(mean[m * nruns + u]), mode_color(modes[m]),
+						(long long)r->runs[u].id);
+					esc(f, r->runs[u].started_at);
+					fprintf(f, ": %.6g</title></circle>", mean[m * nruns + u]);
+				}
+		fprintf(f, "<rect x='%.1f' y='196' width='10' height='10' fill='%s'/><text x='%.1f' y='205' class='tl'>",
+			x0 + 130.0 * (double)m, mode_color(modes[m]), x0 + 130.0 * (double)m + 14);
+		esc(f, modes[m]);
+		fputs("</text>", f);
+	}
+#undef TX
+#undef TY
+	fprintf(f, "<text x='%.1f' y='184' class='tl'>", x0);
+	esc(f, r->runs[first].started_at);
+	fprintf(f, "</text><text x='%.1f' y='184' class='tl' text-anchor='end'>", x1);
+	esc(f, r->runs[last].started_at);
+	fputs("</text></svg>\n", f);
+out:
+	free(mean);
+	free(cnt);
+}
+
+static void trends(FILE *f, const struct results *r, bool exclude)
+{
+	if (r->nruns < 2) {
+		fputs("<p class='note'>Trends need at least two nights in the store.</p>\n", f);
+		return;
+	}
+	size_t *ix = xmalloc((r->ngroups + 1) * sizeof *ix);
+	for (size_t i = 0; i < r->ngroups; i++)
+		ix[i] = i;
+	qsort_r(ix, r->ngroups, sizeof *ix, cmp_trend, (void *)r);
+	for (size_t i = 0; i < r->ngroups;) {
+		const struct results_group *g = &r->groups[ix[i]];
+		size_t j = i;
+		while (j < r->ngroups) {
+			const struct results_group *h = &r->groups[ix[j]];
+			if (h->part != g->part || strcmp(h->workload, g->workload) || strcmp(h->metric, g->metric))
+				break;
+			j++;
+		}
+		fputs("<h4>", f);
+		esc(f, r->parts[g->part].label);
+		fputs(" &mdash; ", f);
+		esc(f, g->workload);
+		fputs("/", f);
+		esc(f, g->metric);
+		fputs(" <small>(", f);
+		esc(f, g->unit);
+		fputs(", mean per night)</small></h4>\n", f);
+		trend_chart(f, r, ix + i, j - i, exclude);
+		i = j;
+	}
+	free(ix);
+}
+
+static const char css[] =
+	"body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1150px}"
+	"h1{font-size:22px;margin:0 0 4px}h2{border-bottom:2px solid #ddd;padding-bottom:3px;margin-top:32px}"
+	"h3{margin:22px 0 6px}h4{margin:14px 0 2px;font-size:14px}"
+	".meta{color:#666}.cards{display:flex;gap:10px;flex-wrap:wrap;margin:12px 0}"
+	".card{border:1px solid #ccc;border-radius:6px;padding:8px 14px;min-width:120px;background:#fafafa}"
+	".card b{display:block;font-size:22px}.card.bad{background:#fde2e1;border-color:#e99}"
+	".card.good{background:#e3f4e1;border-color:#9c9}"
+	"table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}"
+	"td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}"
+	"th{background:#f0f0f0;text-align:center}td:first-child{text-align:left}"
+	".better{background:#d6f0d2}.worse{background:#f8d0cd}.nodiff{background:#eee}"
+	".changed{background:#fff2c2}.notest{background:#fff;color:#888}"
+	".note{color:#666;font-size:12px}svg.plot{display:block;margin:4px 0 10px;background:#fff}"
+	".ax{stroke:#444}.tk{stroke:#444}.grid{stroke:#e4e4e4}.tl{font-size:11px;fill:#444}"
+	".ml{font-size:12px;fill:#222}.ev td{text-align:left}";
+
+static int render(const struct report_model *m, FILE *f, struct lab_err *e)
+{
+	LAB_UNUSED(e);
+	const struct report_summary *s = &m->sum;
+	const char *title = m->opts.title ? m->opts.title : "emmclab report";
+	fputs("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+	      "<meta name='viewport' content='width=device-width'><title>",
+	      f);
+	esc(f, title);
+	fputs(": ", f);
+	esc(f, m->scope);
+	fprintf(f, "</title><style>%s</style></head><body>\n<h1>", css);
+	esc(f, title);
+	fputs("</h1><div class='meta'>", f);
+	esc(f, m->scope);
+	fprintf(f, " &middot; generated %s &middot; alpha %.3g, minimum effect %.3g%%</div>\n", m->generated_at,
+		m->opts.alpha, 100 * m->opts.min_effect);
+
+	fputs("<div class='cards'>", f);
+	if (s->regressions < 0)
+		fputs("<div class='card'><b>&ndash;</b>regressions (no baseline)</div>", f);
+	else
+		fprintf(f, "<div class='card %s'><b>%d</b>regressions</div>", s->regressions ? "bad" : "good",
+			s->regressions);
+	fprintf(f, "<div class='card %s'><b>%d</b>infrastructure errors</div>", s->infra_errors ? "bad" : "good",
+		s->infra_errors);
+	fprintf(f, "<div class='card'><b>%d / %d</b>jobs ok / failed</div>", s->jobs_ok, s->jobs_failed);
+	fprintf(f, "<div class='card %s'><b>%d</b>mode mismatches</div>", s->mode_mismatches ? "bad" : "good",
+		s->mode_mismatches);
+	fprintf(f, "<div class='card'><b>%zu</b>samples (%zu warm-up %s)</div></div>\n", s->samples, s->warmups,
+		m->opts.exclude_warmup ? "excluded" : "kept");
+
+	const struct compare_result *cr = m->modes;
+	fputs("<h2>Part comparison</h2>\n", f);
+	if (cr->nrows)
+		overview(f, cr);
+	else
+		fputs("<p>No samples in this scope.</p>\n", f);
+
+	fputs("<h2>Per DUT</h2>\n", f);
+	for (size_t i = 0; i < cr->nrows;) {
+		size_t j = i;
+		while (j < cr->nrows && same_ctx(&cr->rows[i], &cr->rows[j]))
+			j++;
+		char ctx[256];
+		fputs("<h3>", f);
+		esc(f, report_context(ctx, sizeof ctx, &cr->rows[i]));
+		fputs("</h3>\n", f);
+		for (size_t k = i; k < j;) {
+			size_t l = k;
+			while (l < j && same_metric(&cr->rows[k], &cr->rows[l]))
+				l++;
+			const struct compare_row *w = &cr->rows[k];
+			fputs("<h4>", f);
+			esc(f, w->workload);
+			fputs("/", f);
+			esc(f, w->metric);
+			fputs(" <small>(", f);
+			esc(f, w->unit);
+			fprintf(f, ", %s)</small></h4>\n", report_direction_text(w->direction));
+			struct series sr[8];
+			size_t ns = 0;
+			for (size_t q = k; q < l; q++) {
+				const struct compare_side *sd[2] = {&cr->rows[q].a, &cr->rows[q].b};
+				for (int z = 0; z < 2; z++) {
+					bool dup = false;
+					for (size_t y = 0; y < ns; y++)
+						dup |= !strcmp(sr[y].label, sd[z]->label);
+					if (!dup && ns < LAB_ARRAY_SIZE(sr))
+						sr[ns++] = (struct series){sd[z]->label, sd[z]->v, sd[z]->n, sd[z]->nwarmup};
+				}
+			}
+			/* modes in the fixed order */
+			for (size_t a = 1; a < ns; a++)
+				for (size_t b = a; b > 0 && results_mode_rank(sr[b - 1].label) >
+								results_mode_rank(sr[b].label); b--) {
+					struct series t = sr[b];
+					sr[b] = sr[b - 1];
+					sr[b - 1] = t;
+				}
+			boxplot(f, sr, ns, w->unit);
+			cmp_table(f, &cr->rows[k], l - k, false);
+			k = l;
+		}
+		i = j;
+	}
+
+	fputs("<h2>Trends over nights</h2>\n", f);
+	trends(f, m->hist ? m->hist : m->res, m->opts.exclude_warmup);
+
+	if (m->regress) {
+		fputs("<h2>Against baseline '", f);
+		esc(f, m->base.name);
+		fprintf(f, "'</h2>\n<p class='note'>%s baseline, runs", m->base.kind);
+		for (size_t i = 0; i < m->nbase_runs; i++)
+			fprintf(f, "%s%lld", i ? ", " : " ", (long long)m->base_runs[i]);
+		fprintf(f, "; regressions are significant changes for the worse beyond %.3g%%.</p>\n",
+			100 * m->opts.regress_threshold);
+		cmp_table(f, m->regress->rows, m->regress->nrows, true);
+	}
+
+	fputs("<h2>Infrastructure events</h2>\n", f);
+	const struct results *r = m->res;
+	if (!r->nevents) {
+		fputs("<p>None.</p>\n", f);
+	} else {
+		fputs("<table class='ev'><tr><th>time</th><th>run</th><th>kind</th><th>board</th><th>stage</th>"
+		      "<th>message</th></tr>\n",
+		      f);
+		for (size_t i = 0; i < r->nevents; i++) {
+			const struct results_event *ev = &r->events[i];
+			fputs("<tr><td>", f);
+			esc(f, ev->at);
+			fprintf(f, "</td><td>%lld</td><td>", (long long)ev->run_id);
+			esc(f, ev->kind);
+			fputs("</td><td>", f);
+			esc(f, ev->board);
+			fputs("</td><td>", f);
+			esc(f, ev->stage);
+			fputs("</td><td>", f);
+			esc(f, ev->message);
+			fputs("</td></tr>\n", f);
+		}
+		fputs("</table>\n", f);
+		if (r->nevents_dropped)
+			fprintf(f, "<p class='note'>%zu more events not shown.</p>\n", r->nevents_dropped);
+	}
+	fputs("<p class='note'>Change CIs: delta method with Welch&ndash;Satterthwaite degrees of freedom. "
+	      "p MWU: exact for n &le; 20 per side, ~ = normal approximation. "
+	      "Boxes: quartiles, whiskers min&ndash;max, &#9670; mean.</p>\n</body></html>\n",
+	      f);
+	return LAB_OK;
+}
+
+const struct report_renderer report_html = {"html", "html", "text/html", render};

@@ -1,0 +1,193 @@
+/*
+ * report/json.c - the versioned machine format ("schema": "emmclab-report/1"):
+ * summary, runs, groups (with values and warm-up flags), comparisons,
+ * baseline comparisons and events.  Numbers that do not exist are null.
+ */
+#include "report.h"
+
+#include <string.h>
+
+static void kv_str(FILE *f, const char *k, const char *v, bool comma)
+{
+	report_json_str(f, k);
+	fputc(':', f);
+	report_json_str(f, v);
+	if (comma)
+		fputc(',', f);
+}
+
+static void kv_num(FILE *f, const char *k, double v, bool comma)
+{
+	report_json_str(f, k);
+	fputc(':', f);
+	report_json_num(f, v);
+	if (comma)
+		fputc(',', f);
+}
+
+static void desc(FILE *f, const struct stats_desc *d)
+{
+	fprintf(f, "{\"n\":%zu,", d->n);
+	kv_num(f, "mean", d->mean, true);
+	kv_num(f, "sd", d->sd, true);
+	kv_num(f, "median", d->median, true);
+	kv_num(f, "min", d->min, true);
+	kv_num(f, "max", d->max, true);
+	kv_num(f, "cv", d->cv, true);
+	kv_num(f, "ci95_lo", d->ci_lo, true);
+	kv_num(f, "ci95_hi", d->ci_hi, false);
+	fputc('}', f);
+}
+
+static void side(FILE *f, const char *k, const struct compare_side *s)
+{
+	report_json_str(f, k);
+	fputs(":{", f);
+	kv_str(f, "label", s->label, true);
+	fprintf(f, "\"warmups\":%zu,\"warmup_excluded\":%s,\"stats\":", s->nwarmup,
+		s->warmup_excluded ? "true" : "false");
+	desc(f, &s->d);
+	fputc('}', f);
+}
+
+void report_json_comparisons(FILE *f, const struct compare_result *cr)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < cr->nrows; i++) {
+		const struct compare_row *w = &cr->rows[i];
+		fputs(i ? ",\n{" : "\n{", f);
+		kv_str(f, "part", w->part_label, true);
+		kv_str(f, "board", w->board, true);
+		kv_str(f, "kernel", w->kernel, true);
+		kv_str(f, "mode", w->mode, true);
+		kv_str(f, "workload", w->workload, true);
+		kv_str(f, "metric", w->metric, true);
+		kv_str(f, "unit", w->unit, true);
+		fprintf(f, "\"direction\":%d,", w->direction);
+		side(f, "a", &w->a);
+		fputc(',', f);
+		side(f, "b", &w->b);
+		fputc(',', f);
+		kv_num(f, "change", w->cmp.change, true);
+		kv_num(f, "change_ci95_lo", w->cmp.change_lo, true);
+		kv_num(f, "change_ci95_hi", w->cmp.change_hi, true);
+		kv_num(f, "welch_t", w->cmp.welch.t, true);
+		kv_num(f, "welch_df", w->cmp.welch.df, true);
+		kv_num(f, "p_welch", w->cmp.welch.p, true);
+		kv_num(f, "mwu_u", w->cmp.mwu.u, true);
+		kv_num(f, "p_mwu", w->cmp.mwu.p, true);
+		fprintf(f, "\"mwu_exact\":%s,", w->cmp.mwu.exact ? "true" : "false");
+		kv_str(f, "verdict", stats_verdict_name(w->cmp.verdict), true);
+		kv_str(f, "note", w->cmp.note, false);
+		fputc('}', f);
+	}
+	fputs("]", f);
+}
+
+static int render(const struct report_model *m, FILE *f, struct lab_err *e)
+{
+	LAB_UNUSED(e);
+	const struct results *r = m->res;
+	const struct report_summary *s = &m->sum;
+	fputs("{\"schema\":\"emmclab-report/1\",", f);
+	kv_str(f, "generator", "emmclab " EMMCLAB_VERSION, true);
+	kv_str(f, "generated_at", m->generated_at, true);
+	kv_str(f, "scope", m->scope, true);
+	fputs("\"run_id\":", f);
+	if (m->run_id)
+		fprintf(f, "%lld,", (long long)m->run_id);
+	else
+		fputs("null,", f);
+	fputs("\"summary\":{\"regressions\":", f);
+	if (s->regressions < 0)
+		fputs("null", f);
+	else
+		fprintf(f, "%d", s->regressions);
+	fprintf(f, ",\"improvements\":%d,\"infra_errors\":%d,\"jobs_total\":%d,\"jobs_ok\":%d,"
+		   "\"jobs_failed\":%d,\"mode_mismatches\":%d,\"samples\":%zu,\"warmups\":%zu,"
+		   "\"warmups_excluded\":%s},\n",
+		s->improvements, s->infra_errors, s->jobs_total, s->jobs_ok, s->jobs_failed,
+		s->mode_mismatches, s->samples, s->warmups, m->opts.exclude_warmup ? "true" : "false");
+	fprintf(f, "\"settings\":{\"alpha\":%.6g,\"min_effect\":%.6g,\"regress_threshold\":%.6g,"
+		   "\"ci\":0.95,\"change_ci\":\"delta method, Welch-Satterthwaite df\"},\n",
+		m->opts.alpha, m->opts.min_effect, m->opts.regress_threshold);
+	fputs("\"runs\":[", f);
+	for (size_t i = 0; i < r->nruns; i++) {
+		const struct results_run *u = &r->runs[i];
+		fprintf(f, "%s{\"id\":%lld,", i ? ",\n" : "\n", (long long)u->id);
+		kv_str(f, "uuid", u->uuid, true);
+		kv_str(f, "plan", u->plan, true);
+		kv_str(f, "source", u->source, true);
+		kv_str(f, "started_at", u->started_at, true);
+		kv_str(f, "finished_at", u->finished_at, true);
+		kv_str(f, "status", u->status, true);
+		fprintf(f, "\"jobs\":{\"total\":%d,\"ok\":%d,\"infra\":%d,\"mode_mismatch\":%d,\"skipped\":%d},"
+			   "\"infra_events\":%d,\"samples\":%zu}",
+			u->jobs_total, u->jobs_ok, u->jobs_infra, u->jobs_mismatch, u->jobs_skipped,
+			u->events_infra, u->nsamples);
+	}
+	fputs("],\n\"groups\":[", f);
+	for (size_t i = 0; i < r->ngroups; i++) {
+		const struct results_group *g = &r->groups[i];
+		fprintf(f, "%s{\"run_id\":%lld,", i ? ",\n" : "\n", (long long)r->runs[g->run].id);
+		kv_str(f, "part", r->parts[g->part].label, true);
+		kv_str(f, "part_cid", r->parts[g->part].cid, true);
+		kv_str(f, "board", g->board, true);
+		kv_str(f, "kernel", g->kernel, true);
+		kv_str(f, "mode", g->mode, true);
+		kv_str(f, "suite", g->suite, true);
+		kv_str(f, "workload", g->workload, true);
+		kv_str(f, "metric", g->metric, true);
+		kv_str(f, "unit", g->unit, true);
+		struct stats_desc d;
+		stats_describe(g->v, g->n, 0.95, &d);
+		fputs("\"stats\":", f);
+		desc(f, &d);
+		fputs(",\"values\":[", f);
+		for (size_t k = 0; k < g->n; k++) {
+			if (k)
+				fputc(',', f);
+			report_json_num(f, g->v[k]);
+		}
+		fputs("],\"iterations\":[", f);
+		for (size_t k = 0; k < g->n; k++)
+			fprintf(f, "%s%d", k ? "," : "", g->iter[k]);
+		fputs("],\"warmup\":[", f);
+		for (size_t k = 0; k < g->n; k++)
+			fprintf(f, "%s%s", k ? "," : "", g->warm[k] ? "true" : "false");
+		fputs("],", f);
+		kv_num(f, "warmup_deviation", g->warmup_dev, false);
+		fputc('}', f);
+	}
+	fputs("],\n\"comparisons\":", f);
+	report_json_comparisons(f, m->modes);
+	fputs(",\n\"baseline\":", f);
+	if (m->regress) {
+		fputs("{", f);
+		kv_str(f, "name", m->base.name, true);
+		kv_str(f, "kind", m->base.kind, true);
+		fputs("\"runs\":[", f);
+		for (size_t i = 0; i < m->nbase_runs; i++)
+			fprintf(f, "%s%lld", i ? "," : "", (long long)m->base_runs[i]);
+		fprintf(f, "],\"threshold\":%.6g,\"comparisons\":", m->opts.regress_threshold);
+		report_json_comparisons(f, m->regress);
+		fputs("}", f);
+	} else {
+		fputs("null", f);
+	}
+	fputs(",\n\"events\":[", f);
+	for (size_t i = 0; i < r->nevents; i++) {
+		const struct results_event *ev = &r->events[i];
+		fprintf(f, "%s{\"run_id\":%lld,", i ? ",\n" : "\n", (long long)ev->run_id);
+		kv_str(f, "at", ev->at, true);
+		kv_str(f, "kind", ev->kind, true);
+		kv_str(f, "stage", ev->stage, true);
+		kv_str(f, "board", ev->board, true);
+		kv_str(f, "message", ev->message, false);
+		fputc('}', f);
+	}
+	fprintf(f, "],\"events_dropped\":%zu}\n", r->nevents_dropped);
+	return LAB_OK;
+}
+
+const struct report_renderer report_json = {"json", "json", "application/json", render};

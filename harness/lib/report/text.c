@@ -1,0 +1,280 @@
+/*
+ * report/text.c - plain text for a mailing-list post: every line at most 72
+ * columns (longer labels are cut with "~"), per DUT and mode the samples,
+ * mean and CI, then each mode pair's change, p-values and verdict.
+ */
+#include "report.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#define TEXT_WIDTH 72
+
+/* Print one line cut to `width` columns (UTF-8 aware: never splits a character). */
+static void __attribute__((format(printf, 3, 4))) tline(FILE *f, int width, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	size_t len = strlen(buf), i = 0, cut = 0;
+	int cols = 0;
+	while (i < len) {
+		if (cols == width - 1)
+			cut = i;
+		unsigned char c = (unsigned char)buf[i];
+		i += c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+		if (i > len)
+			i = len;
+		cols++;
+	}
+	if (cols > width) {
+		buf[cut] = '~';
+		buf[cut + 1] = '\0';
+	}
+	/* no trailing blanks */
+	size_t n = strlen(buf);
+	while (n && buf[n - 1] == ' ')
+		buf[--n] = '\0';
+	fprintf(f, "%s\n", buf);
+}
+
+static bool same_ctx(const struct compare_row *a, const struct compare_row *b)
+{
+	return strcmp(a->part_label, b->part_label) == 0 && a->part == b->part &&
+	       strcmp(a->board, b->board) == 0 && strcmp(a->kernel, b->kernel) == 0;
+}
+
+static bool same_metric(const struct compare_row *a, const struct compare_row *b)
+{
+	return same_ctx(a, b) && strcmp(a->workload, b->workload) == 0 &&
+	       strcmp(a->metric, b->metric) == 0;
+}
+
+static void side_line(FILE *f, int width, const struct compare_side *s)
+{
+	char m[32], c[32], warm[40] = "";
+	if (s->nwarmup)
+		snprintf(warm, sizeof warm, "  %zu warm-up%s", s->nwarmup,
+			 s->warmup_excluded ? " excluded" : "");
+	if (s->n == 0) {
+		tline(f, width, "    %-16s %3s  %10s", s->label, "0", "no data");
+		return;
+	}
+	report_num(c, sizeof c, s->d.ci_half);
+	tline(f, width, "    %-16s %3zu %10s  %s%-9s%s", s->label, s->n, report_num(m, sizeof m, s->d.mean),
+	      isfinite(s->d.ci_half) ? "\xc2\xb1" : " ", isfinite(s->d.ci_half) ? c : "n/a", warm);
+}
+
+static void pair_lines(FILE *f, int width, const struct compare_row *w)
+{
+	char ch[24], lo[24], hi[24];
+	const struct stats_cmp *c = &w->cmp;
+	if (isfinite(c->change) && isfinite(c->change_lo))
+		tline(f, width, "    %s vs %s: %s [%s, %s]", w->b.label, w->a.label,
+		      report_pct(ch, sizeof ch, c->change), report_pct(lo, sizeof lo, c->change_lo),
+		      report_pct(hi, sizeof hi, c->change_hi));
+	else
+		tline(f, width, "    %s vs %s: %s", w->b.label, w->a.label,
+		      report_pct(ch, sizeof ch, c->change));
+	if (isfinite(c->welch.p))
+		tline(f, width, "      p(Welch)=%.3g p(MWU%s)=%.3g -> %s", c->welch.p,
+		      c->mwu.exact ? "" : "~", c->mwu.p, stats_verdict_name(c->verdict));
+	else
+		tline(f, width, "      -> %s", stats_verdict_name(c->verdict));
+	if (c->note[0])
+		tline(f, width, "      (%s)", c->note);
+}
+
+/* Per DUT: each workload/metric with its modes, then each mode pair. */
+static void rows_text(FILE *f, int width, const struct compare_result *cr, bool show_mode)
+{
+	for (size_t i = 0; i < cr->nrows;) {
+		const struct compare_row *w = &cr->rows[i];
+		char ctx[256];
+		tline(f, width, "%s", "");
+		tline(f, width, "%s", report_context(ctx, sizeof ctx, w)[0] ? ctx : "(all parts)");
+		size_t j = i;
+		while (j < cr->nrows && same_ctx(w, &cr->rows[j])) {
+			const struct compare_row *x = &cr->rows[j];
+			if (show_mode && x->mode[0])
+				tline(f, width, "  %s %s/%s (%s, %s)", x->mode, x->workload, x->metric,
+				      x->unit, report_direction_text(x->direction));
+			else
+				tline(f, width, "  %s/%s (%s, %s)", x->workload, x->metric, x->unit,
+				      report_direction_text(x->direction));
+			tline(f, width, "    %-16s %3s %10s  %s", "mode", "n", "mean", "95% CI");
+			size_t k = j;
+			const char *seen[16];
+			size_t nseen = 0;
+			while (k < cr->nrows && same_metric(x, &cr->rows[k]) &&
+			       strcmp(x->mode, cr->rows[k].mode) == 0) {
+				const struct compare_side *sides[2] = {&cr->rows[k].a, &cr->rows[k].b};
+				for (int q = 0; q < 2; q++) {
+					bool dup = false;
+					for (size_t z = 0; z < nseen; z++)
+						dup |= strcmp(seen[z], sides[q]->label) == 0;
+					if (dup || nseen == LAB_ARRAY_SIZE(seen))
+						continue;
+					seen[nseen++] = sides[q]->label;
+					side_line(f, width, sides[q]);
+				}
+				k++;
+			}
+			for (size_t q = j; q < k; q++)
+				pair_lines(f, width, &cr->rows[q]);
+			j = k;
+		}
+		i = j;
+	}
+}
+
+void report_text_modes(const struct report_model *m, FILE *f, int width)
+{
+	if (m->modes->nrows == 0) {
+		tline(f, width, "No samples to compare in %s.", m->scope);
+		return;
+	}
+	tline(f, width, "Modes compared (alpha %.3g, minimum effect %.3g%%):", m->opts.alpha,
+	      100 * m->opts.min_effect);
+	rows_text(f, width, m->modes, false);
+}
+
+/*
+ * The table `emmclab run` prints at the end: per DUT, the headline metrics of
+ * each workload, FUA against cache-no-FUA (and the same with CQE), means with
+ * the change, its 95% CI and the verdict.  The full comparison (every metric,
+ * p-values, fua-cqe vs fua) is `emmclab compare` / `emmclab report`.
+ */
+static const char *short_verdict(enum stats_verdict v)
+{
+	switch (v) {
+	case VERDICT_BETTER: return "better";
+	case VERDICT_WORSE: return "WORSE";
+	case VERDICT_NO_DIFF: return "same";
+	default: return "no test";
+	}
+}
+
+static void fmt_mean(char *buf, size_t n, const struct compare_side *s)
+{
+	if (s->n == 0)
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%.4g", s->d.mean);
+}
+
+void report_text_mode_table(const struct report_model *m, FILE *f)
+{
+	const struct compare_result *c = m->modes;
+	static const char *const pairs[2][2] = {{"fua", "cache-nofua"}, {"fua-cqe", "cache-nofua-cqe"}};
+	size_t shown = 0;
+	fprintf(f, "FUA vs cache-no-FUA: means of n iterations, change of cache-nofua\n"
+		   "against fua, verdict at alpha %.3g and minimum effect %.3g%%\n",
+		m->opts.alpha, 100 * m->opts.min_effect);
+	const char *last_part = NULL, *last_board = NULL;
+	for (size_t pi = 0; pi < c->nrows; pi++) {
+		const struct compare_row *r0 = &c->rows[pi];
+		/* One block per part/board/kernel; rows of a block are contiguous. */
+		if (last_part && strcmp(last_part, r0->part_label) == 0 && last_board &&
+		    strcmp(last_board, r0->board) == 0)
+			continue;
+		last_part = r0->part_label;
+		last_board = r0->board;
+		bool header = false;
+		for (int pr = 0; pr < 2; pr++) {
+			bool sub = false;
+			for (size_t i = pi; i < c->nrows; i++) {
+				const struct compare_row *x = &c->rows[i];
+				if (strcmp(x->part_label, last_part) != 0 || strcmp(x->board, last_board) != 0)
+					break;
+				if (!x->a.label || !x->b.label || strcmp(x->a.label, pairs[pr][0]) != 0 ||
+				    strcmp(x->b.label, pairs[pr][1]) != 0 || !report_headline_metric(x->workload, x->metric))
+					continue;
+				if (!header) {
+					/* label, then board and kernel: long part labels
+					 * stay within a mail's 72 columns */
+					fprintf(f, "\n%.72s\n", x->part_label);
+					if (x->board[0] || x->kernel[0])
+						fprintf(f, "  %s%.30s%s%.40s\n", x->board[0] ? "on " : "",
+							x->board, x->kernel[0] ? ", kernel " : "", x->kernel);
+					header = true;
+				}
+				if (!sub) {
+					fprintf(f, "  %-22s %-5s %2s %9s %9s %8s %s\n", "workload/metric", "unit",
+						"n", pairs[pr][0], pr ? "nofua-cqe" : "nofua", "change", "verdict");
+					sub = true;
+				}
+				char wm[64], ma[24], mb[24], ch[24];
+				snprintf(wm, sizeof wm, "%s/%s", x->workload, x->metric);
+				fmt_mean(ma, sizeof ma, &x->a);
+				fmt_mean(mb, sizeof mb, &x->b);
+				report_pct(ch, sizeof ch, x->cmp.change);
+				fprintf(f, "  %-22s %-5s %2zu %9s %9s %8s %s\n", wm, x->unit ? x->unit : "",
+					x->a.n < x->b.n ? x->a.n : x->b.n, ma, mb, ch, short_verdict(x->cmp.verdict));
+				shown++;
+			}
+		}
+	}
+	if (shown == 0)
+		fprintf(f, "\nNo FUA vs cache-no-FUA pair with samples in %s.\n", m->scope);
+	fprintf(f, "\nAll metrics, CIs and p-values: emmclab compare --run %lld\n",
+		(long long)m->run_id);
+}
+
+static int render(const struct report_model *m, FILE *f, struct lab_err *e)
+{
+	LAB_UNUSED(e);
+	int w = TEXT_WIDTH;
+	tline(f, w, "%s: %s", m->opts.title ? m->opts.title : "emmclab report", m->scope);
+	tline(f, w, "generated %s", m->generated_at);
+	tline(f, w, "%s", "");
+	char lines[8][128];
+	size_t n = report_summary_lines(m, lines, 8);
+	tline(f, w, "Summary");
+	for (size_t i = 0; i < n; i++)
+		tline(f, w, "  %s", lines[i]);
+	tline(f, w, "%s", "");
+	report_text_modes(m, f, w);
+	if (m->regress) {
+		tline(f, w, "%s", "");
+		tline(f, w, "Against baseline '%s' (%s, %zu run%s), threshold %.3g%%:", m->base.name,
+		      m->base.kind, m->nbase_runs, m->nbase_runs == 1 ? "" : "s",
+		      100 * m->opts.regress_threshold);
+		size_t shown = 0;
+		for (size_t i = 0; i < m->regress->nrows; i++) {
+			const struct compare_row *x = &m->regress->rows[i];
+			if (x->cmp.verdict != VERDICT_WORSE && x->cmp.verdict != VERDICT_BETTER)
+				continue;
+			char ch[24];
+			tline(f, w, "  %s: %s %s %s/%s %s", x->cmp.verdict == VERDICT_WORSE ? "REGRESSION" : "improved",
+			      x->part_label, x->mode, x->workload, x->metric,
+			      report_pct(ch, sizeof ch, x->cmp.change));
+			shown++;
+		}
+		if (!shown)
+			tline(f, w, "  no significant change in %zu comparisons", m->regress->nrows);
+	}
+	size_t nev = 0;
+	for (size_t i = 0; i < m->res->nevents; i++)
+		nev += strcmp(m->res->events[i].kind, "info") != 0;
+	if (nev) {
+		tline(f, w, "%s", "");
+		tline(f, w, "Infrastructure events (%zu):", nev);
+		size_t shown = 0;
+		for (size_t i = 0; i < m->res->nevents && shown < 30; i++) {
+			const struct results_event *ev = &m->res->events[i];
+			if (strcmp(ev->kind, "info") == 0)
+				continue;
+			tline(f, w, "  %s %s %s: %s", ev->at, ev->kind, ev->board, ev->message);
+			shown++;
+		}
+		if (nev > shown)
+			tline(f, w, "  ... and %zu more", nev - shown);
+	}
+	return LAB_OK;
+}
+
+const struct report_renderer report_text = {"text", "txt", "text/plain", render};

@@ -8,6 +8,7 @@
  * becomes a (line, reason) entry rather than an abort.
  */
 #include "store_csv.h"
+#include "store_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -718,12 +719,12 @@ void csv_free(struct csv_file *f)
 static int sql_fail(struct store *s, struct lab_err *e, const char *what)
 {
 	return lab_err_set(e, LAB_EINFRA, "%s: %s: %s", store_path(s), what,
-			   sqlite3_errmsg(store_db(s)));
+			   sqlite3_errmsg(store_sqlite(s)));
 }
 
 static int prep(struct store *s, const char *sql, sqlite3_stmt **q, struct lab_err *e)
 {
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, q, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(store_sqlite(s), sql, -1, q, NULL) != SQLITE_OK) {
 		*q = NULL;
 		return sql_fail(s, e, "prepare");
 	}
@@ -844,7 +845,7 @@ static int import_one(struct store *s, struct csv_file *f, sqlite3_stmt **q, int
 			sqlite3_bind_int(q[Q_ITER], 3, r->run);
 			if ((rc = step_reset(s, q[Q_ITER], "adding an iteration", e)))
 				break;
-			*it = sqlite3_last_insert_rowid(store_db(s));
+			*it = sqlite3_last_insert_rowid(store_sqlite(s));
 		}
 		sqlite3_bind_int64(q[Q_SAMPLE], 1, *it);
 		sqlite3_bind_text(q[Q_SAMPLE], 2, r->metric, -1, SQLITE_STATIC);

@@ -2,6 +2,7 @@
  * (fault injected mid-way), bulk savepoints, NaN rejection, newer schema,
  * corrupt and foreign files, disk full, mode mismatch. */
 #include "store.h"
+#include "store_internal.h" /* fault injection and row inspection */
 #include "tap.h"
 #include "util.h"
 
@@ -22,7 +23,7 @@ static int64_t q_int(struct store *s, const char *sql)
 {
 	sqlite3_stmt *q;
 	int64_t v = -1;
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(store_sqlite(s), sql, -1, &q, NULL) != SQLITE_OK)
 		return -2;
 	if (sqlite3_step(q) == SQLITE_ROW)
 		v = sqlite3_column_int64(q, 0);
@@ -84,7 +85,7 @@ static void test_fresh(void)
 	is_int(q_int(s, "PRAGMA foreign_keys"), 1, "foreign keys on");
 	is_int(q_int(s, "PRAGMA synchronous"), 1, "synchronous NORMAL");
 	sqlite3_stmt *q;
-	sqlite3_prepare_v2(store_db(s), "PRAGMA journal_mode", -1, &q, NULL);
+	sqlite3_prepare_v2(store_sqlite(s), "PRAGMA journal_mode", -1, &q, NULL);
 	sqlite3_step(q);
 	is_str((const char *)sqlite3_column_text(q, 0), "wal", "journal mode WAL");
 	sqlite3_finalize(q);
@@ -204,7 +205,7 @@ static void test_round_trip(void)
 	is_int(store_job_verified(s, job, 0, 1, 1, "cache-nofua-cqe", &e), LAB_OK, "verified");
 	is_int(store_job_finish(s, job, "ok", &e), LAB_OK, "job finished");
 	sqlite3_stmt *q;
-	sqlite3_prepare_v2(store_db(s),
+	sqlite3_prepare_v2(store_sqlite(s),
 			   "SELECT value, unit, warmup, verified_mode, job_status, run_uuid FROM sample_flat"
 			   " WHERE metric = 'p99_latency'", -1, &q, NULL);
 	ok(sqlite3_step(q) == SQLITE_ROW, "row read back");
@@ -276,7 +277,7 @@ static void test_atomic(void)
 	}
 	int64_t job = make_job(s, "DUT2", "fua");
 	/* Fault injected after the iteration row and two samples are in. */
-	sqlite3_exec(store_db(s),
+	sqlite3_exec(store_sqlite(s),
 		     "CREATE TEMP TRIGGER boom AFTER INSERT ON sample WHEN NEW.metric = 'm3'"
 		     " BEGIN SELECT RAISE(FAIL, 'injected fault'); END", NULL, NULL, NULL);
 	struct store_sample sm[4] = {{"m1", 1, "s"}, {"m2", 2, "s"}, {"m3", 3, "s"}, {"m4", 4, "s"}};
@@ -286,7 +287,7 @@ static void test_atomic(void)
 	lab_err_clear(&e);
 	is_int(q_int(s, "SELECT count(*) FROM iteration"), 0, "no iteration row left");
 	is_int(q_int(s, "SELECT count(*) FROM sample"), 0, "no sample left");
-	ok(sqlite3_get_autocommit(store_db(s)), "no transaction left open");
+	ok(sqlite3_get_autocommit(store_sqlite(s)), "no transaction left open");
 
 	/* Failure in the counters, after all samples. */
 	struct store_counter ct[2] = {{"flushes", 1}, {"flushes", 2}};
@@ -302,7 +303,7 @@ static void test_atomic(void)
 	ok(rc != LAB_OK, "bulk 2 fails at the injected fault");
 	lab_err_clear(&e);
 	is_int(store_iteration_write(s, job, "w", 3, 1.0, 0, sm, 2, NULL, 0, &it, &e), LAB_OK, "bulk 3");
-	ok(!sqlite3_get_autocommit(store_db(s)), "outer transaction still open");
+	ok(!sqlite3_get_autocommit(store_sqlite(s)), "outer transaction still open");
 	is_int(store_commit(s, &e), LAB_OK, "bulk commit");
 	is_int(q_int(s, "SELECT sum(n) FROM iteration"), 4, "iterations 1 and 3 (not 2)");
 	is_int(q_int(s, "SELECT count(*) FROM iteration"), 2, "iterations 1 and 3 stored");
@@ -329,7 +330,7 @@ static void test_disk_full(void)
 	int64_t pages = q_int(s, "PRAGMA page_count");
 	char pragma[64];
 	snprintf(pragma, sizeof pragma, "PRAGMA max_page_count = %lld", (long long)pages + 3);
-	sqlite3_exec(store_db(s), pragma, NULL, NULL, NULL);
+	sqlite3_exec(store_sqlite(s), pragma, NULL, NULL, NULL);
 	struct store_sample sm[50];
 	char names[50][16];
 	for (int i = 0; i < 50; i++) {
@@ -346,7 +347,7 @@ static void test_disk_full(void)
 	int64_t iters = q_int(s, "SELECT count(*) FROM iteration");
 	is_int(iters, n - 2, "every completed iteration kept, the failed one absent");
 	is_int(q_int(s, "SELECT count(*) FROM sample"), iters * 50, "no partial iteration");
-	ok(sqlite3_get_autocommit(store_db(s)), "no transaction left open");
+	ok(sqlite3_get_autocommit(store_sqlite(s)), "no transaction left open");
 	store_close(s);
 	if (store_open(p, 0, &s, &e) == LAB_OK) {
 		is_int(q_int(s, "SELECT count(*) FROM sample"), iters * 50, "data intact after reopen");

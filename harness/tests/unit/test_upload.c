@@ -2,6 +2,7 @@
  * transaction (rollback, idempotence, disk full), backoff and give-up. */
 #include "tap.h"
 #include "upload.h"
+#include "store_internal.h" /* fault injection and row inspection */
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -38,7 +39,7 @@ static long long q_int(struct store *s, const char *sql)
 {
 	sqlite3_stmt *q;
 	long long v = -1;
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+	if (sqlite3_prepare_v2(store_sqlite(s), sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
 		v = sqlite3_column_int64(q, 0);
 	sqlite3_finalize(q);
 	return v;
@@ -48,7 +49,7 @@ static char *q_str(struct store *s, const char *sql)
 {
 	sqlite3_stmt *q;
 	char *v = NULL;
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW &&
+	if (sqlite3_prepare_v2(store_sqlite(s), sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW &&
 	    sqlite3_column_text(q, 0))
 		v = xstrdup((const char *)sqlite3_column_text(q, 0));
 	sqlite3_finalize(q);
@@ -298,7 +299,7 @@ static void test_outbox(void)
 	long long pages = q_int(s, "PRAGMA page_count");
 	char sql[128];
 	snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", pages);
-	sqlite3_exec(store_db(s), sql, NULL, NULL, NULL);
+	sqlite3_exec(store_sqlite(s), sql, NULL, NULL, NULL);
 	lab_err_clear(&e);
 	/* Enough rows to need a new page. */
 	struct lab_buf big;
@@ -316,7 +317,7 @@ static void test_outbox(void)
 	st = q_str(s, "SELECT status FROM run");
 	is_str(st, "running", "run not finished either (same transaction)");
 	free(st);
-	sqlite3_exec(store_db(s), "PRAGMA max_page_count = 1073741823", NULL, NULL, NULL);
+	sqlite3_exec(store_sqlite(s), "PRAGMA max_page_count = 1073741823", NULL, NULL, NULL);
 	cfg_free(bt);
 
 	/* Bad upload configuration: the run still finishes, the error comes back. */
@@ -327,7 +328,7 @@ static void test_outbox(void)
 	is_str(st, "complete", "run finished anyway");
 	free(st);
 	cfg_free(bad);
-	sqlite3_exec(store_db(s), "UPDATE run SET status = 'running', finished_at = NULL", NULL, NULL, NULL);
+	sqlite3_exec(store_sqlite(s), "UPDATE run SET status = 'running', finished_at = NULL", NULL, NULL, NULL);
 
 	lab_err_clear(&e);
 	is_int(upload_finish_run(s, run, "complete", t, &e), LAB_OK, "finish + queue");
@@ -411,7 +412,7 @@ static void test_outbox(void)
 	int rows = 0;
 	is_int(upload_list(s, run, false, count_row, &rows, &e), LAB_OK, "list");
 	is_int(rows, 4, "four unsent");
-	sqlite3_exec(store_db(s), "UPDATE upload SET state = 'sent' WHERE target = 'hook'", NULL, NULL, NULL);
+	sqlite3_exec(store_sqlite(s), "UPDATE upload SET state = 'sent' WHERE target = 'hook'", NULL, NULL, NULL);
 	rows = 0;
 	upload_list(s, 0, false, count_row, &rows, &e);
 	is_int(rows, 3, "sent rows are not listed");

@@ -424,6 +424,73 @@ static void test_outbox(void)
 	store_close(s);
 }
 
+static int fake_items(struct store *s, const struct upload_target *t, const struct upload_run *run,
+		      struct upload_items *out, struct lab_err *e)
+{
+	LAB_UNUSED(s);
+	LAB_UNUSED(t);
+	LAB_UNUSED(run);
+	LAB_UNUSED(out);
+	LAB_UNUSED(e);
+	return LAB_OK;
+}
+
+static int fake_request(struct http *h, const struct upload_job *j, struct http_req **out,
+			struct lab_err *e)
+{
+	LAB_UNUSED(h);
+	LAB_UNUSED(j);
+	LAB_UNUSED(out);
+	LAB_UNUSED(e);
+	return LAB_OK;
+}
+
+static const struct opt no_opts[] = {{0}};
+
+/* The registry check refuses what would crash on a kind's first upload. */
+static void test_registry(void)
+{
+	struct lab_err e = {0};
+	is_int(upload_registry_check(&e), LAB_OK, "every registered upload kind is complete");
+	size_t n = 0;
+	while (upload_kinds[n])
+		n++;
+	is_int(n, 3, "three upload kinds registered");
+	ok(upload_kind_find("http-put") == &upload_http_put, "kinds are found by name");
+	ok(upload_kind_find("ftp") == NULL, "an unknown kind is not found");
+
+	const struct upload_kind good = {.name = "fake", .version = UPLOAD_OPS_VERSION,
+					 .options = no_opts, .help = "a test kind",
+					 .items = fake_items, .request = fake_request};
+	struct upload_kind k = good;
+	const struct upload_kind *one[] = {&k, NULL};
+	e = (struct lab_err){0}; /* lab_err keeps the first error */
+	is_int(upload_kinds_check(one, &e), LAB_OK, "a complete kind passes");
+	k.version = UPLOAD_OPS_VERSION + 1;
+	e = (struct lab_err){0};
+	is_int(upload_kinds_check(one, &e), LAB_EUSAGE, "a wrong ops version is refused");
+	ok(strstr(e.msg, "fake") && strstr(e.msg, "version"), "message names kind and version: %s", e.msg);
+	k = good;
+	k.name = NULL;
+	e = (struct lab_err){0};
+	is_int(upload_kinds_check(one, &e), LAB_EUSAGE, "a kind without a name is refused");
+	k = good;
+	k.request = NULL;
+	e = (struct lab_err){0};
+	is_int(upload_kinds_check(one, &e), LAB_EUSAGE, "a kind without request is refused");
+	ok(strstr(e.msg, "fake") && strstr(e.msg, "'request'"), "message names kind and hook: %s",
+	   e.msg);
+	k = good;
+	k.items = NULL;
+	e = (struct lab_err){0};
+	is_int(upload_kinds_check(one, &e), LAB_EUSAGE, "a kind without items is refused");
+	ok(strstr(e.msg, "'items'") != NULL, "message names the hook: %s", e.msg);
+	k = good;
+	const struct upload_kind *twice[] = {&k, &k, NULL};
+	e = (struct lab_err){0};
+	is_int(upload_kinds_check(twice, &e), LAB_EUSAGE, "a kind listed twice is refused");
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir))
@@ -432,6 +499,7 @@ int main(void)
 	test_parse();
 	test_secrets();
 	test_outbox();
+	test_registry();
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
 	if (!getenv("KEEP"))

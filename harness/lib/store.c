@@ -222,6 +222,20 @@ sqlite3_stmt *store_prepare(struct store *s, const char *sql, struct lab_err *e)
 	return q;
 }
 
+int store_fail_infra(struct store *s, struct lab_err *e, const char *what)
+{
+	return lab_err_set(e, LAB_EINFRA, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+}
+
+int store_prepare_rc(struct store *s, const char *sql, sqlite3_stmt **q, struct lab_err *e)
+{
+	if (sqlite3_prepare_v2(s->db, sql, -1, q, NULL) != SQLITE_OK) {
+		*q = NULL;
+		return store_fail_infra(s, e, "prepare");
+	}
+	return LAB_OK;
+}
+
 /* -1 means unknown: store NULL. */
 static void bind_opt_i64(sqlite3_stmt *q, int i, int64_t v)
 {

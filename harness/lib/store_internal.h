@@ -27,5 +27,10 @@ void store_bind_text(sqlite3_stmt *q, int i, const char *v);
 
 /* Prepare sql (not cached); NULL with e set on failure. */
 sqlite3_stmt *store_prepare(struct store *s, const char *sql, struct lab_err *e);
+/* The same as a return code (*q NULL on failure), for bulk readers and writers. */
+int store_prepare_rc(struct store *s, const char *sql, sqlite3_stmt **q, struct lab_err *e);
+/* LAB_EINFRA "path: what: message" from the connection, whatever the cause
+ * (import and export: a constraint failure there is the machine's, not the data's). */
+int store_fail_infra(struct store *s, struct lab_err *e, const char *what);
 
 #endif

@@ -178,7 +178,7 @@ struct store_quarantine {
 	int64_t run_id;
 	const char *message;
 };
-/* Quarantined boards by name; board_id 0 = every board. */
+/* Quarantined boards by name; board_id 0 = every board; cb may be NULL (count only). */
 int store_quarantined(struct store *s, int64_t board_id,
 		      void (*cb)(const struct store_quarantine *q, void *arg), void *arg, int *n,
 		      struct lab_err *e);

@@ -31,6 +31,9 @@ int upload_kinds_check(const struct upload_kind *const *kinds, struct lab_err *e
 {
 	for (size_t i = 0; kinds[i]; i++) {
 		const struct upload_kind *k = kinds[i];
+		if (i >= UPLOAD_KINDS_MAX)
+			return lab_err_set(e, LAB_EUSAGE, "more than %d upload kinds: raise UPLOAD_KINDS_MAX",
+					   UPLOAD_KINDS_MAX);
 		const char *name = k->name && *k->name ? k->name : NULL;
 		if (k->version != UPLOAD_OPS_VERSION)
 			return lab_err_set(e, LAB_EUSAGE,

@@ -183,6 +183,8 @@ struct upload_job {
 
 /* Bumped when struct upload_kind changes; every kind states the version it was written for. */
 #define UPLOAD_OPS_VERSION 1
+/* Room in the registry (the `kind:` choices are built from it). */
+#define UPLOAD_KINDS_MAX 16
 
 struct upload_kind {
 	const char *name;

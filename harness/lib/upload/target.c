@@ -12,13 +12,13 @@
 #include <unistd.h>
 
 /* The kind choices, from the registry (upload.c) so that there is one list. */
-static const char *kind_names[8];
+static const char *kind_names[UPLOAD_KINDS_MAX + 1];
 
 static void kind_names_fill(void)
 {
 	if (kind_names[0])
 		return;
-	for (size_t i = 0; upload_kinds[i] && i + 1 < LAB_ARRAY_SIZE(kind_names); i++)
+	for (size_t i = 0; upload_kinds[i] && i < UPLOAD_KINDS_MAX; i++)
 		kind_names[i] = upload_kinds[i]->name;
 }
 

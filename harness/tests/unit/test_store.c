@@ -491,6 +491,70 @@ static void test_merge(void)
 	free(pb);
 }
 
+static void count_quarantine(const struct store_quarantine *q, void *arg)
+{
+	(*(int *)arg)++;
+	is_str(q->board, "rk3399-1", "quarantined board named");
+}
+
+/* The named reads that replaced SQL in the CLI and the runner. */
+static void test_queries(void)
+{
+	struct lab_err e = {0};
+	struct store *s;
+	if (store_open(tpath("queries.db"), 0, &s, &e) != LAB_OK) {
+		ok(0, "open: %s", e.msg);
+		return;
+	}
+	int64_t job = make_job(s, "partQ", "fua");
+	ok(job > 0, "job");
+	int64_t run = 0, board = 0, found = 0;
+	is_int(store_run_last(s, &run, &e), LAB_OK, "last run");
+	ok(run > 0, "a run exists");
+	store_board_upsert(s, "rk3399-1", NULL, NULL, NULL, &board, &e);
+	is_int(store_run_find(s, "1", &found, &e), LAB_OK, "run found by id");
+	is_int(found, run, "the right run");
+	is_int(store_run_find(s, "no-such-uuid", &found, &e), LAB_EUSAGE, "unknown run refused");
+	ok(strstr(e.msg, "no run 'no-such-uuid'") != NULL, "message names it: %s", e.msg);
+	lab_err_clear(&e);
+	struct store_run_row rr;
+	is_int(store_run_get(s, run, &rr, &e), LAB_OK, "run row");
+	is_str(rr.plan, "nightly", "run plan");
+	is_str(rr.finished_at, "", "unfinished run: empty finish time");
+
+	/* One quarantine rule for the runner and `status`. */
+	bool q = true;
+	is_int(store_board_quarantined(s, board, &q, &e), LAB_OK, "quarantine query");
+	ok(!q, "a fresh board is not quarantined");
+	store_event(s, run, 0, board, "quarantine", "boot", "3 failures", &e);
+	is_int(store_board_quarantined(s, board, &q, &e), LAB_OK, "quarantine query");
+	ok(q, "quarantined after a quarantine event");
+	int n = 0, seen = 0;
+	is_int(store_quarantined(s, 0, count_quarantine, &seen, &n, &e), LAB_OK, "quarantine list");
+	is_int(n, 1, "one quarantined board listed");
+	is_int(seen, 1, "handed to the callback");
+	store_event(s, 0, 0, board, "unquarantine", NULL, "released", &e);
+	is_int(store_board_quarantined(s, board, &q, &e), LAB_OK, "quarantine query");
+	ok(!q, "released by a later unquarantine event");
+
+	struct store_run_counts c;
+	is_int(store_run_counts(s, run, &c, &e), LAB_OK, "run counts");
+	is_int(c.jobs, 1, "one job");
+	is_int(c.infra_events, 1, "the run's non-info events counted (the release has no run)");
+	int64_t rows = 0;
+	is_int(store_table_rows(s, "job", &rows, &e), LAB_OK, "rows of a table");
+	is_int(rows, 1, "one job row");
+	is_int(store_table_rows(s, "no_such_table", &rows, &e), LAB_EUSAGE, "unknown table refused");
+	lab_err_clear(&e);
+
+	/* A run whose controller died: jobs infra, one event, run aborted. */
+	is_int(store_run_abort_dead(s, run, &e), LAB_OK, "abort a dead run");
+	is_int(q_int(s, "SELECT count(*) FROM job WHERE status = 'infra'"), 1, "its job is infra");
+	is_int(q_int(s, "SELECT count(*) FROM event WHERE kind = 'controller-died'"), 1, "one event");
+	is_int(q_int(s, "SELECT count(*) FROM run WHERE status = 'aborted'"), 1, "run aborted");
+	store_close(s);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -505,6 +569,7 @@ int main(void)
 	test_disk_full();
 	test_refusals();
 	test_merge();
+	test_queries();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "# could not remove %s\n", tmpdir);

@@ -81,10 +81,6 @@ int main(int argc, char **argv)
 	if (store_kernel_upsert(s, "6.1.0-fua", "series", "config", "image", &kernel, &e) || store_commit(s, &e))
 		return die("kernel", &e);
 	size_t samples = 0;
-	sqlite3_stmt *date;
-	if (sqlite3_prepare_v2(store_db(s), "UPDATE run SET started_at = ?, finished_at = ? WHERE id = ?", -1,
-			       &date, NULL) != SQLITE_OK)
-		return 1;
 	for (int64_t n = 0; n < nights; n++) {
 		if (store_begin(s, &e))
 			return die("begin", &e);
@@ -95,11 +91,8 @@ int main(int argc, char **argv)
 		char st[32], fin[32];
 		lab_utc_iso(st, sizeof st, 1767229200 + n * 86400);        /* 2026-01-01T01:00Z + n days */
 		lab_utc_iso(fin, sizeof fin, 1767229200 + n * 86400 + 14400);
-		sqlite3_bind_text(date, 1, st, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(date, 2, fin, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(date, 3, run);
-		sqlite3_step(date);
-		sqlite3_reset(date);
+		if (store_run_set_times(s, run, st, fin, &e))
+			return die("run times", &e);
 		int seq = 0;
 		for (int p = 0; p < PARTS; p++)
 			for (int m = 0; m < 4; m++) {
@@ -133,7 +126,6 @@ int main(int argc, char **argv)
 		if (store_run_finish(s, run, "complete", &e) || store_commit(s, &e))
 			return die("commit", &e);
 	}
-	sqlite3_finalize(date);
 	double secs = (double)(lab_now_ns() - t0) / 1e9;
 	store_close(s);
 	printf("nights %lld samples %zu ingest %.3f s (%.0f samples/s)\n", (long long)nights, samples, secs,

@@ -75,16 +75,12 @@ static int no_extra(const char *sub, const struct db_args *a)
 	return 0;
 }
 
-static int64_t q_int(struct store *s, const char *sql)
+/* A count for `db info`, -1 when this database cannot tell (no such table). */
+static int64_t table_rows(struct store *s, const char *table)
 {
-	sqlite3_stmt *q;
-	int64_t v = -1;
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) != SQLITE_OK)
-		return -1;
-	if (sqlite3_step(q) == SQLITE_ROW)
-		v = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return v;
+	struct lab_err e = {0};
+	int64_t n;
+	return store_table_rows(s, table, &n, &e) == LAB_OK ? n : -1;
 }
 
 static int db_migrate(struct db_args *a)
@@ -107,10 +103,6 @@ static int db_migrate(struct db_args *a)
 	return 0;
 }
 
-static const char *const info_tables[] = {"run", "job", "iteration", "sample", "counter",
-					  "part", "board", "kernel", "event", "transcript",
-					  "artifact", "baseline", "upload", "import_file", NULL};
-
 static int db_info(struct db_args *a)
 {
 	struct lab_err e = {0};
@@ -128,18 +120,18 @@ static int db_info(struct db_args *a)
 	       store_schema_latest(),
 	       store_schema_version(s) < store_schema_latest() ? " - run `emmclab db migrate`" : "");
 	printf("file size:       %" PRId64 " bytes (+ %" PRId64 " in the WAL)\n", bytes, wal_bytes);
-	printf("pages:           %" PRId64 " x %" PRId64 " bytes, %" PRId64 " free\n",
-	       q_int(s, "PRAGMA page_count"), q_int(s, "PRAGMA page_size"),
-	       q_int(s, "PRAGMA freelist_count"));
+	int64_t pages, page_size, free_pages;
+	struct lab_err pe = {0};
+	store_pages(s, &pages, &page_size, &free_pages, &pe); /* -1 where unknown */
+	printf("pages:           %" PRId64 " x %" PRId64 " bytes, %" PRId64 " free\n", pages,
+	       page_size, free_pages);
 	printf("rows:\n");
-	for (int i = 0; info_tables[i]; i++) {
-		char *sql = xasprintf("SELECT count(*) FROM \"%s\"", info_tables[i]);
-		int64_t n = q_int(s, sql);
-		free(sql);
+	for (int i = 0; store_info_tables[i]; i++) {
+		int64_t n = table_rows(s, store_info_tables[i]);
 		if (n >= 0)
-			printf("  %-12s %" PRId64 "\n", info_tables[i], n);
+			printf("  %-12s %" PRId64 "\n", store_info_tables[i], n);
 	}
-	int64_t samples = q_int(s, "SELECT count(*) FROM sample");
+	int64_t samples = table_rows(s, "sample");
 	if (samples > 0)
 		printf("bytes per sample: %.1f (whole file / samples)\n",
 		       (double)(bytes + wal_bytes) / (double)samples);
@@ -184,30 +176,6 @@ static int db_check(struct db_args *a)
 	return problems ? 3 : 0;
 }
 
-/* --run takes a run id or a run uuid. */
-static int resolve_run(struct store *s, const char *arg, int64_t *id, struct lab_err *e)
-{
-	sqlite3_stmt *q;
-	int64_t v;
-	if (lab_parse_i64(arg, &v) == LAB_OK && v > 0) {
-		sqlite3_prepare_v2(store_db(s), "SELECT id FROM run WHERE id = ?1", -1, &q, NULL);
-		sqlite3_bind_int64(q, 1, v);
-	} else {
-		sqlite3_prepare_v2(store_db(s), "SELECT id FROM run WHERE uuid = ?1", -1, &q, NULL);
-		sqlite3_bind_text(q, 1, arg, -1, SQLITE_STATIC);
-	}
-	int r = q ? sqlite3_step(q) : SQLITE_ERROR;
-	if (r == SQLITE_ROW)
-		*id = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		return lab_err_set(e, LAB_EINFRA, "%s: finding run '%s': %s", store_path(s), arg,
-				   sqlite3_errmsg(store_db(s)));
-	if (r != SQLITE_ROW)
-		return lab_err_set(e, LAB_EUSAGE, "no run '%s' in %s", arg, store_path(s));
-	return LAB_OK;
-}
-
 static int db_export(struct db_args *a)
 {
 	struct lab_err e = {0};
@@ -240,7 +208,7 @@ static int db_export(struct db_args *a)
 	if (store_open(path, STORE_READONLY, &s, &e))
 		return cli_error(&e);
 	int64_t run = 0;
-	if (a->run && resolve_run(s, a->run, &run, &e)) {
+	if (a->run && store_run_find(s, a->run, &run, &e)) {
 		store_close(s);
 		return cli_error(&e);
 	}

@@ -9,71 +9,48 @@
 
 enum { OPT_DB = 1000, OPT_LAST };
 
-static const char *col(sqlite3_stmt *q, int i)
+static const char *dash(const char *t)
 {
-	const char *t = (const char *)sqlite3_column_text(q, i);
 	return t ? t : "-";
 }
 
-/* Run a query and hand each row to a printer; false on SQL error. */
-static int each_row(struct store *s, const char *sql, int64_t arg,
-		    void (*row)(sqlite3_stmt *q, int n), int *nrows, struct lab_err *e)
+static void print_run(const struct store_run_summary *r, int n, void *arg)
 {
-	sqlite3_stmt *q;
-	int r = sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL);
-	if (r != SQLITE_OK)
-		return lab_err_set(e, LAB_EINFRA, "%s: %s", store_path(s), sqlite3_errmsg(store_db(s)));
-	if (sqlite3_bind_parameter_count(q))
-		sqlite3_bind_int64(q, 1, arg);
-	int n = 0;
-	while ((r = sqlite3_step(q)) == SQLITE_ROW)
-		row(q, n++);
-	sqlite3_finalize(q);
-	if (nrows)
-		*nrows = n;
-	if (r != SQLITE_DONE)
-		return lab_err_set(e, LAB_EINFRA, "%s: %s", store_path(s), sqlite3_errmsg(store_db(s)));
-	return LAB_OK;
-}
-
-static void print_run(sqlite3_stmt *q, int n)
-{
+	LAB_UNUSED(arg);
 	if (n == 0)
 		printf("  %5s  %-20s  %-8s  %-28s  %5s %5s %5s %5s %8s\n", "run", "started", "status",
 		       "source / plan", "jobs", "ok", "infra", "mism", "samples");
 	char src[64];
-	snprintf(src, sizeof src, "%s%s%s", col(q, 3), sqlite3_column_type(q, 4) != SQLITE_NULL ? " / " : "",
-		 sqlite3_column_type(q, 4) != SQLITE_NULL ? col(q, 4) : "");
-	printf("  %5lld  %-20s  %-8s  %-28.28s  %5lld %5lld %5lld %5lld %8lld\n",
-	       (long long)sqlite3_column_int64(q, 0), col(q, 1), col(q, 2), src,
-	       (long long)sqlite3_column_int64(q, 5), (long long)sqlite3_column_int64(q, 6),
-	       (long long)sqlite3_column_int64(q, 7), (long long)sqlite3_column_int64(q, 8),
-	       (long long)sqlite3_column_int64(q, 9));
+	snprintf(src, sizeof src, "%s%s%s", dash(r->source), r->plan ? " / " : "",
+		 r->plan ? r->plan : "");
+	printf("  %5lld  %-20s  %-8s  %-28.28s  %5lld %5lld %5lld %5lld %8lld\n", (long long)r->id,
+	       dash(r->started_at), dash(r->status), src, (long long)r->jobs, (long long)r->ok,
+	       (long long)r->infra, (long long)r->mismatch, (long long)r->samples);
 }
 
-static void print_event_kind(sqlite3_stmt *q, int n)
+static void print_event_kind(const struct store_event_kind *k, void *arg)
 {
-	LAB_UNUSED(n);
-	printf("  %-16s %5lld  last: %s%s%s\n", col(q, 0), (long long)sqlite3_column_int64(q, 1),
-	       col(q, 2), sqlite3_column_type(q, 3) != SQLITE_NULL ? " on " : "",
-	       sqlite3_column_type(q, 3) != SQLITE_NULL ? col(q, 3) : "");
+	LAB_UNUSED(arg);
+	printf("  %-16s %5lld  last: %s%s%s\n", dash(k->kind), (long long)k->count, dash(k->message),
+	       k->board ? " on " : "", k->board ? k->board : "");
 }
 
-static void print_quarantine(sqlite3_stmt *q, int n)
+static void print_quarantine(const struct store_quarantine *q, void *arg)
 {
-	LAB_UNUSED(n);
-	printf("  %-16s since %s (run %lld): %s\n", col(q, 0), col(q, 1),
-	       (long long)sqlite3_column_int64(q, 2), col(q, 3));
+	LAB_UNUSED(arg);
+	printf("  %-16s since %s (run %lld): %s\n", dash(q->board), dash(q->at), (long long)q->run_id,
+	       dash(q->message));
 }
 
-static void print_upload(sqlite3_stmt *q, int n)
+static void print_upload(const struct store_outbox_row *u, void *arg)
 {
-	if (n == 0)
+	int *n = arg;
+	if ((*n)++ == 0)
 		printf("  %5s  %5s  %-14s %-9s %-8s %4s  %-20s  %s\n", "id", "run", "target", "kind",
 		       "state", "try", "next", "last error");
-	printf("  %5lld  %5lld  %-14.14s %-9s %-8s %4lld  %-20s  %s\n",
-	       (long long)sqlite3_column_int64(q, 0), (long long)sqlite3_column_int64(q, 1), col(q, 2),
-	       col(q, 3), col(q, 4), (long long)sqlite3_column_int64(q, 5), col(q, 6), col(q, 7));
+	printf("  %5lld  %5lld  %-14.14s %-9s %-8s %4lld  %-20s  %s\n", (long long)u->id,
+	       (long long)u->run_id, u->target, u->kind, u->state, (long long)u->attempts,
+	       dash(u->next_at), dash(u->last_error));
 }
 
 int cmd_status(struct cli *cli, int argc, char **argv)
@@ -110,56 +87,28 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 		return cli_error(&e);
 	int n, rc;
 	printf("database %s (schema %d)\n\nruns (newest first):\n", path, store_schema_version(s));
-	rc = each_row(s,
-		      "SELECT r.id, r.started_at, r.status, r.source, r.plan,"
-		      " (SELECT count(*) FROM job j WHERE j.run_id = r.id),"
-		      " (SELECT count(*) FROM job j WHERE j.run_id = r.id AND j.status = 'ok'),"
-		      " (SELECT count(*) FROM job j WHERE j.run_id = r.id AND j.status = 'infra'),"
-		      " (SELECT count(*) FROM job j WHERE j.run_id = r.id AND j.status = 'mode-mismatch'),"
-		      " (SELECT count(*) FROM sample s JOIN iteration i ON i.id = s.iteration_id"
-		      "  JOIN job j ON j.id = i.job_id WHERE j.run_id = r.id)"
-		      " FROM run r ORDER BY r.id DESC LIMIT ?1",
-		      last, print_run, &n, &e);
+	rc = store_runs_recent(s, last, print_run, NULL, &n, &e);
 	if (!rc && n == 0)
 		printf("  (none)\n");
 	int64_t last_run = 0;
-	if (!rc) {
-		sqlite3_stmt *q;
-		sqlite3_prepare_v2(store_db(s), "SELECT max(id) FROM run", -1, &q, NULL);
-		if (sqlite3_step(q) == SQLITE_ROW)
-			last_run = sqlite3_column_int64(q, 0);
-		sqlite3_finalize(q);
-	}
+	if (!rc)
+		rc = store_run_last(s, &last_run, &e);
 	if (!rc && last_run) {
 		printf("\nevents of run %" PRId64 " by kind:\n", last_run);
-		rc = each_row(s,
-			      /* bare columns come from the max(e.id) row: the latest event */
-			      "SELECT e.kind, count(*), e.message, b.name, max(e.id) FROM event e"
-			      " LEFT JOIN board b ON b.id = e.board_id WHERE e.run_id = ?1"
-			      " GROUP BY e.kind ORDER BY count(*) DESC, e.kind",
-			      last_run, print_event_kind, &n, &e);
+		rc = store_event_kinds(s, last_run, print_event_kind, NULL, &n, &e);
 		if (!rc && n == 0)
 			printf("  (none)\n");
 	}
 	if (!rc) {
-		/* Quarantine holds until a later 'unquarantine' event for the board. */
 		printf("\nquarantined boards:\n");
-		rc = each_row(s,
-			      "SELECT b.name, e.at, e.run_id, e.message, max(e.id) FROM event e"
-			      " JOIN board b ON b.id = e.board_id WHERE e.kind = 'quarantine'"
-			      " AND NOT EXISTS (SELECT 1 FROM event u WHERE u.board_id = e.board_id"
-			      "  AND u.kind = 'unquarantine' AND u.id > e.id)"
-			      " GROUP BY b.id ORDER BY b.name",
-			      0, print_quarantine, &n, &e);
+		rc = store_quarantined(s, 0, print_quarantine, NULL, &n, &e);
 		if (!rc && n == 0)
 			printf("  (none)\n");
 	}
 	if (!rc) {
 		printf("\nuploads waiting:\n");
-		rc = each_row(s,
-			      "SELECT id, run_id, target, kind, state, attempts, next_at, last_error"
-			      " FROM upload WHERE state <> 'sent' ORDER BY id",
-			      0, print_upload, &n, &e);
+		n = 0;
+		rc = store_outbox_list(s, 0, false, print_upload, &n, &e);
 		if (!rc && n == 0)
 			printf("  (none)\n");
 	}

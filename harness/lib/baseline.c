@@ -6,130 +6,101 @@
 #include <string.h>
 #include <time.h>
 
-static int db_err(struct lab_err *e, sqlite3 *db, const char *what)
+/* A run that cannot be looked up counts as missing (the lookup's error is
+ * the store's, and the message that follows names the run). */
+static bool run_exists(struct store *s, int64_t id)
 {
-	return LAB_ERR(e, LAB_EINFRA, "baseline: %s: %s", what, sqlite3_errmsg(db));
-}
-
-static bool run_exists(sqlite3 *db, int64_t id, char *status, size_t n)
-{
-	sqlite3_stmt *st;
+	struct lab_err e = {0};
 	bool found = false;
-	if (sqlite3_prepare_v2(db, "SELECT status FROM run WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
-		return false;
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		found = true;
-		if (status)
-			lab_strlcpy(status, (const char *)sqlite3_column_text(st, 0), n);
-	}
-	sqlite3_finalize(st);
-	return found;
+	return store_run_exists(s, id, &found, NULL, 0, &e) == LAB_OK && found;
 }
 
 int baseline_set(struct store *s, const char *name, int64_t run_id, int last_n, struct lab_err *e)
 {
-	sqlite3 *db = store_db(s);
 	if (!name || !name[0] || strlen(name) >= sizeof ((struct baseline_info *)0)->name)
 		return LAB_ERR(e, LAB_EUSAGE, "baseline name must be 1..63 characters");
 	if ((run_id > 0) == (last_n > 0))
 		return LAB_ERR(e, LAB_EUSAGE, "baseline: give either a run id or --last N (N >= 1)");
-	if (run_id > 0 && !run_exists(db, run_id, NULL, 0))
+	if (run_id > 0 && !run_exists(s, run_id))
 		return LAB_ERR(e, LAB_EUSAGE, "baseline: no run with id %lld", (long long)run_id);
 	char now[32];
 	lab_utc_iso(now, sizeof now, (int64_t)time(NULL));
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO baseline (name, kind, run_id, last_n, set_at) VALUES (?, ?, ?, ?, ?) "
-			       "ON CONFLICT(name) DO UPDATE SET kind = excluded.kind, run_id = excluded.run_id, "
-			       "last_n = excluded.last_n, set_at = excluded.set_at",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_err(e, db, "set");
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, run_id > 0 ? "run" : "last-n", -1, SQLITE_STATIC);
-	if (run_id > 0) {
-		sqlite3_bind_int64(st, 3, run_id);
-		sqlite3_bind_null(st, 4);
-	} else {
-		sqlite3_bind_null(st, 3);
-		sqlite3_bind_int(st, 4, last_n);
-	}
-	sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return db_err(e, db, "set");
-	return LAB_OK;
+	struct store_baseline b = {
+		.name = name,
+		.kind = run_id > 0 ? "run" : "last-n",
+		.run_id = run_id > 0 ? run_id : 0,
+		.last_n = run_id > 0 ? 0 : last_n,
+		.set_at = now,
+	};
+	return store_baseline_put(s, &b, e);
 }
 
-static void fill(sqlite3_stmt *st, struct baseline_info *bi)
+static void fill(const struct store_baseline *b, struct baseline_info *bi)
 {
 	memset(bi, 0, sizeof *bi);
-	bi->id = sqlite3_column_int64(st, 0);
-	lab_strlcpy(bi->name, (const char *)sqlite3_column_text(st, 1), sizeof bi->name);
-	lab_strlcpy(bi->kind, (const char *)sqlite3_column_text(st, 2), sizeof bi->kind);
-	bi->run_id = sqlite3_column_int64(st, 3);
-	bi->last_n = sqlite3_column_int(st, 4);
-	const unsigned char *t = sqlite3_column_text(st, 5);
-	lab_strlcpy(bi->set_at, t ? (const char *)t : "", sizeof bi->set_at);
+	bi->id = b->id;
+	lab_strlcpy(bi->name, b->name, sizeof bi->name);
+	lab_strlcpy(bi->kind, b->kind, sizeof bi->kind);
+	bi->run_id = b->run_id;
+	bi->last_n = b->last_n;
+	lab_strlcpy(bi->set_at, b->set_at, sizeof bi->set_at);
+}
+
+static void get_cb(const struct store_baseline *b, void *arg)
+{
+	fill(b, arg);
 }
 
 int baseline_get(struct store *s, const char *name, struct baseline_info *bi, struct lab_err *e)
 {
-	sqlite3 *db = store_db(s);
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "SELECT id, name, kind, run_id, last_n, set_at FROM baseline WHERE name = ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_err(e, db, "get");
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		fill(st, bi);
-	sqlite3_finalize(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return db_err(e, db, "get");
-	if (rc != SQLITE_ROW)
+	bool found;
+	int rc = store_baseline_get(s, name, get_cb, bi, &found, e);
+	if (rc)
+		return rc;
+	if (!found)
 		return LAB_ERR(e, LAB_EUSAGE,
 			       "no baseline named '%s' (set one with: emmclab baseline set --run ID | --last N --name %s)",
 			       name, name);
 	return LAB_OK;
 }
 
+struct list_acc {
+	struct baseline_info *v;
+	size_t n;
+};
+
+static void list_cb(const struct store_baseline *b, void *arg)
+{
+	struct list_acc *a = arg;
+	a->v = xreallocarray(a->v, a->n + 1, sizeof *a->v);
+	fill(b, &a->v[a->n++]);
+}
+
 int baseline_list(struct store *s, struct baseline_info **out, size_t *n, struct lab_err *e)
 {
-	sqlite3 *db = store_db(s);
-	sqlite3_stmt *st;
+	struct list_acc a = {0};
 	*out = NULL;
 	*n = 0;
-	if (sqlite3_prepare_v2(db, "SELECT id, name, kind, run_id, last_n, set_at FROM baseline ORDER BY name",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_err(e, db, "list");
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		*out = xreallocarray(*out, *n + 1, sizeof **out);
-		fill(st, &(*out)[(*n)++]);
+	int rc = store_baseline_list(s, list_cb, &a, e);
+	if (rc) {
+		free(a.v);
+		return rc;
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		free(*out);
-		*out = NULL;
-		*n = 0;
-		return db_err(e, db, "list");
-	}
+	*out = a.v;
+	*n = a.n;
 	return LAB_OK;
 }
 
 int baseline_runs(struct store *s, const struct baseline_info *bi, int64_t test_run,
 		  int64_t **ids, size_t *n, struct lab_err *e)
 {
-	sqlite3 *db = store_db(s);
 	*ids = NULL;
 	*n = 0;
 	if (strcmp(bi->kind, "run") == 0) {
 		if (bi->run_id == test_run)
 			return LAB_ERR(e, LAB_EUSAGE, "run %lld is its own baseline '%s'",
 				       (long long)test_run, bi->name);
-		if (!run_exists(db, bi->run_id, NULL, 0))
+		if (!run_exists(s, bi->run_id))
 			return LAB_ERR(e, LAB_EUSAGE, "baseline '%s' names run %lld, which no longer exists",
 				       bi->name, (long long)bi->run_id);
 		*ids = xmalloc(sizeof **ids);
@@ -137,29 +108,10 @@ int baseline_runs(struct store *s, const struct baseline_info *bi, int64_t test_
 		*n = 1;
 		return LAB_OK;
 	}
-	sqlite3_stmt *st;
 	/* The last N complete lab runs started before the run under test. */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT id FROM run WHERE status = 'complete' AND id != ?1 AND source = "
-			       "(SELECT source FROM run WHERE id = ?1) AND (started_at < (SELECT started_at "
-			       "FROM run WHERE id = ?1) OR (started_at = (SELECT started_at FROM run WHERE "
-			       "id = ?1) AND id < ?1)) ORDER BY started_at DESC, id DESC LIMIT ?2",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_err(e, db, "resolving last-n");
-	sqlite3_bind_int64(st, 1, test_run);
-	sqlite3_bind_int(st, 2, bi->last_n);
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		*ids = xreallocarray(*ids, *n + 1, sizeof **ids);
-		(*ids)[(*n)++] = sqlite3_column_int64(st, 0);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		free(*ids);
-		*ids = NULL;
-		*n = 0;
-		return db_err(e, db, "resolving last-n");
-	}
+	int rc = store_runs_before(s, test_run, bi->last_n, ids, n, e);
+	if (rc)
+		return rc;
 	if (*n == 0)
 		return LAB_ERR(e, LAB_EUSAGE, "baseline '%s': no complete run before run %lld",
 			       bi->name, (long long)test_run);
@@ -184,7 +136,7 @@ int regress_build(struct store *s, int64_t run_id, const char *baseline,
 	}
 	*res = NULL;
 	*cmp = NULL;
-	if (!run_exists(store_db(s), run_id, NULL, 0))
+	if (!run_exists(s, run_id))
 		return LAB_ERR(e, LAB_EUSAGE, "no run with id %lld", (long long)run_id);
 	struct baseline_info bi;
 	int64_t *ids = NULL;

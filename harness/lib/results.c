@@ -6,6 +6,7 @@
  * of nightly samples (~900k rows) well under a second.
  */
 #include "results.h"
+#include "store_internal.h"
 #include "stats.h"
 
 #include <math.h>
@@ -282,7 +283,7 @@ int results_filter_add(struct results_filter *f, char *arg, struct lab_err *e)
 
 int results_latest_run(struct store *s, int64_t *run_id, struct lab_err *e)
 {
-	sqlite3 *db = store_db(s);
+	sqlite3 *db = store_sqlite(s);
 	sqlite3_stmt *st;
 	*run_id = 0;
 	if (sqlite3_prepare_v2(db, "SELECT id FROM run ORDER BY started_at DESC, id DESC LIMIT 1", -1,
@@ -900,7 +901,7 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 	static const struct results_filter none;
 	if (!f)
 		f = &none;
-	sqlite3 *db = store_db(s);
+	sqlite3 *db = store_sqlite(s);
 	struct results *r = xcalloc(1, sizeof *r);
 	struct priv *pv = xcalloc(1, sizeof *pv);
 	r->priv = pv;

@@ -1057,61 +1057,37 @@ static void next_slot(struct rboard *rb)
  * the controller): everything they committed is whole (iterations are atomic);
  * mark them aborted and their unfinished jobs infra, so reports do not wait
  * for them.  Only runs of this host whose process is gone are touched. */
+struct dead_runs {
+	int64_t id[64];
+	size_t n;
+};
+
+static void note_dead(int64_t run_id, int64_t pid, void *arg)
+{
+	struct dead_runs *d = arg;
+	if (d->n < LAB_ARRAY_SIZE(d->id) && pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		d->id[d->n++] = run_id;
+}
+
 static void reap_dead_runs(struct runner *r, const char *host)
 {
-	sqlite3 *db = store_db(r->store);
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT id, json_extract(config_json, '$.pid') FROM run WHERE status = 'running'"
-			       " AND source = 'lab' AND json_valid(config_json)"
-			       " AND json_extract(config_json, '$.host') = ?1",
-			       -1, &st, NULL) != SQLITE_OK)
+	struct dead_runs d = {.n = 0};
+	struct lab_err e = {0};
+	if (store_runs_running(r->store, host, note_dead, &d, &e) != LAB_OK)
 		return;
-	sqlite3_bind_text(st, 1, host, -1, SQLITE_TRANSIENT);
-	int64_t dead[64];
-	size_t n = 0;
-	while (sqlite3_step(st) == SQLITE_ROW && n < LAB_ARRAY_SIZE(dead)) {
-		pid_t pid = (pid_t)sqlite3_column_int64(st, 1);
-		if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
-			dead[n++] = sqlite3_column_int64(st, 0);
-	}
-	sqlite3_finalize(st);
-	for (size_t i = 0; i < n; i++) {
-		struct lab_err e = {0};
-		char *sql = xasprintf("UPDATE job SET status = 'infra' WHERE run_id = %lld AND status IN "
-				      "('pending', 'running')",
-				      (long long)dead[i]);
-		int rc = store_begin(r->store, &e);
-		if (!rc && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-			rc = LAB_EINFRA;
-		if (!rc)
-			rc = store_event(r->store, dead[i], 0, 0, "controller-died", NULL,
-					 "the controller of this run died; marked aborted by a later run", &e);
-		if (!rc)
-			rc = store_commit(r->store, &e);
-		else
-			store_rollback(r->store);
-		free(sql);
-		if (!rc && store_run_finish(r->store, dead[i], "aborted", &e) == LAB_OK)
-			logf_(r, "run %lld: its controller died; marked aborted", (long long)dead[i]);
+	for (size_t i = 0; i < d.n; i++) {
+		e = (struct lab_err){0};
+		if (store_run_abort_dead(r->store, d.id[i], &e) == LAB_OK)
+			logf_(r, "run %lld: its controller died; marked aborted", (long long)d.id[i]);
 	}
 }
 
 /* A quarantine event with no later unquarantine (emmclab board NAME release). */
 static bool board_still_quarantined(struct store *s, int64_t board_id)
 {
-	sqlite3_stmt *st;
+	struct lab_err e = {0};
 	bool q = false;
-	if (sqlite3_prepare_v2(store_db(s),
-			       "SELECT 1 FROM event e WHERE e.board_id = ?1 AND e.kind = 'quarantine'"
-			       " AND NOT EXISTS (SELECT 1 FROM event u WHERE u.board_id = e.board_id"
-			       " AND u.kind = 'unquarantine' AND u.id > e.id) LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK)
-		return false;
-	sqlite3_bind_int64(st, 1, board_id);
-	q = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return q;
+	return store_board_quarantined(s, board_id, &q, &e) == LAB_OK && q;
 }
 
 static void start_board(void *arg)

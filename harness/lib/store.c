@@ -6,7 +6,7 @@
  * Writes use cached prepared statements; an iteration is one transaction (a
  * savepoint when the caller already holds one, so bulk loads batch many).
  */
-#include "store.h"
+#include "store_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -142,7 +142,7 @@ int store_schema_latest(void)
 	return v;
 }
 
-sqlite3 *store_db(struct store *s)
+sqlite3 *store_sqlite(struct store *s)
 {
 	return s->db;
 }
@@ -164,7 +164,7 @@ static void now_iso(char buf[32])
 
 /* Constraint failures come from the caller's data (duplicate iteration, a
  * job that does not exist): usage.  Everything else is the machine: infra. */
-static int db_fail(struct store *s, struct lab_err *e, int src, const char *what)
+int store_fail(struct store *s, struct lab_err *e, int src, const char *what)
 {
 	int prim = src & 0xff;
 	int rc = prim == SQLITE_CONSTRAINT ? LAB_EUSAGE : LAB_EINFRA;
@@ -182,7 +182,7 @@ static int exec_sql(struct store *s, const char *sql, const char *what, struct l
 {
 	int r = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 	if (r != SQLITE_OK)
-		return db_fail(s, e, r, what);
+		return store_fail(s, e, r, what);
 	return LAB_OK;
 }
 
@@ -192,7 +192,7 @@ static sqlite3_stmt *stmt(struct store *s, enum stmt_id id, struct lab_err *e)
 		int r = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
 					   &s->st[id], NULL);
 		if (r != SQLITE_OK) {
-			db_fail(s, e, r, "prepare");
+			store_fail(s, e, r, "prepare");
 			s->st[id] = NULL;
 			return NULL;
 		}
@@ -203,12 +203,37 @@ static sqlite3_stmt *stmt(struct store *s, enum stmt_id id, struct lab_err *e)
 	return s->st[id];
 }
 
-static void bind_text(sqlite3_stmt *q, int i, const char *v)
+void store_bind_text(sqlite3_stmt *q, int i, const char *v)
 {
 	if (v)
 		sqlite3_bind_text(q, i, v, -1, SQLITE_TRANSIENT);
 	else
 		sqlite3_bind_null(q, i);
+}
+
+sqlite3_stmt *store_prepare(struct store *s, const char *sql, struct lab_err *e)
+{
+	sqlite3_stmt *q = NULL;
+	int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
+	if (r != SQLITE_OK) {
+		store_fail(s, e, r, "prepare");
+		return NULL;
+	}
+	return q;
+}
+
+int store_fail_infra(struct store *s, struct lab_err *e, const char *what)
+{
+	return lab_err_set(e, LAB_EINFRA, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+}
+
+int store_prepare_rc(struct store *s, const char *sql, sqlite3_stmt **q, struct lab_err *e)
+{
+	if (sqlite3_prepare_v2(s->db, sql, -1, q, NULL) != SQLITE_OK) {
+		*q = NULL;
+		return store_fail_infra(s, e, "prepare");
+	}
+	return LAB_OK;
 }
 
 /* -1 means unknown: store NULL. */
@@ -237,7 +262,7 @@ static int step_done(struct store *s, sqlite3_stmt *q, const char *what, struct 
 		r = sqlite3_step(q);
 	sqlite3_reset(q);
 	if (r != SQLITE_DONE)
-		return db_fail(s, e, sqlite3_extended_errcode(s->db), what);
+		return store_fail(s, e, sqlite3_extended_errcode(s->db), what);
 	return LAB_OK;
 }
 
@@ -282,7 +307,7 @@ static int pragma_int(struct store *s, const char *sql, int *out, struct lab_err
 		if (rc)
 			return rc;
 	}
-	return db_fail(s, e, ext, "reading the schema version");
+	return store_fail(s, e, ext, "reading the schema version");
 }
 
 /* ---- open, migrate, close ------------------------------------------------ */
@@ -505,7 +530,7 @@ int store_commit(struct store *s, struct lab_err *e)
 {
 	int r = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
 	if (r != SQLITE_OK) {
-		int rc = db_fail(s, e, r, "commit");
+		int rc = store_fail(s, e, r, "commit");
 		store_rollback(s);
 		return rc == LAB_EUSAGE ? LAB_EINFRA : rc;
 	}
@@ -518,13 +543,12 @@ void store_rollback(struct store *s)
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
-/* A unit of work that nests: a transaction of its own, or a savepoint
- * inside the caller's transaction. */
-struct unit {
-	int nested;
-};
+bool store_in_transaction(struct store *s)
+{
+	return !sqlite3_get_autocommit(s->db);
+}
 
-static int unit_begin(struct store *s, struct unit *u, struct lab_err *e)
+int store_unit_begin(struct store *s, struct store_unit *u, struct lab_err *e)
 {
 	u->nested = !sqlite3_get_autocommit(s->db);
 	if (!u->nested)
@@ -533,7 +557,7 @@ static int unit_begin(struct store *s, struct unit *u, struct lab_err *e)
 	return q ? step_done(s, q, "begin", e) : LAB_EINFRA;
 }
 
-static int unit_end(struct store *s, struct unit *u, int rc, struct lab_err *e)
+int store_unit_end(struct store *s, struct store_unit *u, int rc, struct lab_err *e)
 {
 	if (rc == LAB_OK) {
 		sqlite3_stmt *q;
@@ -542,7 +566,7 @@ static int unit_end(struct store *s, struct unit *u, int rc, struct lab_err *e)
 			rc = q ? step_done(s, q, "commit", e) : LAB_EINFRA;
 		} else {
 			int r = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-			rc = r == SQLITE_OK ? LAB_OK : db_fail(s, e, r, "commit");
+			rc = r == SQLITE_OK ? LAB_OK : store_fail(s, e, r, "commit");
 		}
 		if (rc == LAB_OK)
 			return LAB_OK;
@@ -574,15 +598,15 @@ void store_part_init(struct store_part *p)
 
 static void bind_part(sqlite3_stmt *q, const struct store_part *p)
 {
-	bind_text(q, 1, p->label);
-	bind_text(q, 2, p->cid);
-	bind_text(q, 3, p->manfid);
-	bind_text(q, 4, p->oemid);
-	bind_text(q, 5, p->name);
-	bind_text(q, 6, p->prv);
-	bind_text(q, 7, p->serial);
-	bind_text(q, 8, p->date);
-	bind_text(q, 9, p->fwrev);
+	store_bind_text(q, 1, p->label);
+	store_bind_text(q, 2, p->cid);
+	store_bind_text(q, 3, p->manfid);
+	store_bind_text(q, 4, p->oemid);
+	store_bind_text(q, 5, p->name);
+	store_bind_text(q, 6, p->prv);
+	store_bind_text(q, 7, p->serial);
+	store_bind_text(q, 8, p->date);
+	store_bind_text(q, 9, p->fwrev);
 	bind_opt_i64(q, 10, p->ext_csd_rev);
 	bind_opt_i64(q, 11, p->capacity_bytes);
 	bind_opt_i64(q, 12, p->cache_kib);
@@ -590,7 +614,7 @@ static void bind_part(sqlite3_stmt *q, const struct store_part *p)
 	bind_opt_i64(q, 14, p->rel_sectors);
 	bind_opt_i64(q, 15, p->cmdq_support);
 	bind_opt_i64(q, 16, p->cmdq_depth);
-	bind_text(q, 17, p->ext_csd_hex);
+	store_bind_text(q, 17, p->ext_csd_hex);
 }
 
 int store_part_upsert(struct store *s, const struct store_part *p, int64_t *id, struct lab_err *e)
@@ -600,8 +624,8 @@ int store_part_upsert(struct store *s, const struct store_part *p, int64_t *id, 
 	sqlite3_stmt *q = stmt(s, ST_PART_FIND, e);
 	if (!q)
 		return LAB_EINFRA;
-	bind_text(q, 1, p->label);
-	bind_text(q, 2, p->cid);
+	store_bind_text(q, 1, p->label);
+	store_bind_text(q, 2, p->cid);
 	int r = sqlite3_step(q);
 	if (r == SQLITE_ROW) {
 		int64_t found = sqlite3_column_int64(q, 0);
@@ -617,7 +641,7 @@ int store_part_upsert(struct store *s, const struct store_part *p, int64_t *id, 
 	}
 	sqlite3_reset(q);
 	if (r != SQLITE_DONE)
-		return db_fail(s, e, r, "finding a part");
+		return store_fail(s, e, r, "finding a part");
 	if (!(q = stmt(s, ST_PART_INSERT, e)))
 		return LAB_EINFRA;
 	bind_part(q, p);
@@ -635,14 +659,14 @@ int store_board_upsert(struct store *s, const char *name, const char *type, cons
 	sqlite3_stmt *q = stmt(s, ST_BOARD_UPSERT, e);
 	if (!q)
 		return LAB_EINFRA;
-	bind_text(q, 1, name);
-	bind_text(q, 2, type);
-	bind_text(q, 3, host);
-	bind_text(q, 4, lab);
+	store_bind_text(q, 1, name);
+	store_bind_text(q, 2, type);
+	store_bind_text(q, 3, host);
+	store_bind_text(q, 4, lab);
 	int r = sqlite3_step(q);
 	if (r != SQLITE_ROW) {
 		sqlite3_reset(q);
-		return db_fail(s, e, sqlite3_extended_errcode(s->db), "upserting a board");
+		return store_fail(s, e, sqlite3_extended_errcode(s->db), "upserting a board");
 	}
 	*id = sqlite3_column_int64(q, 0);
 	return step_done(s, q, "upserting a board", e);
@@ -657,10 +681,10 @@ int store_kernel_upsert(struct store *s, const char *version, const char *series
 	sqlite3_stmt *q = stmt(s, ST_KERNEL_FIND, e);
 	if (!q)
 		return LAB_EINFRA;
-	bind_text(q, 1, version);
-	bind_text(q, 2, series_hash);
-	bind_text(q, 3, config_hash);
-	bind_text(q, 4, image_sha256);
+	store_bind_text(q, 1, version);
+	store_bind_text(q, 2, series_hash);
+	store_bind_text(q, 3, config_hash);
+	store_bind_text(q, 4, image_sha256);
 	int r = sqlite3_step(q);
 	if (r == SQLITE_ROW) {
 		*id = sqlite3_column_int64(q, 0);
@@ -669,13 +693,13 @@ int store_kernel_upsert(struct store *s, const char *version, const char *series
 	}
 	sqlite3_reset(q);
 	if (r != SQLITE_DONE)
-		return db_fail(s, e, r, "finding a kernel");
+		return store_fail(s, e, r, "finding a kernel");
 	if (!(q = stmt(s, ST_KERNEL_INSERT, e)))
 		return LAB_EINFRA;
-	bind_text(q, 1, version);
-	bind_text(q, 2, series_hash);
-	bind_text(q, 3, config_hash);
-	bind_text(q, 4, image_sha256);
+	store_bind_text(q, 1, version);
+	store_bind_text(q, 2, series_hash);
+	store_bind_text(q, 3, config_hash);
+	store_bind_text(q, 4, image_sha256);
 	int rc = step_done(s, q, "inserting a kernel", e);
 	if (rc == LAB_OK)
 		*id = sqlite3_last_insert_rowid(s->db);
@@ -729,13 +753,13 @@ int store_run_begin(struct store *s, const struct store_run_info *ri, int64_t *r
 	sqlite3_stmt *q = stmt(s, ST_RUN_INSERT, e);
 	if (!q)
 		return LAB_EINFRA;
-	bind_text(q, 1, uuid);
-	bind_text(q, 2, ri->plan);
-	bind_text(q, 3, ri->lab);
-	bind_text(q, 4, ri->source);
-	bind_text(q, 5, now);
-	bind_text(q, 6, ri->config_json);
-	bind_text(q, 7, ri->note);
+	store_bind_text(q, 1, uuid);
+	store_bind_text(q, 2, ri->plan);
+	store_bind_text(q, 3, ri->lab);
+	store_bind_text(q, 4, ri->source);
+	store_bind_text(q, 5, now);
+	store_bind_text(q, 6, ri->config_json);
+	store_bind_text(q, 7, ri->note);
 	int rc = step_done(s, q, "starting a run", e);
 	if (rc == LAB_OK)
 		*run_id = sqlite3_last_insert_rowid(s->db);
@@ -761,8 +785,8 @@ int store_run_finish(struct store *s, int64_t run_id, const char *status, struct
 	if (!q)
 		return LAB_EINFRA;
 	sqlite3_bind_int64(q, 1, run_id);
-	bind_text(q, 2, status);
-	bind_text(q, 3, strcmp(status, "running") ? now : NULL);
+	store_bind_text(q, 2, status);
+	store_bind_text(q, 3, strcmp(status, "running") ? now : NULL);
 	return update_changed(s, q, "finishing a run", run_id, e);
 }
 
@@ -783,11 +807,11 @@ int store_job_begin(struct store *s, const struct store_job_info *ji, int64_t *j
 	bind_id(q, 2, ji->board_id);
 	sqlite3_bind_int64(q, 3, ji->part_id);
 	bind_id(q, 4, ji->kernel_id);
-	bind_text(q, 5, ji->suite);
-	bind_text(q, 6, ji->mode);
+	store_bind_text(q, 5, ji->suite);
+	store_bind_text(q, 6, ji->mode);
 	sqlite3_bind_int(q, 7, ji->seq);
-	bind_text(q, 8, now);
-	bind_text(q, 9, ji->kernel_cmdline);
+	store_bind_text(q, 8, now);
+	store_bind_text(q, 9, ji->kernel_cmdline);
 	int rc = step_done(s, q, "starting a job", e);
 	if (rc == LAB_OK)
 		*job_id = sqlite3_last_insert_rowid(s->db);
@@ -804,18 +828,18 @@ int store_job_verified(struct store *s, int64_t job_id, int fua, int write_cache
 	bind_opt_i64(q, 2, fua);
 	bind_opt_i64(q, 3, write_cache);
 	bind_opt_i64(q, 4, cqe);
-	bind_text(q, 5, verified_mode);
+	store_bind_text(q, 5, verified_mode);
 	return update_changed(s, q, "recording the verified mode", job_id, e);
 }
 
 int store_job_finish(struct store *s, int64_t job_id, const char *status, struct lab_err *e)
 {
 	char now[32];
-	struct unit u;
+	struct store_unit u;
 	if (!in_list(status, job_status_ok))
 		return LAB_ERR(e, LAB_EUSAGE, "bad job status '%s'", status ? status : "(null)");
 	now_iso(now);
-	int rc = unit_begin(s, &u, e);
+	int rc = store_unit_begin(s, &u, e);
 	if (rc)
 		return rc;
 	sqlite3_stmt *q = stmt(s, ST_JOB_FINISH, e);
@@ -823,8 +847,8 @@ int store_job_finish(struct store *s, int64_t job_id, const char *status, struct
 		rc = LAB_EINFRA;
 	} else {
 		sqlite3_bind_int64(q, 1, job_id);
-		bind_text(q, 2, status);
-		bind_text(q, 3, now);
+		store_bind_text(q, 2, status);
+		store_bind_text(q, 3, now);
 		rc = update_changed(s, q, "finishing a job", job_id, e);
 	}
 	/* A sample measured in the wrong mode is never a result. */
@@ -836,7 +860,7 @@ int store_job_finish(struct store *s, int64_t job_id, const char *status, struct
 			rc = step_done(s, q, "dropping mismatched iterations", e);
 		}
 	}
-	return unit_end(s, &u, rc, e);
+	return store_unit_end(s, &u, rc, e);
 }
 
 /* ---- iterations --------------------------------------------------------------- */
@@ -877,12 +901,12 @@ int store_iteration_write(struct store *s, int64_t job_id, const char *workload,
 			  int64_t *iteration_id, struct lab_err *e)
 {
 	char now[32];
-	struct unit u;
+	struct store_unit u;
 	int rc = check_iteration(workload, n, duration_s, samples, nsamples, counters, ncounters,
 				 e);
 	if (rc)
 		return rc;
-	if ((rc = unit_begin(s, &u, e)))
+	if ((rc = store_unit_begin(s, &u, e)))
 		return rc;
 	now_iso(now);
 	sqlite3_stmt *q = stmt(s, ST_ITER_INSERT, e);
@@ -891,9 +915,9 @@ int store_iteration_write(struct store *s, int64_t job_id, const char *workload,
 		goto out;
 	}
 	sqlite3_bind_int64(q, 1, job_id);
-	bind_text(q, 2, workload);
+	store_bind_text(q, 2, workload);
 	sqlite3_bind_int(q, 3, n);
-	bind_text(q, 4, now);
+	store_bind_text(q, 4, now);
 	sqlite3_bind_double(q, 5, duration_s);
 	sqlite3_bind_int(q, 6, warmup ? 1 : 0);
 	if ((rc = step_done(s, q, "inserting an iteration", e)))
@@ -905,9 +929,9 @@ int store_iteration_write(struct store *s, int64_t job_id, const char *workload,
 			goto out;
 		}
 		sqlite3_bind_int64(q, 1, it);
-		bind_text(q, 2, samples[i].metric);
+		store_bind_text(q, 2, samples[i].metric);
 		sqlite3_bind_double(q, 3, samples[i].value);
-		bind_text(q, 4, samples[i].unit);
+		store_bind_text(q, 4, samples[i].unit);
 		if ((rc = step_done(s, q, "inserting a sample", e)))
 			goto out;
 	}
@@ -917,7 +941,7 @@ int store_iteration_write(struct store *s, int64_t job_id, const char *workload,
 			goto out;
 		}
 		sqlite3_bind_int64(q, 1, it);
-		bind_text(q, 2, counters[i].name);
+		store_bind_text(q, 2, counters[i].name);
 		sqlite3_bind_int64(q, 3, counters[i].value);
 		if ((rc = step_done(s, q, "inserting a counter", e)))
 			goto out;
@@ -925,7 +949,7 @@ int store_iteration_write(struct store *s, int64_t job_id, const char *workload,
 	if (iteration_id)
 		*iteration_id = it;
 out:
-	return unit_end(s, &u, rc, e);
+	return store_unit_end(s, &u, rc, e);
 }
 
 /* ---- events, transcripts, artifacts ---------------------------------------- */
@@ -943,10 +967,10 @@ int store_event(struct store *s, int64_t run_id, int64_t job_id, int64_t board_i
 	bind_id(q, 1, run_id);
 	bind_id(q, 2, job_id);
 	bind_id(q, 3, board_id);
-	bind_text(q, 4, now);
-	bind_text(q, 5, kind);
-	bind_text(q, 6, stage);
-	bind_text(q, 7, message ? message : "");
+	store_bind_text(q, 4, now);
+	store_bind_text(q, 5, kind);
+	store_bind_text(q, 6, stage);
+	store_bind_text(q, 7, message ? message : "");
 	return step_done(s, q, "recording an event", e);
 }
 
@@ -962,8 +986,8 @@ int store_transcript(struct store *s, int64_t run_id, int64_t job_id, int64_t bo
 	bind_id(q, 1, run_id);
 	bind_id(q, 2, job_id);
 	bind_id(q, 3, board_id);
-	bind_text(q, 4, path);
-	bind_text(q, 5, sha256);
+	store_bind_text(q, 4, path);
+	store_bind_text(q, 5, sha256);
 	sqlite3_bind_int64(q, 6, bytes);
 	sqlite3_bind_int(q, 7, boot_n);
 	return step_done(s, q, "recording a transcript", e);
@@ -979,9 +1003,9 @@ int store_artifact(struct store *s, int64_t run_id, int64_t job_id, const char *
 		return LAB_EINFRA;
 	bind_id(q, 1, run_id);
 	bind_id(q, 2, job_id);
-	bind_text(q, 3, kind);
-	bind_text(q, 4, path);
-	bind_text(q, 5, sha256);
+	store_bind_text(q, 3, kind);
+	store_bind_text(q, 4, path);
+	store_bind_text(q, 5, sha256);
 	return step_done(s, q, "recording an artifact", e);
 }
 
@@ -995,7 +1019,7 @@ int store_check(struct store *s, struct lab_buf *report, int *problems, struct l
 	*problems = 0;
 	int r = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(100)", -1, &q, NULL);
 	if (r != SQLITE_OK)
-		return db_fail(s, e, r, "quick_check");
+		return store_fail(s, e, r, "quick_check");
 	while ((r = sqlite3_step(q)) == SQLITE_ROW) {
 		const char *t = (const char *)sqlite3_column_text(q, 0);
 		if (t && strcmp(t, "ok") == 0)
@@ -1010,11 +1034,11 @@ int store_check(struct store *s, struct lab_buf *report, int *problems, struct l
 			lab_buf_printf(report, "integrity: %s\n", sqlite3_errstr(r));
 			return LAB_OK;
 		}
-		return db_fail(s, e, r, "quick_check");
+		return store_fail(s, e, r, "quick_check");
 	}
 	r = sqlite3_prepare_v2(s->db, "PRAGMA foreign_key_check", -1, &q, NULL);
 	if (r != SQLITE_OK)
-		return db_fail(s, e, r, "foreign_key_check");
+		return store_fail(s, e, r, "foreign_key_check");
 	while ((r = sqlite3_step(q)) == SQLITE_ROW) {
 		if ((*problems)++ < CHECK_MAX_LINES)
 			lab_buf_printf(report, "foreign key: %s row %lld refers to a missing %s row\n",
@@ -1024,272 +1048,57 @@ int store_check(struct store *s, struct lab_buf *report, int *problems, struct l
 	}
 	sqlite3_finalize(q);
 	if (r != SQLITE_DONE)
-		return db_fail(s, e, r, "foreign_key_check");
+		return store_fail(s, e, r, "foreign_key_check");
 	if (*problems > CHECK_MAX_LINES)
 		lab_buf_printf(report, "... and %d more\n", *problems - CHECK_MAX_LINES);
 	return LAB_OK;
 }
 
-/* ---- merge ---------------------------------------------------------------------- */
+/* ---- snapshot --------------------------------------------------------------- */
 
-struct merge {
-	struct store *s;
-	struct lab_err *e;
-};
-
-static int mexec(struct merge *m, const char *sql, int64_t a, int64_t b, const char *what)
+static int fsync_path(const char *path)
 {
-	sqlite3_stmt *q;
-	int r = sqlite3_prepare_v2(m->s->db, sql, -1, &q, NULL);
-	if (r != SQLITE_OK)
-		return db_fail(m->s, m->e, r, what);
-	if (sqlite3_bind_parameter_count(q) >= 1)
-		sqlite3_bind_int64(q, 1, a);
-	if (sqlite3_bind_parameter_count(q) >= 2)
-		sqlite3_bind_int64(q, 2, b);
-	while ((r = sqlite3_step(q)) == SQLITE_ROW)
-		;
-	sqlite3_finalize(q);
-	if (r != SQLITE_DONE)
-		return db_fail(m->s, m->e, sqlite3_extended_errcode(m->s->db), what);
-	return LAB_OK;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int r = fsync(fd);
+	close(fd);
+	return r;
 }
 
-/* For each id the query yields (old ids not mapped yet), run `find` (may
- * yield the matching new id) or else `insert`, and record old -> new in map. */
-static int map_ids(struct merge *m, int64_t run, const char *list_sql, const char *find_sql,
-		   const char *insert_sql, const char *map, const char *what)
+int store_snapshot(struct store *s, const char *path, struct lab_err *e)
 {
-	sqlite3_stmt *l = NULL, *f = NULL, *ins = NULL, *put = NULL;
-	char *put_sql = xasprintf("INSERT INTO temp.%s (old, new) VALUES (?1, ?2)", map);
-	int rc = LAB_OK, r;
-	if (sqlite3_prepare_v2(m->s->db, list_sql, -1, &l, NULL) ||
-	    sqlite3_prepare_v2(m->s->db, find_sql, -1, &f, NULL) ||
-	    sqlite3_prepare_v2(m->s->db, insert_sql, -1, &ins, NULL) ||
-	    sqlite3_prepare_v2(m->s->db, put_sql, -1, &put, NULL)) {
-		rc = db_fail(m->s, m->e, sqlite3_errcode(m->s->db), what);
+	char *tmp = xasprintf("%s.tmp", path);
+	unlink(tmp);
+	sqlite3 *dst = NULL;
+	int rc = LAB_OK;
+	if (sqlite3_open_v2(tmp, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+		rc = lab_err_set(e, LAB_EINFRA, "snapshot %s: %s", tmp,
+				 dst ? sqlite3_errmsg(dst) : "cannot open");
 		goto out;
 	}
-	sqlite3_bind_int64(l, 1, run);
-	while ((r = sqlite3_step(l)) == SQLITE_ROW) {
-		int64_t old = sqlite3_column_int64(l, 0), nw;
-		sqlite3_bind_int64(f, 1, old);
-		r = sqlite3_step(f);
-		if (r == SQLITE_ROW) {
-			nw = sqlite3_column_int64(f, 0);
-		} else if (r == SQLITE_DONE) {
-			sqlite3_bind_int64(ins, 1, old);
-			if (sqlite3_step(ins) != SQLITE_DONE) {
-				rc = db_fail(m->s, m->e, sqlite3_extended_errcode(m->s->db), what);
-				goto out;
-			}
-			sqlite3_reset(ins);
-			nw = sqlite3_last_insert_rowid(m->s->db);
-		} else {
-			rc = db_fail(m->s, m->e, r, what);
-			goto out;
-		}
-		sqlite3_reset(f);
-		sqlite3_bind_int64(put, 1, old);
-		sqlite3_bind_int64(put, 2, nw);
-		if (sqlite3_step(put) != SQLITE_DONE) {
-			rc = db_fail(m->s, m->e, sqlite3_extended_errcode(m->s->db), what);
-			goto out;
-		}
-		sqlite3_reset(put);
+	sqlite3_backup *b = sqlite3_backup_init(dst, "main", s->db, "main");
+	if (!b) {
+		rc = lab_err_set(e, LAB_EINFRA, "snapshot %s: %s", tmp, sqlite3_errmsg(dst));
+		goto out;
 	}
-	if (r != SQLITE_DONE)
-		rc = db_fail(m->s, m->e, r, what);
+	int st = sqlite3_backup_step(b, -1);
+	sqlite3_backup_finish(b);
+	if (st != SQLITE_DONE) {
+		rc = lab_err_set(e, LAB_EINFRA, "snapshot %s: %s", tmp, sqlite3_errstr(st));
+		goto out;
+	}
+	/* A self-contained file: no -wal beside it. */
+	sqlite3_exec(dst, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
+	sqlite3_close(dst);
+	dst = NULL;
+	if (fsync_path(tmp) < 0 || rename(tmp, path) < 0)
+		rc = lab_err_set(e, LAB_EINFRA, "snapshot %s: %s", path, strerror(errno));
 out:
-	sqlite3_finalize(l);
-	sqlite3_finalize(f);
-	sqlite3_finalize(ins);
-	sqlite3_finalize(put);
-	free(put_sql);
-	return rc;
-}
-
-#define NEVER "SELECT 1 WHERE 0"
-
-static int merge_run(struct merge *m, int64_t old_run)
-{
-	int rc;
-	if ((rc = mexec(m, "INSERT INTO main.run (uuid, plan, lab, source, started_at, finished_at,"
-			   " status, config_json, note) SELECT uuid, plan, lab, source, started_at,"
-			   " finished_at, status, config_json, note FROM src.run WHERE id = ?1",
-			old_run, 0, "copying a run")))
-		return rc;
-	int64_t run = sqlite3_last_insert_rowid(m->s->db);
-	/* mexec runs one statement each. */
-	if ((rc = mexec(m, "DELETE FROM temp.m_job", 0, 0, "clearing maps")) ||
-	    (rc = mexec(m, "DELETE FROM temp.m_iter", 0, 0, "clearing maps")))
-		return rc;
-	/* Identity rows are matched, never duplicated. */
-	rc = map_ids(m, old_run,
-		     "SELECT DISTINCT part_id FROM src.job WHERE run_id = ?1"
-		     " AND part_id NOT IN (SELECT old FROM temp.m_part)",
-		     "SELECT p.id FROM main.part p, src.part o WHERE o.id = ?1 AND p.label = o.label"
-		     " AND p.cid IS o.cid",
-		     "INSERT INTO main.part (label, cid, manfid, oemid, name, prv, serial, date, fwrev,"
-		     " ext_csd_rev, capacity_bytes, cache_kib, rel_wr_param, rel_sectors, cmdq_support,"
-		     " cmdq_depth, ext_csd_hex) SELECT label, cid, manfid, oemid, name, prv, serial,"
-		     " date, fwrev, ext_csd_rev, capacity_bytes, cache_kib, rel_wr_param, rel_sectors,"
-		     " cmdq_support, cmdq_depth, ext_csd_hex FROM src.part WHERE id = ?1",
-		     "m_part", "merging parts");
-	if (!rc)
-		rc = map_ids(m, old_run,
-			     "SELECT DISTINCT board_id FROM (SELECT board_id FROM src.job WHERE run_id = ?1"
-			     " UNION SELECT board_id FROM src.event WHERE run_id = ?1"
-			     " UNION SELECT board_id FROM src.transcript WHERE run_id = ?1)"
-			     " WHERE board_id IS NOT NULL AND board_id NOT IN (SELECT old FROM temp.m_board)",
-			     "SELECT b.id FROM main.board b, src.board o WHERE o.id = ?1 AND b.name = o.name",
-			     "INSERT INTO main.board (name, type, host, lab) SELECT name, type, host, lab"
-			     " FROM src.board WHERE id = ?1",
-			     "m_board", "merging boards");
-	if (!rc)
-		rc = map_ids(m, old_run,
-			     "SELECT DISTINCT kernel_id FROM src.job WHERE run_id = ?1 AND kernel_id IS NOT"
-			     " NULL AND kernel_id NOT IN (SELECT old FROM temp.m_kernel)",
-			     "SELECT k.id FROM main.kernel k, src.kernel o WHERE o.id = ?1 AND"
-			     " k.version = o.version AND k.series_hash IS o.series_hash AND"
-			     " k.image_sha256 IS o.image_sha256",
-			     "INSERT INTO main.kernel (version, series_hash, config_hash, image_sha256)"
-			     " SELECT version, series_hash, config_hash, image_sha256 FROM src.kernel"
-			     " WHERE id = ?1",
-			     "m_kernel", "merging kernels");
+	if (dst)
+		sqlite3_close(dst);
 	if (rc)
-		return rc;
-	char *job_ins = xasprintf(
-		"INSERT INTO main.job (run_id, board_id, part_id, kernel_id, suite, mode, verified_fua,"
-		" verified_write_cache, verified_cqe, verified_mode, status, seq, started_at,"
-		" finished_at, kernel_cmdline, source_key) SELECT %lld,"
-		" (SELECT new FROM temp.m_board WHERE old = j.board_id),"
-		" (SELECT new FROM temp.m_part WHERE old = j.part_id),"
-		" (SELECT new FROM temp.m_kernel WHERE old = j.kernel_id), suite, mode, verified_fua,"
-		" verified_write_cache, verified_cqe, verified_mode, status, seq, started_at,"
-		" finished_at, kernel_cmdline, source_key FROM src.job j WHERE id = ?1",
-		(long long)run);
-	rc = map_ids(m, old_run, "SELECT id FROM src.job WHERE run_id = ?1 ORDER BY id", NEVER,
-		     job_ins, "m_job", "copying jobs");
-	free(job_ins);
-	if (!rc)
-		rc = map_ids(m, old_run,
-			     "SELECT i.id FROM src.iteration i JOIN src.job j ON j.id = i.job_id"
-			     " WHERE j.run_id = ?1 ORDER BY i.id", NEVER,
-			     "INSERT INTO main.iteration (job_id, workload, n, started_at, duration_s,"
-			     " warmup) SELECT (SELECT new FROM temp.m_job WHERE old = i.job_id), workload,"
-			     " n, started_at, duration_s, warmup FROM src.iteration i WHERE id = ?1",
-			     "m_iter", "copying iterations");
-	if (!rc)
-		rc = mexec(m,
-			   "INSERT INTO main.sample (iteration_id, metric, value, unit, value_text)"
-			   " SELECT m.new, s.metric, s.value, s.unit, s.value_text FROM src.sample s"
-			   " JOIN temp.m_iter m ON m.old = s.iteration_id ORDER BY s.id",
-			   0, 0, "copying samples");
-	if (!rc)
-		rc = mexec(m,
-			   "INSERT INTO main.counter (iteration_id, name, value) SELECT m.new, c.name,"
-			   " c.value FROM src.counter c JOIN temp.m_iter m ON m.old = c.iteration_id"
-			   " ORDER BY c.id", 0, 0, "copying counters");
-	if (!rc)
-		rc = mexec(m,
-			   "INSERT INTO main.event (run_id, job_id, board_id, at, kind, stage, message)"
-			   " SELECT ?2, (SELECT new FROM temp.m_job WHERE old = e.job_id),"
-			   " (SELECT new FROM temp.m_board WHERE old = e.board_id), at, kind, stage,"
-			   " message FROM src.event e WHERE run_id = ?1 ORDER BY id",
-			   old_run, run, "copying events");
-	if (!rc)
-		rc = mexec(m,
-			   "INSERT INTO main.transcript (run_id, job_id, board_id, path, sha256, bytes,"
-			   " boot_n) SELECT ?2, (SELECT new FROM temp.m_job WHERE old = t.job_id),"
-			   " (SELECT new FROM temp.m_board WHERE old = t.board_id), path, sha256, bytes,"
-			   " boot_n FROM src.transcript t WHERE run_id = ?1 ORDER BY id",
-			   old_run, run, "copying transcripts");
-	if (!rc)
-		rc = mexec(m,
-			   "INSERT INTO main.artifact (run_id, job_id, kind, path, sha256) SELECT ?2,"
-			   " (SELECT new FROM temp.m_job WHERE old = a.job_id), kind, path, sha256"
-			   " FROM src.artifact a WHERE run_id = ?1 ORDER BY id",
-			   old_run, run, "copying artifacts");
-	if (!rc)
-		rc = mexec(m,
-			   "INSERT INTO main.import_file (run_id, name, sha256, bytes, layout, header,"
-			   " eol, final_eol, exact, imported_at) SELECT ?2, name, sha256, bytes, layout,"
-			   " header, eol, final_eol, exact, imported_at FROM src.import_file"
-			   " WHERE run_id = ?1", old_run, run, "copying import records");
+		unlink(tmp);
+	free(tmp);
 	return rc;
-}
-
-int store_merge(struct store *s, const char *src_path, int *copied, int *skipped,
-		struct lab_err *e)
-{
-	struct store *src;
-	struct merge m = {s, e};
-	char *a, *b;
-	*copied = *skipped = 0;
-	/* Recognise the source first: newer, foreign or corrupt files are refused. */
-	int rc = store_open(src_path, STORE_READONLY | STORE_AS_IS, &src, e);
-	if (rc)
-		return rc;
-	int v = store_schema_version(src);
-	store_close(src);
-	if (v != s->version)
-		return lab_err_set(e, LAB_EUSAGE,
-				   "%s is at schema version %d, %s at %d: run `emmclab db migrate --db %s` first",
-				   src_path, v, s->path, s->version, src_path);
-	a = realpath(src_path, NULL);
-	b = realpath(s->path, NULL);
-	int same = a && b && strcmp(a, b) == 0;
-	free(a);
-	free(b);
-	if (same)
-		return lab_err_set(e, LAB_EUSAGE, "cannot merge %s into itself", src_path);
-
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(s->db, "ATTACH DATABASE ?1 AS src", -1, &q, NULL) != SQLITE_OK)
-		return db_fail(s, e, sqlite3_errcode(s->db), "attach");
-	sqlite3_bind_text(q, 1, src_path, -1, SQLITE_STATIC);
-	int r = sqlite3_step(q);
-	sqlite3_finalize(q);
-	if (r != SQLITE_DONE)
-		return db_fail(s, e, r, "attaching the source database");
-	rc = exec_sql(s,
-		      "CREATE TEMP TABLE IF NOT EXISTS m_part (old INTEGER PRIMARY KEY, new INTEGER);"
-		      "CREATE TEMP TABLE IF NOT EXISTS m_board (old INTEGER PRIMARY KEY, new INTEGER);"
-		      "CREATE TEMP TABLE IF NOT EXISTS m_kernel (old INTEGER PRIMARY KEY, new INTEGER);"
-		      "CREATE TEMP TABLE IF NOT EXISTS m_job (old INTEGER PRIMARY KEY, new INTEGER);"
-		      "CREATE TEMP TABLE IF NOT EXISTS m_iter (old INTEGER PRIMARY KEY, new INTEGER);"
-		      "DELETE FROM temp.m_part; DELETE FROM temp.m_board; DELETE FROM temp.m_kernel;",
-		      "preparing the merge", e);
-	if (!rc)
-		rc = store_begin(s, e);
-	if (!rc) {
-		r = sqlite3_prepare_v2(s->db,
-				       "SELECT id, uuid IN (SELECT uuid FROM main.run) FROM src.run"
-				       " ORDER BY id", -1, &q, NULL);
-		if (r != SQLITE_OK)
-			rc = db_fail(s, e, r, "listing runs");
-		while (!rc && (r = sqlite3_step(q)) == SQLITE_ROW) {
-			if (sqlite3_column_int(q, 1)) {
-				(*skipped)++;
-				continue;
-			}
-			rc = merge_run(&m, sqlite3_column_int64(q, 0));
-			if (!rc)
-				(*copied)++;
-		}
-		if (!rc && r != SQLITE_DONE)
-			rc = db_fail(s, e, r, "listing runs");
-		sqlite3_finalize(q);
-		if (!rc)
-			rc = store_commit(s, e);
-		else
-			store_rollback(s);
-	}
-	sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, NULL);
-	if (rc) {
-		*copied = 0;
-		return rc == LAB_EUSAGE ? LAB_EINFRA : rc;
-	}
-	return LAB_OK;
 }

@@ -10,9 +10,9 @@
 #ifndef EMMCLAB_STORE_H
 #define EMMCLAB_STORE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
-#include <sqlite3.h>
 #include "util.h"
 
 struct store_migration {
@@ -40,7 +40,6 @@ const char *store_default_path(const char *opt);
  * (LAB_EINFRA) with a clear message, and nothing is written. */
 int store_open(const char *path, int flags, struct store **out, struct lab_err *e);
 void store_close(struct store *s);
-sqlite3 *store_db(struct store *s);
 int store_schema_version(struct store *s);
 /* Apply pending migrations up to `target` (0 = latest); each in its own transaction. */
 int store_migrate(struct store *s, int target, struct lab_err *e);
@@ -48,6 +47,16 @@ int store_migrate(struct store *s, int target, struct lab_err *e);
 int store_begin(struct store *s, struct lab_err *e);
 int store_commit(struct store *s, struct lab_err *e);
 void store_rollback(struct store *s);
+/* True while a transaction (store_begin or a unit) is open on s. */
+bool store_in_transaction(struct store *s);
+/* A unit of work that nests: a transaction of its own, or a savepoint inside
+ * the caller's transaction.  store_unit_end commits (rc == LAB_OK) or undoes
+ * just the unit and returns rc (or the commit's error). */
+struct store_unit {
+	int nested;
+};
+int store_unit_begin(struct store *s, struct store_unit *u, struct lab_err *e);
+int store_unit_end(struct store *s, struct store_unit *u, int rc, struct lab_err *e);
 
 /* Identity of an eMMC part, from the agent's `identity` line or an import. */
 struct store_part {
@@ -127,5 +136,182 @@ int store_check(struct store *s, struct lab_buf *report, int *problems, struct l
  * ids, in one transaction.  Parts, boards and kernels are matched by identity. */
 int store_merge(struct store *s, const char *src_path, int *copied, int *skipped,
 		struct lab_err *e);
+
+/* Online backup of the whole store into a self-contained file at path
+ * (written as path.tmp, fsynced, renamed: never half a file; no -wal). */
+int store_snapshot(struct store *s, const char *path, struct lab_err *e);
+
+/* ---- reads for the CLI, the runner and the upload kinds (store_query.c) ----
+ * Row pointers passed to a callback are valid only during the call.  A
+ * NULL column is a NULL pointer unless the comment says otherwise.  Every
+ * function returns LAB_OK or LAB_EINFRA with the database's message. */
+
+/* A run with its job and sample counts (`emmclab status`). */
+struct store_run_summary {
+	int64_t id;
+	const char *started_at, *status, *source, *plan;
+	int64_t jobs, ok, infra, mismatch, samples;
+};
+/* The newest `limit` runs, newest first; *n = rows handed to cb. */
+int store_runs_recent(struct store *s, int64_t limit,
+		      void (*cb)(const struct store_run_summary *r, int i, void *arg), void *arg,
+		      int *n, struct lab_err *e);
+/* The highest run id, 0 when there is no run. */
+int store_run_last(struct store *s, int64_t *run_id, struct lab_err *e);
+/* --run takes a run id or a run uuid: LAB_EUSAGE "no run 'ARG' in PATH" when neither matches. */
+int store_run_find(struct store *s, const char *arg, int64_t *run_id, struct lab_err *e);
+
+/* The events of a run by kind: count, and the latest one's message and board. */
+struct store_event_kind {
+	const char *kind;
+	int64_t count;
+	const char *message, *board;
+};
+int store_event_kinds(struct store *s, int64_t run_id,
+		      void (*cb)(const struct store_event_kind *k, void *arg), void *arg, int *n,
+		      struct lab_err *e);
+
+/* A board stays quarantined from its 'quarantine' event until a later
+ * 'unquarantine' event (emmclab board NAME release). */
+struct store_quarantine {
+	const char *board, *at; /* the latest quarantine event */
+	int64_t run_id;
+	const char *message;
+};
+/* Quarantined boards by name; board_id 0 = every board; cb may be NULL (count only). */
+int store_quarantined(struct store *s, int64_t board_id,
+		      void (*cb)(const struct store_quarantine *q, void *arg), void *arg, int *n,
+		      struct lab_err *e);
+/* Whether one board is quarantined (the same rule). */
+int store_board_quarantined(struct store *s, int64_t board_id, bool *quarantined,
+			    struct lab_err *e);
+
+/* The tables `db info` counts, in its order (NULL-terminated). */
+extern const char *const store_info_tables[];
+/* Rows of a table of the schema; LAB_EUSAGE when this database has no such table. */
+int store_table_rows(struct store *s, const char *table, int64_t *n, struct lab_err *e);
+/* PRAGMA page_count, page_size, freelist_count; each -1 when unknown. */
+int store_pages(struct store *s, int64_t *count, int64_t *size, int64_t *free_pages,
+		struct lab_err *e);
+
+/* Runs of `host` still marked running by the controller (source lab), with
+ * the pid their controller wrote in config_json (0 if none). */
+int store_runs_running(struct store *s, const char *host,
+		       void (*cb)(int64_t run_id, int64_t pid, void *arg), void *arg,
+		       struct lab_err *e);
+/* A run whose controller died: its unfinished jobs become infra and a
+ * 'controller-died' event is written (one transaction), then the run is
+ * finished as aborted.  What it committed before stays. */
+int store_run_abort_dead(struct store *s, int64_t run_id, struct lab_err *e);
+/* Set a run's start and finish time (benchmarks back-date generated nights). */
+int store_run_set_times(struct store *s, int64_t run_id, const char *started_at,
+			const char *finished_at, struct lab_err *e);
+
+/* A run's identity; absent columns are "" (never NULL). */
+struct store_run_row {
+	int64_t id;
+	char uuid[40];
+	char started_at[32], finished_at[32];
+	char status[16];
+	char plan[128], lab[128];
+};
+/* LAB_EUSAGE "PATH: no run ID" when there is none. */
+int store_run_get(struct store *s, int64_t run_id, struct store_run_row *r, struct lab_err *e);
+
+/* A job of a run with its kernel, board and part names; absent ones "". */
+struct store_job_row {
+	int64_t id, board_id; /* board_id 0: none */
+	const char *suite, *mode, *status, *verified_mode;
+	const char *kernel, *board, *board_type, *part, *cid;
+};
+/* The run's jobs by seq; a nonzero return of cb stops and is returned. */
+int store_run_jobs(struct store *s, int64_t run_id,
+		   int (*cb)(const struct store_job_row *j, void *arg), void *arg, struct lab_err *e);
+/* A job's samples by workload, metric, iteration; warm-up ones left out on request. */
+int store_job_samples(struct store *s, int64_t job_id, bool exclude_warmup,
+		      void (*cb)(const char *workload, const char *metric, const char *unit,
+				 double value, void *arg),
+		      void *arg, struct lab_err *e);
+/* Transcript paths of a job, and of its board's boots outside any job of the
+ * run (board_id 0: none), distinct, oldest first; cb returns false to stop. */
+int store_job_transcripts(struct store *s, int64_t run_id, int64_t job_id, int64_t board_id,
+			  bool (*cb)(const char *path, void *arg), void *arg, struct lab_err *e);
+
+/* Counts of a run for its summary (the webhook). */
+struct store_run_counts {
+	int64_t jobs, ok, infra, mismatch, skipped; /* by job status */
+	int64_t samples;
+	int64_t infra_events; /* events other than 'info' */
+};
+int store_run_counts(struct store *s, int64_t run_id, struct store_run_counts *c,
+		     struct lab_err *e);
+enum store_run_names { STORE_NAMES_BOARDS, STORE_NAMES_PARTS, STORE_NAMES_KERNELS };
+/* The distinct board names, part labels or kernel versions of a run's jobs, sorted. */
+int store_run_names(struct store *s, int64_t run_id, enum store_run_names which,
+		    void (*cb)(const char *name, void *arg), void *arg, struct lab_err *e);
+
+/* ---- regression baselines (store_baseline.c) ---- */
+
+struct store_baseline {
+	int64_t id;
+	const char *name, *kind; /* kind "run" | "last-n" */
+	int64_t run_id;          /* 0 for last-n */
+	int last_n;              /* 0 for run */
+	const char *set_at;      /* "" when unknown */
+};
+/* Whether run_id exists; its status copied to status (n bytes) when given. */
+int store_run_exists(struct store *s, int64_t run_id, bool *exists, char *status, size_t n,
+		     struct lab_err *e);
+/* Insert or replace the baseline b->name (b->id ignored). */
+int store_baseline_put(struct store *s, const struct store_baseline *b, struct lab_err *e);
+/* The baseline of that name (*found false when none), or every one by name. */
+int store_baseline_get(struct store *s, const char *name,
+		       void (*cb)(const struct store_baseline *b, void *arg), void *arg,
+		       bool *found, struct lab_err *e);
+int store_baseline_list(struct store *s, void (*cb)(const struct store_baseline *b, void *arg),
+			void *arg, struct lab_err *e);
+/* The last `limit` complete runs of test_run's source started before it
+ * (ties broken by id), newest first; caller frees *ids. */
+int store_runs_before(struct store *s, int64_t test_run, int limit, int64_t **ids, size_t *n,
+		      struct lab_err *e);
+
+/* ---- the upload outbox, table `upload` (store_outbox.c; see upload.h) ---- */
+
+struct store_outbox_row {
+	int64_t id, run_id;
+	const char *run_uuid, *target, *kind, *idem_key, *item, *state; /* never NULL */
+	int64_t attempts;
+	const char *next_at, *last_error; /* NULL when unset */
+	const char *created_at;           /* never NULL */
+	const char *sent_at;              /* NULL until sent */
+	const char *spec;                 /* the target's resolved YAML, NULL if none */
+};
+/* Queue one row (state pending, 0 attempts); an existing row of the same
+ * target and idempotency key is left alone. */
+int store_outbox_add(struct store *s, int64_t run_id, const char *target, const char *kind,
+		     const char *idem_key, const char *next_at, const char *created_at,
+		     const char *spec, const char *item, struct lab_err *e);
+/* Make a run's rows due at next_at again (pending, 0 attempts, no error):
+ * those of `target`, or every row when target is NULL; *changed += rows. */
+int store_outbox_requeue(struct store *s, int64_t run_id, const char *target, const char *next_at,
+			 int *changed, struct lab_err *e);
+/* Rows by id: not sent (or all with `all`); run_id 0 = every run. */
+int store_outbox_list(struct store *s, int64_t run_id, bool all,
+		      void (*cb)(const struct store_outbox_row *r, void *arg), void *arg,
+		      struct lab_err *e);
+/* Pending rows (and failed ones with failed_too) by id; cb may write to the
+ * store; it returns false to stop. */
+int store_outbox_pending(struct store *s, int64_t run_id, bool failed_too,
+			 bool (*cb)(const struct store_outbox_row *r, void *arg), void *arg,
+			 struct lab_err *e);
+/* Before an attempt: charge it (attempts, next_at; a failed row is pending again). */
+int store_outbox_charge(struct store *s, int64_t id, int64_t attempts, const char *next_at,
+			struct lab_err *e);
+/* After an attempt: "sent" (at sent_at, error cleared), or "pending"/"failed"
+ * with last_error (a failed row has no next time). */
+int store_outbox_record(struct store *s, int64_t id, const char *state, const char *sent_at,
+			const char *last_error, struct lab_err *e);
+/* Whether row id is sent (false when there is no such row). */
+int store_outbox_is_sent(struct store *s, int64_t id, bool *sent, struct lab_err *e);
 
 #endif

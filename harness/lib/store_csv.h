@@ -1,13 +1,14 @@
 /*
- * store_csv.h - import of published measurements (CSV) and export of stored
- * samples (CSV, JSON, or an imported file in its original layout).
+ * store_csv.h - import of published measurements (CSV, store_import.c) and
+ * export of stored samples (CSV, JSON, or an imported file in its original
+ * layout, store_export.c).
  *
  * Import is two steps so the CLI can report every bad line before anything
- * is written: csv_parse() reads and validates a whole file into a struct
- * csv_file (owned by the caller, csv_free()); store_import() writes one or
- * more parsed files in a single transaction.  Nothing here prints: bad
- * lines are returned as (line, reason) pairs.  Exporters write to a FILE *
- * the caller owns.  Layouts and columns: docs/results-schema.md.
+ * is written: csv_parse() (csv.h) reads and validates a whole file into a
+ * struct csv_file (owned by the caller, csv_free()); store_import() writes
+ * one or more parsed files in a single transaction.  Nothing here prints.
+ * Exporters write to a FILE * the caller owns.  Layouts and columns:
+ * docs/results-schema.md.
  */
 #ifndef EMMCLAB_STORE_CSV_H
 #define EMMCLAB_STORE_CSV_H
@@ -15,66 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "csv.h"
 #include "store.h"
-
-#define CSV_MAX_FILE (64u << 20) /* bytes read from one file */
-#define CSV_MAX_FIELD 4096       /* bytes in one field */
-#define CSV_MAX_BAD 1000         /* bad lines kept (the count keeps going) */
-
-enum csv_layout {
-	CSV_ANDROBENCH = 1, /* board,controller,queue_fua,workload,run,mib_per_s */
-	CSV_FSCOPY = 2,     /* dut,module,mode,run,seconds */
-};
-
-struct csv_row {
-	int line;         /* 1-based line the record starts on */
-	char *key;        /* the first three columns exactly as written (quotes kept) */
-	char *group;      /* the first three columns decoded, length-prefixed: one job each */
-	char *label;      /* part label */
-	char *board;      /* board name, or NULL */
-	char *host;       /* host controller, or NULL */
-	char *mode;       /* one of the four modes */
-	char *metric;     /* androbench workload column, or "wall_time" */
-	int run;          /* iteration number, >= 1 */
-	double value;
-	char *value_text; /* the value exactly as written */
-};
-
-struct csv_bad {
-	int line;
-	char *reason;
-};
-
-struct csv_file {
-	enum csv_layout layout;
-	char *name;       /* basename of the file */
-	char sha256[65];
-	size_t bytes;
-	char *comments;   /* '#' lines joined with '\n', or NULL */
-	char *header;     /* header line as written */
-	int crlf;         /* the file's lines end in CRLF */
-	int final_eol;    /* the last line ends with a line end */
-	int exact;        /* re-rendering the parsed rows gives back the file byte for byte */
-	struct csv_row *rows;
-	size_t nrows;
-	struct csv_bad *bad;
-	size_t nbad;      /* bad lines kept (<= CSV_MAX_BAD) */
-	size_t nbad_total;
-};
-
-const char *csv_layout_name(enum csv_layout l);
-
-/* Parse and validate a whole buffer.  Bad lines land in f->bad (sorted by
- * line); a file that is not one of the known layouts is an error
- * (LAB_EUSAGE, e->where = "name:line").  `name` is used for messages. */
-int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **out,
-	      struct lab_err *e);
-/* Read (capped at CSV_MAX_FILE) and csv_parse() a file. */
-int csv_read_file(const char *path, struct csv_file **out, struct lab_err *e);
-void csv_free(struct csv_file *f);
-
-/* Write a field, quoting it (RFC 4180) when it holds , " CR or LF. */
-void csv_put_field(struct lab_buf *b, const char *v);
 
 struct store_import_opts {
 	int force; /* import a file whose sha256 is already stored */

@@ -3,10 +3,12 @@
  *
  * Targets come from the `uploads:` list of a lab or plan (config.h keeps it
  * raw): each item is {name, kind: squad|http-put|webhook, url, ...}, parsed
- * here with one option table for the common keys and one per kind
- * (upload/squad.c, upload/http_put.c, upload/webhook.c: one ops table each).
+ * by upload/target.c with one option table for the common keys and one per
+ * kind (upload/squad.c, upload/http_put.c, upload/webhook.c: one ops table
+ * each, listed in upload_kinds[] in upload.c).
  *
- * The outbox is the store's `upload` table.  Queueing a run writes one row
+ * The outbox is the store's `upload` table (store_outbox_* in store.h,
+ * driven by upload/outbox.c).  Queueing a run writes one row
  * per thing to send (a SQUAD test run per build/environment, a file of the
  * WebDAV bundle, a webhook call), each with an idempotency key that is the
  * same on every re-send (SQUAD job_id, PUT path, webhook Idempotency-Key),
@@ -14,7 +16,7 @@
  * referenced by environment variable or file), so a later
  * `emmclab upload --retry` needs no configuration at all.
  *
- * Sending runs on the loop (libcurl multi through http.h), all due rows of
+ * Sending (upload/sender.c) runs on the loop (libcurl multi through http.h), all due rows of
  * all targets at once.  A row is charged an attempt and given its next
  * time (exponential backoff with jitter) BEFORE its request starts, so a
  * crash mid-send leaves it pending; it becomes `sent` only after the server
@@ -148,7 +150,7 @@ struct upload_stats {
 int upload_send(struct store *s, struct loop *l, const struct upload_send_opts *o,
 		struct upload_stats *st, struct lab_err *e);
 
-/* ---- for the kinds (upload_<kind>.c) ---- */
+/* ---- for the kinds (upload/<kind>.c) ---- */
 
 struct upload_run {
 	int64_t id;
@@ -179,11 +181,18 @@ struct upload_job {
 	const char *secret;      /* token from token_env/token_file, NULL when none */
 };
 
+/* Bumped when struct upload_kind changes; every kind states the version it was written for. */
+#define UPLOAD_OPS_VERSION 1
+/* Room in the registry (the `kind:` choices are built from it). */
+#define UPLOAD_KINDS_MAX 16
+
 struct upload_kind {
 	const char *name;
+	int version;                 /* UPLOAD_OPS_VERSION */
 	const struct opt *options;   /* the kind's keys (common keys are upload.c's) */
 	size_t cfg_size;
 	const char *help;
+	/* Required: name, options (may be empty: {0}), help, items, request. */
 	/* Check the parsed options together (optional). */
 	int (*check)(struct upload_target *t, struct lab_err *e);
 	/* The rows this target sends for a run. */
@@ -198,6 +207,15 @@ struct upload_kind {
 };
 
 extern const struct upload_kind upload_squad, upload_http_put, upload_webhook;
+/* The registry (upload.c): every kind once, NULL-terminated. */
+extern const struct upload_kind *const upload_kinds[];
+/* The kind of that name, or NULL. */
+const struct upload_kind *upload_kind_find(const char *name);
+/* Every entry of kinds has the current ops version, a name and the required
+ * hooks; the error names the kind and the hook.  upload_registry_check runs
+ * it on upload_kinds[] (at start-up and in test_upload). */
+int upload_kinds_check(const struct upload_kind *const *kinds, struct lab_err *e);
+int upload_registry_check(struct lab_err *e);
 
 /* 2xx sent; no answer, 408, 425, 429 and 5xx retry; any other status rejected. */
 enum upload_verdict upload_judge_default(const struct upload_job *j, const struct http_result *res);

@@ -172,6 +172,7 @@ static int put_request(struct http *h, const struct upload_job *j, struct http_r
 
 const struct upload_kind upload_http_put = {
 	.name = "http-put",
+	.version = UPLOAD_OPS_VERSION,
 	.options = put_opts,
 	.cfg_size = sizeof(struct put_cfg),
 	.help = "The report bundle PUT file by file to `<url>/<path>/<file>` (WebDAV such as "

@@ -83,62 +83,55 @@ static void jobs_free(struct sqjobs *l)
 	memset(l, 0, sizeof *l);
 }
 
-static char *dup_col(sqlite3_stmt *q, int i)
+struct load_ctx {
+	const struct squad_cfg *c;
+	const struct upload_run *run;
+	struct sqjobs *out;
+	struct lab_err *e;
+};
+
+static int load_job(const struct store_job_row *r, void *arg)
 {
-	const char *t = (const char *)sqlite3_column_text(q, i);
-	return xstrdup(t ? t : "");
+	struct load_ctx *x = arg;
+	struct sqjobs *out = x->out;
+	const struct upload_run *run = x->run;
+	out->v = xreallocarray(out->v, out->n + 1, sizeof *out->v);
+	struct sqjob *j = &out->v[out->n++];
+	memset(j, 0, sizeof *j);
+	j->id = r->id;
+	j->board_id = r->board_id;
+	j->suite = xstrdup(r->suite);
+	j->mode = xstrdup(r->mode);
+	j->status = xstrdup(r->status);
+	j->verified = xstrdup(r->verified_mode);
+	j->kernel = xstrdup(r->kernel);
+	j->board = xstrdup(r->board);
+	j->type = xstrdup(r->board_type);
+	j->part = xstrdup(r->part);
+	j->cid = xstrdup(r->cid);
+	const char *vars[] = {"kernel", j->kernel, "board", j->board, "board_type", j->type,
+			      "part", j->part, "plan", run->plan, "lab", run->lab,
+			      "date", run->date, "run", run->uuid, NULL};
+	char *b = NULL, *en = NULL;
+	int rc = upload_expand(x->c->build, vars, &b, x->e);
+	if (!rc)
+		rc = upload_expand(x->c->environment, vars, &en, x->e);
+	if (!rc) {
+		upload_squad_slug(b, j->build, sizeof j->build);
+		upload_squad_slug(en, j->env, sizeof j->env);
+	}
+	free(b);
+	free(en);
+	return rc;
 }
 
 /* Every job of the run with its build and environment names. */
 static int load_jobs(struct store *s, const struct upload_target *t, const struct upload_run *run,
 		     struct sqjobs *out, struct lab_err *e)
 {
-	const struct squad_cfg *c = t->cfg;
 	memset(out, 0, sizeof *out);
-	sqlite3_stmt *q = NULL;
-	if (sqlite3_prepare_v2(store_db(s),
-			       "SELECT j.id, COALESCE(j.board_id, 0), j.suite, j.mode, j.status,"
-			       " COALESCE(j.verified_mode, ''), COALESCE(k.version, ''), COALESCE(b.name, ''),"
-			       " COALESCE(b.type, ''), p.label, COALESCE(p.cid, '')"
-			       " FROM job j LEFT JOIN kernel k ON k.id = j.kernel_id"
-			       " LEFT JOIN board b ON b.id = j.board_id JOIN part p ON p.id = j.part_id"
-			       " WHERE j.run_id = ? ORDER BY j.seq, j.id",
-			       -1, &q, NULL) != SQLITE_OK)
-		return lab_err_set(e, LAB_EINFRA, "squad: %s", sqlite3_errmsg(store_db(s)));
-	sqlite3_bind_int64(q, 1, run->id);
-	int st, rc = LAB_OK;
-	while (!rc && (st = sqlite3_step(q)) == SQLITE_ROW) {
-		out->v = xreallocarray(out->v, out->n + 1, sizeof *out->v);
-		struct sqjob *j = &out->v[out->n++];
-		memset(j, 0, sizeof *j);
-		j->id = sqlite3_column_int64(q, 0);
-		j->board_id = sqlite3_column_int64(q, 1);
-		j->suite = dup_col(q, 2);
-		j->mode = dup_col(q, 3);
-		j->status = dup_col(q, 4);
-		j->verified = dup_col(q, 5);
-		j->kernel = dup_col(q, 6);
-		j->board = dup_col(q, 7);
-		j->type = dup_col(q, 8);
-		j->part = dup_col(q, 9);
-		j->cid = dup_col(q, 10);
-		const char *vars[] = {"kernel", j->kernel, "board", j->board, "board_type", j->type,
-				      "part", j->part, "plan", run->plan, "lab", run->lab,
-				      "date", run->date, "run", run->uuid, NULL};
-		char *b = NULL, *en = NULL;
-		rc = upload_expand(c->build, vars, &b, e);
-		if (!rc)
-			rc = upload_expand(c->environment, vars, &en, e);
-		if (!rc) {
-			upload_squad_slug(b, j->build, sizeof j->build);
-			upload_squad_slug(en, j->env, sizeof j->env);
-		}
-		free(b);
-		free(en);
-	}
-	if (!rc && st != SQLITE_DONE)
-		rc = lab_err_set(e, LAB_EINFRA, "squad: %s", sqlite3_errmsg(store_db(s)));
-	sqlite3_finalize(q);
+	struct load_ctx x = {t->cfg, run, out, e};
+	int rc = store_run_jobs(s, run->id, load_job, &x, e);
 	if (rc)
 		jobs_free(out);
 	return rc;
@@ -237,47 +230,43 @@ static char *mkkey(const char *a, const char *b, const char *c, const char *sep,
 	return buf;
 }
 
+struct metrics_ctx {
+	const struct sqjob *j;
+	struct metric_acc **m;
+	size_t *nm;
+};
+
+static void add_metric(const char *workload, const char *metric, const char *unit, double v,
+		       void *arg)
+{
+	struct metrics_ctx *x = arg;
+	struct metric_acc **m = x->m;
+	size_t *nm = x->nm;
+	if (!isfinite(v))
+		return; /* SQUAD averages the list: one NaN would poison it */
+	char *key = mkkey(x->j->suite, x->j->mode, workload, ".", metric);
+	struct metric_acc *a = NULL;
+	for (size_t i = 0; i < *nm && !a; i++)
+		if (strcmp((*m)[i].key, key) == 0)
+			a = &(*m)[i];
+	if (!a) {
+		*m = xreallocarray(*m, *nm + 1, sizeof **m);
+		a = &(*m)[(*nm)++];
+		memset(a, 0, sizeof *a);
+		a->key = key;
+		a->unit = xstrdup(unit ? unit : "");
+	} else {
+		free(key);
+	}
+	a->v = xreallocarray(a->v, a->n + 1, sizeof *a->v);
+	a->v[a->n++] = v;
+}
+
 static int add_metrics(struct store *s, const struct squad_cfg *c, const struct sqjob *j,
 		       struct metric_acc **m, size_t *nm, struct lab_err *e)
 {
-	sqlite3_stmt *q = NULL;
-	if (sqlite3_prepare_v2(store_db(s),
-			       "SELECT i.workload, sm.metric, sm.unit, sm.value FROM sample sm"
-			       " JOIN iteration i ON i.id = sm.iteration_id"
-			       " WHERE i.job_id = ? AND (?2 = 0 OR i.warmup = 0)"
-			       " ORDER BY i.workload, sm.metric, i.n, sm.id",
-			       -1, &q, NULL) != SQLITE_OK)
-		return lab_err_set(e, LAB_EINFRA, "squad: %s", sqlite3_errmsg(store_db(s)));
-	sqlite3_bind_int64(q, 1, j->id);
-	sqlite3_bind_int(q, 2, c->exclude_warmup);
-	int st;
-	while ((st = sqlite3_step(q)) == SQLITE_ROW) {
-		double v = sqlite3_column_double(q, 3);
-		if (!isfinite(v))
-			continue; /* SQUAD averages the list: one NaN would poison it */
-		char *key = mkkey(j->suite, j->mode, (const char *)sqlite3_column_text(q, 0), ".",
-				  (const char *)sqlite3_column_text(q, 1));
-		struct metric_acc *a = NULL;
-		for (size_t i = 0; i < *nm && !a; i++)
-			if (strcmp((*m)[i].key, key) == 0)
-				a = &(*m)[i];
-		if (!a) {
-			*m = xreallocarray(*m, *nm + 1, sizeof **m);
-			a = &(*m)[(*nm)++];
-			memset(a, 0, sizeof *a);
-			a->key = key;
-			const char *u = (const char *)sqlite3_column_text(q, 2);
-			a->unit = xstrdup(u ? u : "");
-		} else {
-			free(key);
-		}
-		a->v = xreallocarray(a->v, a->n + 1, sizeof *a->v);
-		a->v[a->n++] = v;
-	}
-	sqlite3_finalize(q);
-	if (st != SQLITE_DONE)
-		return lab_err_set(e, LAB_EINFRA, "squad: %s", sqlite3_errmsg(store_db(s)));
-	return LAB_OK;
+	struct metrics_ctx x = {j, m, nm};
+	return store_job_samples(s, j->id, c->exclude_warmup, add_metric, &x, e);
 }
 
 static void kv(FILE *f, bool *first, const char *k, const char *v)
@@ -291,46 +280,51 @@ static void kv(FILE *f, bool *first, const char *k, const char *v)
 	report_json_str(f, v);
 }
 
+struct attach_ctx {
+	struct http_req *r;
+	int64_t *left;
+	char **done;
+	size_t ndone;
+	int rc;
+	struct lab_err *e;
+};
+
+static bool attach_one(const char *p, void *arg)
+{
+	struct attach_ctx *x = arg;
+	if (*x->left <= 0)
+		return false;
+	for (size_t k = 0; k < x->ndone; k++)
+		if (strcmp(x->done[k], p) == 0)
+			return true;
+	if (access(p, R_OK) != 0)
+		return true; /* rotated away or never written: the rest still goes */
+	if ((x->rc = http_req_form_file(x->r, "attachment", p, "text/plain", x->e)))
+		return false;
+	x->done = xreallocarray(x->done, x->ndone + 1, sizeof *x->done);
+	x->done[x->ndone++] = xstrdup(p);
+	(*x->left)--;
+	return true;
+}
+
 /* Transcripts of the jobs in `jl` that did not end ok (and of their boards'
  * boots outside any job in this run), readable ones only, capped. */
 static int attach_transcripts(struct store *s, const struct upload_job *uj, const struct sqjobs *jl,
 			      struct http_req *r, int64_t *left, struct lab_err *e)
 {
-	sqlite3_stmt *q = NULL;
-	if (sqlite3_prepare_v2(store_db(s),
-			       "SELECT DISTINCT path FROM transcript WHERE run_id = ?1"
-			       " AND (job_id = ?2 OR (job_id IS NULL AND board_id = ?3)) ORDER BY id",
-			       -1, &q, NULL) != SQLITE_OK)
-		return lab_err_set(e, LAB_EINFRA, "squad: %s", sqlite3_errmsg(store_db(s)));
-	char **done = NULL;
-	size_t ndone = 0;
+	struct attach_ctx x = {.r = r, .left = left, .e = e};
 	int rc = LAB_OK;
 	for (size_t i = 0; i < jl->n && *left > 0 && !rc; i++) {
 		const struct sqjob *j = &jl->v[i];
 		if (strcmp(j->status, "ok") == 0)
 			continue;
-		sqlite3_reset(q);
-		sqlite3_bind_int64(q, 1, uj->run->id);
-		sqlite3_bind_int64(q, 2, j->id);
-		sqlite3_bind_int64(q, 3, j->board_id);
-		while (*left > 0 && sqlite3_step(q) == SQLITE_ROW) {
-			const char *p = (const char *)sqlite3_column_text(q, 0);
-			bool dup = false;
-			for (size_t k = 0; k < ndone && !dup; k++)
-				dup = strcmp(done[k], p) == 0;
-			if (dup || access(p, R_OK) != 0)
-				continue; /* rotated away or never written: the rest still goes */
-			if ((rc = http_req_form_file(r, "attachment", p, "text/plain", e)))
-				break;
-			done = xreallocarray(done, ndone + 1, sizeof *done);
-			done[ndone++] = xstrdup(p);
-			(*left)--;
-		}
+		rc = store_job_transcripts(s, uj->run->id, j->id, j->board_id, attach_one, &x, e);
+		if (!rc)
+			rc = x.rc;
 	}
-	for (size_t k = 0; k < ndone; k++)
-		free(done[k]);
-	free(done);
-	sqlite3_finalize(q);
+	for (size_t k = 0; k < x.ndone; k++)
+		free(x.done[k]);
+	free(x.done);
 	return rc;
 }
 
@@ -516,6 +510,7 @@ static int squad_check(struct upload_target *t, struct lab_err *e)
 
 const struct upload_kind upload_squad = {
 	.name = "squad",
+	.version = UPLOAD_OPS_VERSION,
 	.options = squad_opts,
 	.cfg_size = sizeof(struct squad_cfg),
 	.help = "One SQUAD test run per build and environment of a run, through "

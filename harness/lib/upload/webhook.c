@@ -26,40 +26,26 @@ static int hook_items(struct store *s, const struct upload_target *t, const stru
 	return LAB_OK;
 }
 
-static int scalar(struct store *s, const char *sql, int64_t run_id, int64_t *v, struct lab_err *e)
+struct str_ctx {
+	FILE *f;
+	int n;
+};
+
+static void str_item(const char *v, void *arg)
 {
-	sqlite3_stmt *q = NULL;
-	*v = 0;
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) != SQLITE_OK)
-		return lab_err_set(e, LAB_EINFRA, "webhook: %s", sqlite3_errmsg(store_db(s)));
-	sqlite3_bind_int64(q, 1, run_id);
-	int st = sqlite3_step(q);
-	if (st == SQLITE_ROW)
-		*v = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	if (st != SQLITE_ROW && st != SQLITE_DONE)
-		return lab_err_set(e, LAB_EINFRA, "webhook: %s", sqlite3_errmsg(store_db(s)));
-	return LAB_OK;
+	struct str_ctx *x = arg;
+	fputs(x->n++ ? "," : "", x->f);
+	report_json_str(x->f, v);
 }
 
-static int str_array(struct store *s, FILE *f, const char *key, const char *sql, int64_t run_id,
-		     struct lab_err *e)
+static int str_array(struct store *s, FILE *f, const char *key, enum store_run_names which,
+		     int64_t run_id, struct lab_err *e)
 {
-	sqlite3_stmt *q = NULL;
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) != SQLITE_OK)
-		return lab_err_set(e, LAB_EINFRA, "webhook: %s", sqlite3_errmsg(store_db(s)));
-	sqlite3_bind_int64(q, 1, run_id);
+	struct str_ctx x = {f, 0};
 	fprintf(f, ",\"%s\":[", key);
-	int st, n = 0;
-	while ((st = sqlite3_step(q)) == SQLITE_ROW) {
-		fputs(n++ ? "," : "", f);
-		report_json_str(f, (const char *)sqlite3_column_text(q, 0));
-	}
+	int rc = store_run_names(s, run_id, which, str_item, &x, e);
 	fputc(']', f);
-	sqlite3_finalize(q);
-	if (st != SQLITE_DONE)
-		return lab_err_set(e, LAB_EINFRA, "webhook: %s", sqlite3_errmsg(store_db(s)));
-	return LAB_OK;
+	return rc;
 }
 
 static void jstr(FILE *f, const char *key, const char *v, bool comma)
@@ -74,25 +60,15 @@ static void jstr(FILE *f, const char *key, const char *v, bool comma)
 static int hook_request(struct http *h, const struct upload_job *j, struct http_req **out,
 			struct lab_err *e)
 {
-	static const char *const states[] = {"ok", "infra", "mode-mismatch", "skipped"};
 	static const char *const keys[] = {"ok", "infra", "mode_mismatch", "skipped"};
 	struct store *s = j->s;
-	int64_t id = j->run->id, total = 0, by[4] = {0}, samples = 0, infra = 0;
-	int rc = scalar(s, "SELECT count(*) FROM job WHERE run_id = ?", id, &total, e);
-	for (int i = 0; i < 4 && !rc; i++) {
-		char *sql = xasprintf("SELECT count(*) FROM job WHERE run_id = ? AND status = '%s'", states[i]);
-		rc = scalar(s, sql, id, &by[i], e);
-		free(sql);
-	}
-	if (!rc)
-		rc = scalar(s,
-			    "SELECT count(*) FROM sample sm JOIN iteration i ON i.id = sm.iteration_id"
-			    " JOIN job jb ON jb.id = i.job_id WHERE jb.run_id = ?",
-			    id, &samples, e);
-	if (!rc)
-		rc = scalar(s, "SELECT count(*) FROM event WHERE run_id = ? AND kind <> 'info'", id, &infra, e);
+	int64_t id = j->run->id;
+	struct store_run_counts c;
+	int rc = store_run_counts(s, id, &c, e);
 	if (rc)
 		return rc;
+	int64_t total = c.jobs, samples = c.samples, infra = c.infra_events;
+	const int64_t by[4] = {c.ok, c.infra, c.mismatch, c.skipped};
 
 	char *body = NULL;
 	size_t len = 0;
@@ -115,17 +91,11 @@ static int hook_request(struct http *h, const struct upload_job *j, struct http_
 	}
 	fprintf(f, ",\"other\":%lld},\"samples\":%lld,\"infra_events\":%lld", (long long)other,
 		(long long)samples, (long long)infra);
-	rc = str_array(s, f, "boards",
-		       "SELECT DISTINCT b.name FROM job jb JOIN board b ON b.id = jb.board_id"
-		       " WHERE jb.run_id = ? ORDER BY b.name", id, e);
+	rc = str_array(s, f, "boards", STORE_NAMES_BOARDS, id, e);
 	if (!rc)
-		rc = str_array(s, f, "parts",
-			       "SELECT DISTINCT p.label FROM job jb JOIN part p ON p.id = jb.part_id"
-			       " WHERE jb.run_id = ? ORDER BY p.label", id, e);
+		rc = str_array(s, f, "parts", STORE_NAMES_PARTS, id, e);
 	if (!rc)
-		rc = str_array(s, f, "kernels",
-			       "SELECT DISTINCT k.version FROM job jb JOIN kernel k ON k.id = jb.kernel_id"
-			       " WHERE jb.run_id = ? ORDER BY k.version", id, e);
+		rc = str_array(s, f, "kernels", STORE_NAMES_KERNELS, id, e);
 	fputs("}\n", f);
 	fclose(f);
 	if (rc) {
@@ -150,6 +120,7 @@ static int hook_request(struct http *h, const struct upload_job *j, struct http_
 
 const struct upload_kind upload_webhook = {
 	.name = "webhook",
+	.version = UPLOAD_OPS_VERSION,
 	.options = hook_opts,
 	.cfg_size = 0,
 	.help = "A JSON summary of the run (schema emmclab-webhook/1) POSTed to `url`, with an "

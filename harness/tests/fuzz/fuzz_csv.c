@@ -8,6 +8,7 @@
  * `emmclab db export --layout original`, checked on arbitrary files.
  */
 #include "store.h"
+#include "store_internal.h" /* fault injection and row inspection */
 #include "store_csv.h"
 
 #include <stdint.h>
@@ -64,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		}
 		free(out);
-		sqlite3_exec(store_db(s), "DELETE FROM run; DELETE FROM part; DELETE FROM board", NULL,
+		sqlite3_exec(store_sqlite(s), "DELETE FROM run; DELETE FROM part; DELETE FROM board", NULL,
 			     NULL, NULL);
 	}
 	csv_free(f);

@@ -2,6 +2,7 @@
  * (fault injected mid-way), bulk savepoints, NaN rejection, newer schema,
  * corrupt and foreign files, disk full, mode mismatch. */
 #include "store.h"
+#include "store_internal.h" /* fault injection and row inspection */
 #include "tap.h"
 #include "util.h"
 
@@ -22,7 +23,7 @@ static int64_t q_int(struct store *s, const char *sql)
 {
 	sqlite3_stmt *q;
 	int64_t v = -1;
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(store_sqlite(s), sql, -1, &q, NULL) != SQLITE_OK)
 		return -2;
 	if (sqlite3_step(q) == SQLITE_ROW)
 		v = sqlite3_column_int64(q, 0);
@@ -84,7 +85,7 @@ static void test_fresh(void)
 	is_int(q_int(s, "PRAGMA foreign_keys"), 1, "foreign keys on");
 	is_int(q_int(s, "PRAGMA synchronous"), 1, "synchronous NORMAL");
 	sqlite3_stmt *q;
-	sqlite3_prepare_v2(store_db(s), "PRAGMA journal_mode", -1, &q, NULL);
+	sqlite3_prepare_v2(store_sqlite(s), "PRAGMA journal_mode", -1, &q, NULL);
 	sqlite3_step(q);
 	is_str((const char *)sqlite3_column_text(q, 0), "wal", "journal mode WAL");
 	sqlite3_finalize(q);
@@ -204,7 +205,7 @@ static void test_round_trip(void)
 	is_int(store_job_verified(s, job, 0, 1, 1, "cache-nofua-cqe", &e), LAB_OK, "verified");
 	is_int(store_job_finish(s, job, "ok", &e), LAB_OK, "job finished");
 	sqlite3_stmt *q;
-	sqlite3_prepare_v2(store_db(s),
+	sqlite3_prepare_v2(store_sqlite(s),
 			   "SELECT value, unit, warmup, verified_mode, job_status, run_uuid FROM sample_flat"
 			   " WHERE metric = 'p99_latency'", -1, &q, NULL);
 	ok(sqlite3_step(q) == SQLITE_ROW, "row read back");
@@ -276,7 +277,7 @@ static void test_atomic(void)
 	}
 	int64_t job = make_job(s, "DUT2", "fua");
 	/* Fault injected after the iteration row and two samples are in. */
-	sqlite3_exec(store_db(s),
+	sqlite3_exec(store_sqlite(s),
 		     "CREATE TEMP TRIGGER boom AFTER INSERT ON sample WHEN NEW.metric = 'm3'"
 		     " BEGIN SELECT RAISE(FAIL, 'injected fault'); END", NULL, NULL, NULL);
 	struct store_sample sm[4] = {{"m1", 1, "s"}, {"m2", 2, "s"}, {"m3", 3, "s"}, {"m4", 4, "s"}};
@@ -286,7 +287,7 @@ static void test_atomic(void)
 	lab_err_clear(&e);
 	is_int(q_int(s, "SELECT count(*) FROM iteration"), 0, "no iteration row left");
 	is_int(q_int(s, "SELECT count(*) FROM sample"), 0, "no sample left");
-	ok(sqlite3_get_autocommit(store_db(s)), "no transaction left open");
+	ok(sqlite3_get_autocommit(store_sqlite(s)), "no transaction left open");
 
 	/* Failure in the counters, after all samples. */
 	struct store_counter ct[2] = {{"flushes", 1}, {"flushes", 2}};
@@ -302,7 +303,7 @@ static void test_atomic(void)
 	ok(rc != LAB_OK, "bulk 2 fails at the injected fault");
 	lab_err_clear(&e);
 	is_int(store_iteration_write(s, job, "w", 3, 1.0, 0, sm, 2, NULL, 0, &it, &e), LAB_OK, "bulk 3");
-	ok(!sqlite3_get_autocommit(store_db(s)), "outer transaction still open");
+	ok(!sqlite3_get_autocommit(store_sqlite(s)), "outer transaction still open");
 	is_int(store_commit(s, &e), LAB_OK, "bulk commit");
 	is_int(q_int(s, "SELECT sum(n) FROM iteration"), 4, "iterations 1 and 3 (not 2)");
 	is_int(q_int(s, "SELECT count(*) FROM iteration"), 2, "iterations 1 and 3 stored");
@@ -329,7 +330,7 @@ static void test_disk_full(void)
 	int64_t pages = q_int(s, "PRAGMA page_count");
 	char pragma[64];
 	snprintf(pragma, sizeof pragma, "PRAGMA max_page_count = %lld", (long long)pages + 3);
-	sqlite3_exec(store_db(s), pragma, NULL, NULL, NULL);
+	sqlite3_exec(store_sqlite(s), pragma, NULL, NULL, NULL);
 	struct store_sample sm[50];
 	char names[50][16];
 	for (int i = 0; i < 50; i++) {
@@ -346,7 +347,7 @@ static void test_disk_full(void)
 	int64_t iters = q_int(s, "SELECT count(*) FROM iteration");
 	is_int(iters, n - 2, "every completed iteration kept, the failed one absent");
 	is_int(q_int(s, "SELECT count(*) FROM sample"), iters * 50, "no partial iteration");
-	ok(sqlite3_get_autocommit(store_db(s)), "no transaction left open");
+	ok(sqlite3_get_autocommit(store_sqlite(s)), "no transaction left open");
 	store_close(s);
 	if (store_open(p, 0, &s, &e) == LAB_OK) {
 		is_int(q_int(s, "SELECT count(*) FROM sample"), iters * 50, "data intact after reopen");
@@ -490,6 +491,70 @@ static void test_merge(void)
 	free(pb);
 }
 
+static void count_quarantine(const struct store_quarantine *q, void *arg)
+{
+	(*(int *)arg)++;
+	is_str(q->board, "rk3399-1", "quarantined board named");
+}
+
+/* The named reads that replaced SQL in the CLI and the runner. */
+static void test_queries(void)
+{
+	struct lab_err e = {0};
+	struct store *s;
+	if (store_open(tpath("queries.db"), 0, &s, &e) != LAB_OK) {
+		ok(0, "open: %s", e.msg);
+		return;
+	}
+	int64_t job = make_job(s, "partQ", "fua");
+	ok(job > 0, "job");
+	int64_t run = 0, board = 0, found = 0;
+	is_int(store_run_last(s, &run, &e), LAB_OK, "last run");
+	ok(run > 0, "a run exists");
+	store_board_upsert(s, "rk3399-1", NULL, NULL, NULL, &board, &e);
+	is_int(store_run_find(s, "1", &found, &e), LAB_OK, "run found by id");
+	is_int(found, run, "the right run");
+	is_int(store_run_find(s, "no-such-uuid", &found, &e), LAB_EUSAGE, "unknown run refused");
+	ok(strstr(e.msg, "no run 'no-such-uuid'") != NULL, "message names it: %s", e.msg);
+	lab_err_clear(&e);
+	struct store_run_row rr;
+	is_int(store_run_get(s, run, &rr, &e), LAB_OK, "run row");
+	is_str(rr.plan, "nightly", "run plan");
+	is_str(rr.finished_at, "", "unfinished run: empty finish time");
+
+	/* One quarantine rule for the runner and `status`. */
+	bool q = true;
+	is_int(store_board_quarantined(s, board, &q, &e), LAB_OK, "quarantine query");
+	ok(!q, "a fresh board is not quarantined");
+	store_event(s, run, 0, board, "quarantine", "boot", "3 failures", &e);
+	is_int(store_board_quarantined(s, board, &q, &e), LAB_OK, "quarantine query");
+	ok(q, "quarantined after a quarantine event");
+	int n = 0, seen = 0;
+	is_int(store_quarantined(s, 0, count_quarantine, &seen, &n, &e), LAB_OK, "quarantine list");
+	is_int(n, 1, "one quarantined board listed");
+	is_int(seen, 1, "handed to the callback");
+	store_event(s, 0, 0, board, "unquarantine", NULL, "released", &e);
+	is_int(store_board_quarantined(s, board, &q, &e), LAB_OK, "quarantine query");
+	ok(!q, "released by a later unquarantine event");
+
+	struct store_run_counts c;
+	is_int(store_run_counts(s, run, &c, &e), LAB_OK, "run counts");
+	is_int(c.jobs, 1, "one job");
+	is_int(c.infra_events, 1, "the run's non-info events counted (the release has no run)");
+	int64_t rows = 0;
+	is_int(store_table_rows(s, "job", &rows, &e), LAB_OK, "rows of a table");
+	is_int(rows, 1, "one job row");
+	is_int(store_table_rows(s, "no_such_table", &rows, &e), LAB_EUSAGE, "unknown table refused");
+	lab_err_clear(&e);
+
+	/* A run whose controller died: jobs infra, one event, run aborted. */
+	is_int(store_run_abort_dead(s, run, &e), LAB_OK, "abort a dead run");
+	is_int(q_int(s, "SELECT count(*) FROM job WHERE status = 'infra'"), 1, "its job is infra");
+	is_int(q_int(s, "SELECT count(*) FROM event WHERE kind = 'controller-died'"), 1, "one event");
+	is_int(q_int(s, "SELECT count(*) FROM run WHERE status = 'aborted'"), 1, "run aborted");
+	store_close(s);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -504,6 +569,7 @@ int main(void)
 	test_disk_full();
 	test_refusals();
 	test_merge();
+	test_queries();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "# could not remove %s\n", tmpdir);

@@ -1,6 +1,7 @@
 /* CSV import/export: layouts, RFC 4180 quoting, bad lines with numbers,
  * duplicates, exact round trip of the reference files, export formats. */
 #include "store.h"
+#include "store_internal.h" /* fault injection and row inspection */
 #include "store_csv.h"
 #include "tap.h"
 #include "util.h"
@@ -170,7 +171,7 @@ static void test_store_round_trip(void)
 	struct store_import_opts o = {0};
 	is_int(store_import(s, files, 2, &o, runs, &e), LAB_OK, "import both");
 	sqlite3_stmt *q;
-	sqlite3_prepare_v2(store_db(s),
+	sqlite3_prepare_v2(store_sqlite(s),
 			   "SELECT count(*), count(DISTINCT job_id), count(DISTINCT iteration_id),"
 			   " count(DISTINCT part_id) FROM sample_flat WHERE run_id = ?1", -1, &q, NULL);
 	sqlite3_bind_int64(q, 1, runs[0]);

@@ -2,6 +2,7 @@
  * transaction (rollback, idempotence, disk full), backoff and give-up. */
 #include "tap.h"
 #include "upload.h"
+#include "store_internal.h" /* fault injection and row inspection */
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -38,7 +39,7 @@ static long long q_int(struct store *s, const char *sql)
 {
 	sqlite3_stmt *q;
 	long long v = -1;
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+	if (sqlite3_prepare_v2(store_sqlite(s), sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
 		v = sqlite3_column_int64(q, 0);
 	sqlite3_finalize(q);
 	return v;
@@ -48,7 +49,7 @@ static char *q_str(struct store *s, const char *sql)
 {
 	sqlite3_stmt *q;
 	char *v = NULL;
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW &&
+	if (sqlite3_prepare_v2(store_sqlite(s), sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW &&
 	    sqlite3_column_text(q, 0))
 		v = xstrdup((const char *)sqlite3_column_text(q, 0));
 	sqlite3_finalize(q);
@@ -298,7 +299,7 @@ static void test_outbox(void)
 	long long pages = q_int(s, "PRAGMA page_count");
 	char sql[128];
 	snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", pages);
-	sqlite3_exec(store_db(s), sql, NULL, NULL, NULL);
+	sqlite3_exec(store_sqlite(s), sql, NULL, NULL, NULL);
 	lab_err_clear(&e);
 	/* Enough rows to need a new page. */
 	struct lab_buf big;
@@ -316,7 +317,7 @@ static void test_outbox(void)
 	st = q_str(s, "SELECT status FROM run");
 	is_str(st, "running", "run not finished either (same transaction)");
 	free(st);
-	sqlite3_exec(store_db(s), "PRAGMA max_page_count = 1073741823", NULL, NULL, NULL);
+	sqlite3_exec(store_sqlite(s), "PRAGMA max_page_count = 1073741823", NULL, NULL, NULL);
 	cfg_free(bt);
 
 	/* Bad upload configuration: the run still finishes, the error comes back. */
@@ -327,7 +328,7 @@ static void test_outbox(void)
 	is_str(st, "complete", "run finished anyway");
 	free(st);
 	cfg_free(bad);
-	sqlite3_exec(store_db(s), "UPDATE run SET status = 'running', finished_at = NULL", NULL, NULL, NULL);
+	sqlite3_exec(store_sqlite(s), "UPDATE run SET status = 'running', finished_at = NULL", NULL, NULL, NULL);
 
 	lab_err_clear(&e);
 	is_int(upload_finish_run(s, run, "complete", t, &e), LAB_OK, "finish + queue");
@@ -411,7 +412,7 @@ static void test_outbox(void)
 	int rows = 0;
 	is_int(upload_list(s, run, false, count_row, &rows, &e), LAB_OK, "list");
 	is_int(rows, 4, "four unsent");
-	sqlite3_exec(store_db(s), "UPDATE upload SET state = 'sent' WHERE target = 'hook'", NULL, NULL, NULL);
+	sqlite3_exec(store_sqlite(s), "UPDATE upload SET state = 'sent' WHERE target = 'hook'", NULL, NULL, NULL);
 	rows = 0;
 	upload_list(s, 0, false, count_row, &rows, &e);
 	is_int(rows, 3, "sent rows are not listed");
@@ -423,6 +424,73 @@ static void test_outbox(void)
 	store_close(s);
 }
 
+static int fake_items(struct store *s, const struct upload_target *t, const struct upload_run *run,
+		      struct upload_items *out, struct lab_err *e)
+{
+	LAB_UNUSED(s);
+	LAB_UNUSED(t);
+	LAB_UNUSED(run);
+	LAB_UNUSED(out);
+	LAB_UNUSED(e);
+	return LAB_OK;
+}
+
+static int fake_request(struct http *h, const struct upload_job *j, struct http_req **out,
+			struct lab_err *e)
+{
+	LAB_UNUSED(h);
+	LAB_UNUSED(j);
+	LAB_UNUSED(out);
+	LAB_UNUSED(e);
+	return LAB_OK;
+}
+
+static const struct opt no_opts[] = {{0}};
+
+/* The registry check refuses what would crash on a kind's first upload. */
+static void test_registry(void)
+{
+	struct lab_err e = {0};
+	is_int(upload_registry_check(&e), LAB_OK, "every registered upload kind is complete");
+	size_t n = 0;
+	while (upload_kinds[n])
+		n++;
+	is_int(n, 3, "three upload kinds registered");
+	ok(upload_kind_find("http-put") == &upload_http_put, "kinds are found by name");
+	ok(upload_kind_find("ftp") == NULL, "an unknown kind is not found");
+
+	const struct upload_kind good = {.name = "fake", .version = UPLOAD_OPS_VERSION,
+					 .options = no_opts, .help = "a test kind",
+					 .items = fake_items, .request = fake_request};
+	struct upload_kind k = good;
+	const struct upload_kind *one[] = {&k, NULL};
+	e = (struct lab_err){0}; /* lab_err keeps the first error */
+	is_int(upload_kinds_check(one, &e), LAB_OK, "a complete kind passes");
+	k.version = UPLOAD_OPS_VERSION + 1;
+	e = (struct lab_err){0};
+	is_int(upload_kinds_check(one, &e), LAB_EUSAGE, "a wrong ops version is refused");
+	ok(strstr(e.msg, "fake") && strstr(e.msg, "version"), "message names kind and version: %s", e.msg);
+	k = good;
+	k.name = NULL;
+	e = (struct lab_err){0};
+	is_int(upload_kinds_check(one, &e), LAB_EUSAGE, "a kind without a name is refused");
+	k = good;
+	k.request = NULL;
+	e = (struct lab_err){0};
+	is_int(upload_kinds_check(one, &e), LAB_EUSAGE, "a kind without request is refused");
+	ok(strstr(e.msg, "fake") && strstr(e.msg, "'request'"), "message names kind and hook: %s",
+	   e.msg);
+	k = good;
+	k.items = NULL;
+	e = (struct lab_err){0};
+	is_int(upload_kinds_check(one, &e), LAB_EUSAGE, "a kind without items is refused");
+	ok(strstr(e.msg, "'items'") != NULL, "message names the hook: %s", e.msg);
+	k = good;
+	const struct upload_kind *twice[] = {&k, &k, NULL};
+	e = (struct lab_err){0};
+	is_int(upload_kinds_check(twice, &e), LAB_EUSAGE, "a kind listed twice is refused");
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir))
@@ -431,6 +499,7 @@ int main(void)
 	test_parse();
 	test_secrets();
 	test_outbox();
+	test_registry();
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
 	if (!getenv("KEEP"))

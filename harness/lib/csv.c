@@ -1,18 +1,20 @@
 /*
- * store_csv.c - import of published CSV measurements, export of samples.
- * See store_csv.h and docs/results-schema.md.
+ * csv.c - reading published CSV measurements (androbench, fscopy layouts):
+ * records, validation, duplicates, and rendering rows back in the
+ * published layout.  See csv.h and docs/results-schema.md.
  *
  * The parser is RFC 4180 (quoted fields may hold commas, doubled quotes and
  * line ends; LF or CRLF records) plus '#' comment lines.  It works on the
  * whole buffer, caps every field, and never trusts the input: each problem
  * becomes a (line, reason) entry rather than an abort.
  */
-#include "store_csv.h"
+#include "csv.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -454,13 +456,6 @@ static void drop_duplicates(struct parse_ctx *c)
 	free(idx);
 }
 
-/* String -> id map (open addressing) for jobs and iterations of one file. */
-struct smap {
-	char **k;
-	int64_t *v;
-	size_t cap, n;
-};
-
 static uint64_t fnv1a(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -469,10 +464,10 @@ static uint64_t fnv1a(const char *s)
 	return h;
 }
 
-static int64_t *smap_slot(struct smap *m, const char *key, int *found)
+int64_t *csv_map_slot(struct csv_map *m, const char *key, int *found)
 {
 	if (2 * (m->n + 1) > m->cap) {
-		struct smap o = *m;
+		struct csv_map o = *m;
 		m->cap = m->cap ? 2 * m->cap : 64;
 		m->k = xcalloc(m->cap, sizeof *m->k);
 		m->v = xcalloc(m->cap, sizeof *m->v);
@@ -481,7 +476,7 @@ static int64_t *smap_slot(struct smap *m, const char *key, int *found)
 			if (!o.k[i])
 				continue;
 			int f;
-			*smap_slot(m, o.k[i], &f) = o.v[i];
+			*csv_map_slot(m, o.k[i], &f) = o.v[i];
 			free(o.k[i]);
 		}
 		free(o.k);
@@ -501,7 +496,7 @@ static int64_t *smap_slot(struct smap *m, const char *key, int *found)
 	return &m->v[i];
 }
 
-static void smap_free(struct smap *m)
+void csv_map_free(struct csv_map *m)
 {
 	for (size_t i = 0; i < m->cap; i++)
 		free(m->k[i]);
@@ -529,37 +524,31 @@ void csv_put_field(struct lab_buf *b, const char *v)
 	lab_buf_append(b, "\"", 1);
 }
 
-struct renderer {
-	struct lab_buf *b;
-	const char *eol;
-	int any;
-};
-
 /* Lines are joined by the file's line end; the final one is added at the end. */
-static void render_sep(struct renderer *r)
+static void out_sep(struct csv_out *r)
 {
 	if (r->any)
 		lab_buf_append(r->b, r->eol, strlen(r->eol));
 	r->any = 1;
 }
 
-static void render_head(struct renderer *r, const char *comments, const char *header)
+void csv_render_head(struct csv_out *r, const char *comments, const char *header)
 {
 	for (const char *p = comments; p && *p;) {
 		const char *nl = strchr(p, '\n');
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
-		render_sep(r);
+		out_sep(r);
 		lab_buf_append(r->b, p, n);
 		p += n + (nl ? 1 : 0);
 	}
-	render_sep(r);
+	out_sep(r);
 	lab_buf_append(r->b, header, strlen(header));
 }
 
-static void render_row(struct renderer *r, enum csv_layout l, const char *key,
-		       const char *metric, int run, const char *value_text)
+void csv_render_row(struct csv_out *r, enum csv_layout l, const char *key, const char *metric,
+		    int run, const char *value_text)
 {
-	render_sep(r);
+	out_sep(r);
 	lab_buf_append(r->b, key, strlen(key));
 	lab_buf_append(r->b, ",", 1);
 	if (l == CSV_ANDROBENCH) {
@@ -575,22 +564,22 @@ static void render_row(struct renderer *r, enum csv_layout l, const char *key,
 static int check_exact(const struct csv_file *f, const char *buf, size_t len)
 {
 	struct lab_buf b;
-	struct renderer r = {.b = &b, .eol = f->crlf ? "\r\n" : "\n"};
+	struct csv_out r = {.b = &b, .eol = f->crlf ? "\r\n" : "\n"};
 	lab_buf_init(&b, 0);
-	render_head(&r, f->comments, f->header);
-	struct smap first = {0};
+	csv_render_head(&r, f->comments, f->header);
+	struct csv_map first = {0};
 	for (size_t i = 0; i < f->nrows; i++) {
 		int found;
-		int64_t *k = smap_slot(&first, f->rows[i].group, &found);
+		int64_t *k = csv_map_slot(&first, f->rows[i].group, &found);
 		if (!found)
 			*k = (int64_t)i;
 		const char *key = f->rows[*k].key;
-		render_row(&r, f->layout, key, f->rows[i].metric, f->rows[i].run,
+		csv_render_row(&r, f->layout, key, f->rows[i].metric, f->rows[i].run,
 			   f->rows[i].value_text);
 		if (b.len > len)
 			break;
 	}
-	smap_free(&first);
+	csv_map_free(&first);
 	if (f->final_eol)
 		lab_buf_append(&b, r.eol, strlen(r.eol));
 	int same = b.len == len && memcmp(b.data, buf, len) == 0;
@@ -711,377 +700,4 @@ void csv_free(struct csv_file *f)
 	free(f->comments);
 	free(f->header);
 	free(f);
-}
-
-/* ---- import ------------------------------------------------------------------------- */
-
-static int sql_fail(struct store *s, struct lab_err *e, const char *what)
-{
-	return lab_err_set(e, LAB_EINFRA, "%s: %s: %s", store_path(s), what,
-			   sqlite3_errmsg(store_db(s)));
-}
-
-static int prep(struct store *s, const char *sql, sqlite3_stmt **q, struct lab_err *e)
-{
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, q, NULL) != SQLITE_OK) {
-		*q = NULL;
-		return sql_fail(s, e, "prepare");
-	}
-	return LAB_OK;
-}
-
-static int step_reset(struct store *s, sqlite3_stmt *q, const char *what, struct lab_err *e)
-{
-	int r = sqlite3_step(q);
-	sqlite3_reset(q);
-	sqlite3_clear_bindings(q);
-	if (r != SQLITE_DONE && r != SQLITE_ROW)
-		return sql_fail(s, e, what);
-	return LAB_OK;
-}
-
-int store_import_find(struct store *s, const char sha256[65], int64_t *run_id,
-		      struct lab_err *e)
-{
-	sqlite3_stmt *q;
-	*run_id = 0;
-	int rc = prep(s, "SELECT run_id FROM import_file WHERE sha256 = ?1 ORDER BY run_id LIMIT 1",
-		      &q, e);
-	if (rc)
-		return rc;
-	sqlite3_bind_text(q, 1, sha256, -1, SQLITE_STATIC);
-	int r = sqlite3_step(q);
-	if (r == SQLITE_ROW)
-		*run_id = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		return sql_fail(s, e, "looking up earlier imports");
-	return LAB_OK;
-}
-
-enum { Q_BOARD_INS, Q_BOARD_ID, Q_JOB_IMPORTED, Q_ITER, Q_SAMPLE, Q_FILE, Q_N };
-
-static const char *const import_sql[Q_N] = {
-	/* An import never rewrites a lab board's description. */
-	[Q_BOARD_INS] = "INSERT OR IGNORE INTO board (name, host) VALUES (?1, ?2)",
-	[Q_BOARD_ID] = "SELECT id FROM board WHERE name = ?1",
-	[Q_JOB_IMPORTED] = "UPDATE job SET status = 'ok', finished_at = started_at,"
-			   " source_key = ?2 WHERE id = ?1",
-	[Q_ITER] = "INSERT INTO iteration (job_id, workload, n, warmup) VALUES (?1, ?2, ?3, 0)",
-	[Q_SAMPLE] = "INSERT INTO sample (iteration_id, metric, value, unit, value_text)"
-		     " VALUES (?1, ?2, ?3, ?4, ?5)",
-	[Q_FILE] = "INSERT INTO import_file (run_id, name, sha256, bytes, layout, header, eol,"
-		   " final_eol, exact, imported_at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
-};
-
-static int import_one(struct store *s, struct csv_file *f, sqlite3_stmt **q, int64_t *out_run,
-		      struct lab_err *e)
-{
-	char now[32];
-	int rc;
-	char *source = xasprintf("import:%s", f->name);
-	struct store_run_info ri = {.source = source, .note = f->comments};
-	int64_t run_id, seq = 0;
-	rc = store_run_begin(s, &ri, &run_id, e);
-	free(source);
-	if (rc)
-		return rc;
-	lab_utc_iso(now, sizeof now, (int64_t)time(NULL));
-	sqlite3_bind_int64(q[Q_FILE], 1, run_id);
-	sqlite3_bind_text(q[Q_FILE], 2, f->name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q[Q_FILE], 3, f->sha256, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q[Q_FILE], 4, (int64_t)f->bytes);
-	sqlite3_bind_text(q[Q_FILE], 5, csv_layout_name(f->layout), -1, SQLITE_STATIC);
-	sqlite3_bind_text(q[Q_FILE], 6, f->header, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q[Q_FILE], 7, f->crlf ? "CRLF" : "LF", -1, SQLITE_STATIC);
-	sqlite3_bind_int(q[Q_FILE], 8, f->final_eol);
-	sqlite3_bind_int(q[Q_FILE], 9, f->exact);
-	sqlite3_bind_text(q[Q_FILE], 10, now, -1, SQLITE_STATIC);
-	if ((rc = step_reset(s, q[Q_FILE], "recording the imported file", e)))
-		return rc;
-
-	const char *unit = f->layout == CSV_ANDROBENCH ? "MiB/s" : "s";
-	const char *workload = csv_layout_name(f->layout);
-	struct smap jobs = {0}, iters = {0};
-	for (size_t i = 0; i < f->nrows && rc == LAB_OK; i++) {
-		const struct csv_row *r = &f->rows[i];
-		int found;
-		int64_t *job = smap_slot(&jobs, r->group, &found);
-		if (!found) {
-			struct store_part p;
-			int64_t part_id, board_id = 0;
-			store_part_init(&p);
-			p.label = r->label;
-			if ((rc = store_part_upsert(s, &p, &part_id, e)))
-				break;
-			if (r->board) {
-				sqlite3_bind_text(q[Q_BOARD_INS], 1, r->board, -1, SQLITE_STATIC);
-				sqlite3_bind_text(q[Q_BOARD_INS], 2, r->host, -1, SQLITE_STATIC);
-				if ((rc = step_reset(s, q[Q_BOARD_INS], "adding a board", e)))
-					break;
-				sqlite3_bind_text(q[Q_BOARD_ID], 1, r->board, -1, SQLITE_STATIC);
-				if (sqlite3_step(q[Q_BOARD_ID]) == SQLITE_ROW)
-					board_id = sqlite3_column_int64(q[Q_BOARD_ID], 0);
-				if ((rc = step_reset(s, q[Q_BOARD_ID], "finding a board", e)))
-					break;
-			}
-			struct store_job_info ji = {.run_id = run_id, .board_id = board_id,
-						    .part_id = part_id, .suite = workload,
-						    .mode = r->mode, .seq = (int)seq++};
-			if ((rc = store_job_begin(s, &ji, job, e)))
-				break;
-			sqlite3_bind_int64(q[Q_JOB_IMPORTED], 1, *job);
-			sqlite3_bind_text(q[Q_JOB_IMPORTED], 2, r->key, -1, SQLITE_STATIC);
-			if ((rc = step_reset(s, q[Q_JOB_IMPORTED], "marking a job imported", e)))
-				break;
-		}
-		char ikey[48];
-		snprintf(ikey, sizeof ikey, "%" PRId64 "/%d", *job, r->run);
-		int64_t *it = smap_slot(&iters, ikey, &found);
-		if (!found) {
-			sqlite3_bind_int64(q[Q_ITER], 1, *job);
-			sqlite3_bind_text(q[Q_ITER], 2, workload, -1, SQLITE_STATIC);
-			sqlite3_bind_int(q[Q_ITER], 3, r->run);
-			if ((rc = step_reset(s, q[Q_ITER], "adding an iteration", e)))
-				break;
-			*it = sqlite3_last_insert_rowid(store_db(s));
-		}
-		sqlite3_bind_int64(q[Q_SAMPLE], 1, *it);
-		sqlite3_bind_text(q[Q_SAMPLE], 2, r->metric, -1, SQLITE_STATIC);
-		sqlite3_bind_double(q[Q_SAMPLE], 3, r->value);
-		sqlite3_bind_text(q[Q_SAMPLE], 4, unit, -1, SQLITE_STATIC);
-		sqlite3_bind_text(q[Q_SAMPLE], 5, r->value_text, -1, SQLITE_STATIC);
-		rc = step_reset(s, q[Q_SAMPLE], "adding a sample", e);
-	}
-	smap_free(&jobs);
-	smap_free(&iters);
-	if (rc == LAB_OK)
-		rc = store_run_finish(s, run_id, "complete", e);
-	if (rc == LAB_OK)
-		*out_run = run_id;
-	return rc;
-}
-
-int store_import(struct store *s, struct csv_file *const *files, size_t n,
-		 const struct store_import_opts *o, int64_t *run_ids, struct lab_err *e)
-{
-	int rc = LAB_OK;
-	for (size_t i = 0; i < n && !(o && o->force); i++) {
-		int64_t prev;
-		if ((rc = store_import_find(s, files[i]->sha256, &prev, e)))
-			return rc;
-		if (prev)
-			return lab_err_set(e, LAB_EUSAGE,
-					   "%s: already imported as run %" PRId64
-					   " (same sha256); use --force to import it again",
-					   files[i]->name, prev);
-		for (size_t k = 0; k < i; k++)
-			if (strcmp(files[k]->sha256, files[i]->sha256) == 0)
-				return lab_err_set(e, LAB_EUSAGE, "%s and %s are the same file",
-						   files[k]->name, files[i]->name);
-	}
-	sqlite3_stmt *q[Q_N] = {0};
-	for (int i = 0; i < Q_N && rc == LAB_OK; i++)
-		rc = prep(s, import_sql[i], &q[i], e);
-	if (rc == LAB_OK)
-		rc = store_begin(s, e);
-	if (rc == LAB_OK) {
-		for (size_t i = 0; i < n && rc == LAB_OK; i++) {
-			int64_t id = 0;
-			rc = import_one(s, files[i], q, &id, e);
-			if (run_ids)
-				run_ids[i] = id;
-		}
-		if (rc == LAB_OK)
-			rc = store_commit(s, e);
-		else
-			store_rollback(s);
-	}
-	for (int i = 0; i < Q_N; i++)
-		sqlite3_finalize(q[i]);
-	return rc;
-}
-
-/* ---- export ---------------------------------------------------------------------------- */
-
-/* Shortest decimal text that reads back as the same double. */
-static void fmt_double(char *buf, size_t n, double v)
-{
-	for (int p = 1; p <= 17; p++) {
-		snprintf(buf, n, "%.*g", p, v);
-		if (strtod(buf, NULL) == v)
-			return;
-	}
-}
-
-static void json_str(struct lab_buf *b, const char *v)
-{
-	if (!v) {
-		lab_buf_append(b, "null", 4);
-		return;
-	}
-	lab_buf_append(b, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			char esc[2] = {'\\', (char)*p};
-			lab_buf_append(b, esc, 2);
-		} else if (*p < 0x20) {
-			lab_buf_printf(b, "\\u%04x", *p);
-		} else {
-			lab_buf_append(b, p, 1);
-		}
-	}
-	lab_buf_append(b, "\"", 1);
-}
-
-static const char *const export_cols[] = {"run_id", "run_uuid", "source", "part", "board",
-					  "kernel", "suite", "mode", "verified_mode", "workload",
-					  "iteration", "metric", "value", "unit", "warmup", NULL};
-
-static int flush_buf(struct lab_buf *b, FILE *f, struct lab_err *e)
-{
-	if (b->len && fwrite(b->data, 1, b->len, f) != b->len)
-		return lab_err_set(e, LAB_EINFRA, "export: write failed: %s", strerror(errno));
-	lab_buf_consume(b, b->len);
-	return LAB_OK;
-}
-
-int store_export(struct store *s, int64_t run_id, enum store_export_format fmt, FILE *f,
-		 size_t *nrows, struct lab_err *e)
-{
-	sqlite3_stmt *q;
-	*nrows = 0;
-	int rc = prep(s,
-		      "SELECT run_id, run_uuid, source, part_label, board, kernel, suite, mode,"
-		      " verified_mode, workload, iteration, metric, value, unit, warmup, value_text"
-		      " FROM sample_flat WHERE (?1 = 0 OR run_id = ?1) ORDER BY run_id, sample_id",
-		      &q, e);
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(q, 1, run_id);
-	struct lab_buf b;
-	lab_buf_init(&b, 0);
-	if (fmt == EXPORT_CSV) {
-		for (size_t i = 0; export_cols[i]; i++)
-			lab_buf_printf(&b, "%s%s", i ? "," : "", export_cols[i]);
-		lab_buf_append(&b, "\n", 1);
-	} else {
-		lab_buf_printf(&b, "{\"schema\": \"emmclab-export/1\", \"samples\": [");
-	}
-	int r;
-	while ((r = sqlite3_step(q)) == SQLITE_ROW) {
-		char num[40];
-		const char *vt = (const char *)sqlite3_column_text(q, 15);
-		if (!vt || fmt == EXPORT_JSON) {
-			fmt_double(num, sizeof num, sqlite3_column_double(q, 12));
-			vt = num;
-		}
-		if (fmt == EXPORT_CSV) {
-			for (int c = 0; export_cols[c]; c++) {
-				if (c)
-					lab_buf_append(&b, ",", 1);
-				if (c == 12)
-					lab_buf_append(&b, vt, strlen(vt));
-				else
-					csv_put_field(&b, (const char *)sqlite3_column_text(q, c));
-			}
-			lab_buf_append(&b, "\n", 1);
-		} else {
-			lab_buf_append(&b, *nrows ? ",\n  {" : "\n  {", *nrows ? 5 : 4);
-			for (int c = 0; export_cols[c]; c++) {
-				lab_buf_printf(&b, "%s\"%s\": ", c ? ", " : "", export_cols[c]);
-				int t = sqlite3_column_type(q, c);
-				if (c == 12)
-					lab_buf_append(&b, vt, strlen(vt));
-				else if (t == SQLITE_INTEGER)
-					lab_buf_printf(&b, "%lld", (long long)sqlite3_column_int64(q, c));
-				else
-					json_str(&b, t == SQLITE_NULL ? NULL
-								      : (const char *)sqlite3_column_text(q, c));
-			}
-			lab_buf_append(&b, "}", 1);
-		}
-		(*nrows)++;
-		if (b.len > 65536 && (rc = flush_buf(&b, f, e)))
-			break;
-	}
-	if (rc == LAB_OK && r != SQLITE_DONE)
-		rc = sql_fail(s, e, "reading samples");
-	sqlite3_finalize(q);
-	if (rc == LAB_OK && fmt == EXPORT_JSON)
-		lab_buf_printf(&b, "%s]}\n", *nrows ? "\n" : "");
-	if (rc == LAB_OK)
-		rc = flush_buf(&b, f, e);
-	lab_buf_free(&b);
-	if (rc == LAB_OK && (fflush(f) != 0 || ferror(f)))
-		rc = lab_err_set(e, LAB_EINFRA, "export: write failed: %s", strerror(errno));
-	return rc;
-}
-
-int store_export_original(struct store *s, int64_t run_id, FILE *f, int *exact,
-			  struct lab_err *e)
-{
-	sqlite3_stmt *q;
-	int rc = prep(s,
-		      "SELECT i.layout, i.header, i.eol, i.final_eol, i.exact, r.note"
-		      " FROM import_file i JOIN run r ON r.id = i.run_id WHERE i.run_id = ?1",
-		      &q, e);
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(q, 1, run_id);
-	int r = sqlite3_step(q);
-	if (r != SQLITE_ROW) {
-		sqlite3_finalize(q);
-		if (r != SQLITE_DONE)
-			return sql_fail(s, e, "reading the import record");
-		return lab_err_set(e, LAB_EUSAGE,
-				   "run %" PRId64 " was not imported from a file: no original layout",
-				   run_id);
-	}
-	const char *layout = (const char *)sqlite3_column_text(q, 0);
-	enum csv_layout l = layout && strcmp(layout, "fscopy") == 0 ? CSV_FSCOPY : CSV_ANDROBENCH;
-	struct lab_buf b;
-	lab_buf_init(&b, 0);
-	const char *eoltag = (const char *)sqlite3_column_text(q, 2);
-	struct renderer rd = {.b = &b, .eol = eoltag && strcmp(eoltag, "CRLF") == 0 ? "\r\n" : "\n"};
-	int final_eol = sqlite3_column_int(q, 3);
-	*exact = sqlite3_column_int(q, 4);
-	render_head(&rd, (const char *)sqlite3_column_text(q, 5),
-		    (const char *)sqlite3_column_text(q, 1));
-	sqlite3_finalize(q);
-
-	/* Sample ids follow the file's row order (import inserts row by row). */
-	rc = prep(s,
-		  "SELECT j.source_key, s.metric, i.n, s.value_text, s.value FROM sample s"
-		  " JOIN iteration i ON i.id = s.iteration_id JOIN job j ON j.id = i.job_id"
-		  " WHERE j.run_id = ?1 ORDER BY s.id", &q, e);
-	if (rc) {
-		lab_buf_free(&b);
-		return rc;
-	}
-	sqlite3_bind_int64(q, 1, run_id);
-	while ((r = sqlite3_step(q)) == SQLITE_ROW) {
-		char num[40];
-		const char *key = (const char *)sqlite3_column_text(q, 0);
-		const char *vt = (const char *)sqlite3_column_text(q, 3);
-		if (!vt) {
-			fmt_double(num, sizeof num, sqlite3_column_double(q, 4));
-			vt = num;
-		}
-		render_row(&rd, l, key ? key : "", (const char *)sqlite3_column_text(q, 1),
-			   sqlite3_column_int(q, 2), vt);
-		if (b.len > 65536 && (rc = flush_buf(&b, f, e)))
-			break;
-	}
-	if (rc == LAB_OK && r != SQLITE_DONE)
-		rc = sql_fail(s, e, "reading samples");
-	sqlite3_finalize(q);
-	if (rc == LAB_OK && final_eol)
-		lab_buf_append(&b, rd.eol, strlen(rd.eol));
-	if (rc == LAB_OK)
-		rc = flush_buf(&b, f, e);
-	lab_buf_free(&b);
-	if (rc == LAB_OK && (fflush(f) != 0 || ferror(f)))
-		rc = lab_err_set(e, LAB_EINFRA, "export: write failed: %s", strerror(errno));
-	return rc;
 }

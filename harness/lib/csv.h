@@ -1,0 +1,96 @@
+/*
+ * csv.h - published CSV measurements (androbench, fscopy layouts): read,
+ * validate and render back.  No store, no printing: bad lines are returned
+ * as (line, reason) pairs; the caller owns every struct csv_file
+ * (csv_free).  Storing them is store_csv.h's.  Layouts: docs/results-schema.md.
+ */
+#ifndef EMMCLAB_CSV_H
+#define EMMCLAB_CSV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "util.h"
+
+#define CSV_MAX_FILE (64u << 20) /* bytes read from one file */
+#define CSV_MAX_FIELD 4096       /* bytes in one field */
+#define CSV_MAX_BAD 1000         /* bad lines kept (the count keeps going) */
+
+enum csv_layout {
+	CSV_ANDROBENCH = 1, /* board,controller,queue_fua,workload,run,mib_per_s */
+	CSV_FSCOPY = 2,     /* dut,module,mode,run,seconds */
+};
+
+struct csv_row {
+	int line;         /* 1-based line the record starts on */
+	char *key;        /* the first three columns exactly as written (quotes kept) */
+	char *group;      /* the first three columns decoded, length-prefixed: one job each */
+	char *label;      /* part label */
+	char *board;      /* board name, or NULL */
+	char *host;       /* host controller, or NULL */
+	char *mode;       /* one of the four modes */
+	char *metric;     /* androbench workload column, or "wall_time" */
+	int run;          /* iteration number, >= 1 */
+	double value;
+	char *value_text; /* the value exactly as written */
+};
+
+struct csv_bad {
+	int line;
+	char *reason;
+};
+
+struct csv_file {
+	enum csv_layout layout;
+	char *name;       /* basename of the file */
+	char sha256[65];
+	size_t bytes;
+	char *comments;   /* '#' lines joined with '\n', or NULL */
+	char *header;     /* header line as written */
+	int crlf;         /* the file's lines end in CRLF */
+	int final_eol;    /* the last line ends with a line end */
+	int exact;        /* re-rendering the parsed rows gives back the file byte for byte */
+	struct csv_row *rows;
+	size_t nrows;
+	struct csv_bad *bad;
+	size_t nbad;      /* bad lines kept (<= CSV_MAX_BAD) */
+	size_t nbad_total;
+};
+
+const char *csv_layout_name(enum csv_layout l);
+
+/* Parse and validate a whole buffer.  Bad lines land in f->bad (sorted by
+ * line); a file that is not one of the known layouts is an error
+ * (LAB_EUSAGE, e->where = "name:line").  `name` is used for messages. */
+int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **out,
+	      struct lab_err *e);
+/* Read (capped at CSV_MAX_FILE) and csv_parse() a file. */
+int csv_read_file(const char *path, struct csv_file **out, struct lab_err *e);
+void csv_free(struct csv_file *f);
+
+/* Write a field, quoting it (RFC 4180) when it holds , " CR or LF. */
+void csv_put_field(struct lab_buf *b, const char *v);
+
+/* Rendering rows in a file's published layout: lines are joined by eol,
+ * the final line end is the caller's (a file may end without one). */
+struct csv_out {
+	struct lab_buf *b;
+	const char *eol;
+	int any; /* a line was written */
+};
+/* The '#' comment lines (joined by '\n', may be NULL) and the header line. */
+void csv_render_head(struct csv_out *r, const char *comments, const char *header);
+/* One data row: the job's key columns as written, metric (androbench only), run, value. */
+void csv_render_row(struct csv_out *r, enum csv_layout l, const char *key, const char *metric,
+		    int run, const char *value_text);
+
+/* String -> id map (open addressing) for the jobs and iterations of one file. */
+struct csv_map {
+	char **k;
+	int64_t *v;
+	size_t cap, n;
+};
+/* The slot of key (*found = 1), or a new zeroed one (*found = 0). */
+int64_t *csv_map_slot(struct csv_map *m, const char *key, int *found);
+void csv_map_free(struct csv_map *m);
+
+#endif

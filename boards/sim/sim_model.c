@@ -15,6 +15,7 @@
  *    sign/size of their fscopy FUA penalty (not published: unverified).
  */
 #include "sim.h"
+#include "mode.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -207,11 +208,8 @@ const struct sim_part *sim_part_at(size_t i)
 
 const char *sim_mode_name(struct sim_effmode m)
 {
-	if (!m.cache)
-		return "unknown"; /* write through: neither of our modes */
-	if (m.fua)
-		return m.cqe ? "fua-cqe" : "fua";
-	return m.cqe ? "cache-nofua-cqe" : "cache-nofua";
+	int mode = lab_mode_from_verified(m.fua, m.cache, m.cqe);
+	return mode >= 0 ? lab_mode_name(mode) : "unknown";
 }
 
 void sim_human_size(char *buf, size_t n, uint64_t bytes)

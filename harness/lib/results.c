@@ -6,6 +6,7 @@
  * of nightly samples (~900k rows) well under a second.
  */
 #include "results.h"
+#include "mode.h"
 #include "stats.h"
 
 #include <math.h>
@@ -211,14 +212,10 @@ static void group_push(struct results_group *g, double v, int iter, int warm)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static const char *const mode_order[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe"};
-
 int results_mode_rank(const char *mode)
 {
-	for (size_t i = 0; i < LAB_ARRAY_SIZE(mode_order); i++)
-		if (mode && strcmp(mode, mode_order[i]) == 0)
-			return (int)i;
-	return (int)LAB_ARRAY_SIZE(mode_order);
+	int m = lab_mode_parse(mode);
+	return m >= 0 ? m : MODE_COUNT;
 }
 
 static int db_err(struct lab_err *e, sqlite3 *db, const char *what)

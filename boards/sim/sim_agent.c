@@ -58,7 +58,7 @@ static void out_line(struct agent_run *r, const char *line, bool corruptible)
 		/* Flip one hex digit of the CRC: the line still parses, the check fails. */
 		char *crc = strstr(wire, " crc=");
 		if (crc && crc[5]) {
-			size_t k = 5 + sim_rng_next(&b->rng_fault) % 8;
+			size_t k = 5 + rand_next(&b->rng_fault) % 8;
 			if (crc[k] && crc[k] != '\n')
 				crc[k] = crc[k] == '0' ? '1' : '0';
 		}

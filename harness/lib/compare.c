@@ -173,10 +173,7 @@ static int cmp_cell(const void *x, const void *y, void *ctx)
 	}
 	if ((c = strcmp(a->board, b->board)) || (c = strcmp(a->kernel, b->kernel)))
 		return c;
-	int ra = results_mode_rank(a->mode), rb = results_mode_rank(b->mode);
-	if (ra != rb)
-		return ra < rb ? -1 : 1;
-	if ((c = strcmp(a->mode, b->mode)) || (c = strcmp(a->workload, b->workload)) ||
+	if ((c = results_mode_cmp(a->mode, b->mode)) || (c = strcmp(a->workload, b->workload)) ||
 	    (c = strcmp(a->metric, b->metric)))
 		return c;
 	if (a->run != b->run)

@@ -218,6 +218,16 @@ int results_mode_rank(const char *mode)
 	return m >= 0 ? m : MODE_COUNT;
 }
 
+int results_mode_cmp(const char *a, const char *b)
+{
+	if (a == b)
+		return 0;
+	int ra = results_mode_rank(a), rb = results_mode_rank(b);
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	return strcmp(a, b);
+}
+
 static int db_err(struct lab_err *e, sqlite3 *db, const char *what)
 {
 	return LAB_ERR(e, LAB_EINFRA, "results: %s: %s", what, sqlite3_errmsg(db));
@@ -543,13 +553,8 @@ static int cmp_group(const void *x, const void *y, void *ctx)
 	if ((c = cmp_str(a->board, b->board)) || (c = cmp_str(a->kernel, b->kernel)) ||
 	    (c = cmp_str(a->workload, b->workload)) || (c = cmp_str(a->metric, b->metric)))
 		return c;
-	if (a->mode != b->mode) {
-		int ra = results_mode_rank(a->mode), rb = results_mode_rank(b->mode);
-		if (ra != rb)
-			return ra < rb ? -1 : 1;
-		if ((c = strcmp(a->mode, b->mode)))
-			return c;
-	}
+	if ((c = results_mode_cmp(a->mode, b->mode)))
+		return c;
 	if ((c = cmp_str(a->unit, b->unit)) || (c = cmp_str(a->suite, b->suite)))
 		return c;
 	return a->run < b->run ? -1 : a->run > b->run;

@@ -321,13 +321,8 @@ static int cmp_trend(const void *x, const void *y, void *ctx)
 	}
 	if ((c = cmp_istr(a->workload, b->workload)) || (c = cmp_istr(a->metric, b->metric)))
 		return c;
-	if (a->mode != b->mode) {
-		int ra = results_mode_rank(a->mode), rb = results_mode_rank(b->mode);
-		if (ra != rb)
-			return ra < rb ? -1 : 1;
-		if ((c = strcmp(a->mode, b->mode)))
-			return c;
-	}
+	if ((c = results_mode_cmp(a->mode, b->mode)))
+		return c;
 	return a->run < b->run ? -1 : a->run > b->run;
 }
 

@@ -1,7 +1,7 @@
 /*
  * Simulator model: PRNG determinism, and the calibration of the timing model
- * against the published reference data (the CSV copies in boards/sim/calibration,
- * of the data the model was fitted to).  If a constant of the model drifts,
+ * against the published reference data (results/reference/, the data the model
+ * was fitted to).  If a constant of the model drifts,
  * the simulated means leave the published spread and this test fails.
  */
 #include "sim.h"
@@ -88,7 +88,7 @@ static void stats(const double *v, int n, double *mean, double *sd, double *mn, 
 static char *read_csv(const char *name)
 {
 	const char *src = getenv("EMMCLAB_SRC");
-	char *path = xasprintf("%s/boards/sim/calibration/%s", src ? src : EMMCLAB_SOURCE_DIR, name);
+	char *path = xasprintf("%s/results/reference/%s", src ? src : EMMCLAB_SOURCE_DIR, name);
 	char *data = NULL;
 	size_t len = 0;
 	struct lab_err e = {0};

@@ -44,23 +44,34 @@ static void test_names(void)
 	   "cqe");
 }
 
+/* The row with these values, -1 when none: what the rule must find. */
+static int row_of(int fua, int wc, int cqe)
+{
+	for (int m = 0; m < MODE_COUNT; m++)
+		if (lab_modes[m].fua == fua && lab_modes[m].write_cache == wc &&
+		    lab_modes[m].cqe == cqe)
+			return m;
+	return -1;
+}
+
 static void test_verified(void)
 {
 	is_int(lab_mode_from_verified(1, 1, 0), MODE_FUA, "fua=1 cache=1 cqe=0 is fua");
 	is_int(lab_mode_from_verified(0, 1, 0), MODE_CACHE_NOFUA, "fua=0 cache=1 is cache-nofua");
 	is_int(lab_mode_from_verified(1, 1, 1), MODE_FUA_CQE, "fua with CQE");
 	is_int(lab_mode_from_verified(0, 1, 1), MODE_CACHE_NOFUA_CQE, "cache-nofua with CQE");
-	is_int(lab_mode_from_verified(0, 0, 0), -1, "write-through is not a mode");
-	is_int(lab_mode_from_verified(1, 0, 0), -1, "FUA without cache is not a mode");
-	is_int(lab_mode_from_verified(1, 0, 1), -1, "FUA without cache, CQE: not a mode");
+	/* Every combination, write-through and FUA without a cache included:
+	 * a mode exactly when a row has those values. */
+	for (int v = 0; v < 8; v++) {
+		int fua = v & 1, wc = (v >> 1) & 1, cqe = (v >> 2) & 1;
+		char what[64];
+		snprintf(what, sizeof what, "fua=%d write_cache=%d cqe=%d", fua, wc, cqe);
+		is_int(lab_mode_from_verified(fua, wc, cqe), row_of(fua, wc, cqe), what);
+	}
 	is_int(lab_mode_from_verified(-1, 1, 0), -1, "unknown fua");
 	is_int(lab_mode_from_verified(1, -1, 0), -1, "unknown write_cache");
 	is_int(lab_mode_from_verified(1, 1, -1), -1, "unknown cqe");
 	is_int(lab_mode_from_verified(2, 1, 0), MODE_FUA, "any nonzero value is set");
-	for (int m = 0; m < MODE_COUNT; m++)
-		is_int(lab_mode_from_verified(lab_modes[m].fua, lab_modes[m].write_cache,
-		                              lab_modes[m].cqe),
-		       m, "every row is found from its own values");
 }
 
 static void test_counterparts(void)
@@ -91,15 +102,23 @@ static void test_reliable_writes(void)
 
 static void test_list(void)
 {
-	char buf[256];
-	is_int(lab_mode_list(buf, sizeof buf, ", "), (long long)strlen(buf), "length returned");
-	is_str(buf, "fua, cache-nofua, fua-cqe, cache-nofua-cqe", "list with commas");
+	char buf[256], want[256] = "";
+	for (int m = 0; m < MODE_COUNT; m++) {
+		size_t n = strlen(want);
+		snprintf(want + n, sizeof want - n, "%s%s", m ? ", " : "", lab_modes[m].name);
+	}
+	is_int(lab_mode_list(buf, sizeof buf, ", "), (long long)strlen(want), "length returned");
+	is_str(buf, want, "every name, with commas");
+	ok(strncmp(buf, "fua, cache-nofua, fua-cqe, cache-nofua-cqe", 42) == 0, "in table order");
 	lab_mode_list(buf, sizeof buf, " or ");
-	is_str(buf, "fua, cache-nofua, fua-cqe or cache-nofua-cqe", "list with 'or'");
+	char *last = strrchr(want, ',');
+	ok(last && strlen(buf) == strlen(want) + 2 &&
+	       strncmp(buf, want, (size_t)(last - want)) == 0 &&
+	       strncmp(buf + (last - want), " or ", 4) == 0,
+	   "'or' before the last name: %s", buf);
 	char small[8];
 	int n = lab_mode_list(small, sizeof small, ", ");
-	is_int(n, (long long)strlen("fua, cache-nofua, fua-cqe, cache-nofua-cqe"),
-	       "full length when truncated");
+	is_int(n, (long long)strlen(want), "full length when truncated");
 	is_str(small, "fua, ca", "truncated, terminated");
 }
 

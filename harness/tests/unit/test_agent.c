@@ -53,14 +53,9 @@ static void test_resend_and_errors(const char *root, const char *empty)
 
 int main(void)
 {
-	char root[4200], empty[4200];
-
 	agent_setup();
 	make_sysroot();
-	tpath(root, sizeof(root), "root");
-	tpath(empty, sizeof(empty), "empty");
-	mkdir(empty, 0755);
-	test_resend_and_errors(root, empty);
+	test_resend_and_errors(sys_root, sys_empty);
 	agent_cleanup();
 	return tap_done();
 }

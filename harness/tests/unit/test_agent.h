@@ -248,6 +248,9 @@ static __attribute__((unused)) void sysroot_link(const char *rel_link, const cha
 	}
 }
 
+/* Filled by make_sysroot(): the board below, and an empty sysroot. */
+static char sys_root[4200], sys_empty[4200];
+
 /* A board: mmcblk0 is an SD card, mmcblk1 the eMMC on host mmc1. */
 static __attribute__((unused)) void make_sysroot(void)
 {
@@ -287,6 +290,9 @@ static __attribute__((unused)) void make_sysroot(void)
 	put_str("root/sys/module/mmc_core/parameters/disable_cqe", "Y\n");
 	put_str("root/proc/cmdline", "console=ttyS0 mmc_block.fua=on mmc_core.disable_cqe=1\n");
 	put_str("root/dev/kmsg", "6,1,1,-;mmc1: new HS400 MMC card at address 0001\n");
+	tpath(sys_root, sizeof(sys_root), "root");
+	tpath(sys_empty, sizeof(sys_empty), "empty");
+	mkdir(sys_empty, 0755);
 }
 
 static __attribute__((unused)) int dir_entries(const char *path)

@@ -208,15 +208,10 @@ static void test_ext_csd(const char *root, const char *empty)
 
 int main(void)
 {
-	char root[4200], empty[4200];
-
 	agent_setup();
 	make_sysroot();
-	tpath(root, sizeof(root), "root");
-	tpath(empty, sizeof(empty), "empty");
-	mkdir(empty, 0755);
-	test_discovery_and_cid(root);
-	test_ext_csd(root, empty);
+	test_discovery_and_cid(sys_root);
+	test_ext_csd(sys_root, sys_empty);
 	agent_cleanup();
 	return tap_done();
 }

@@ -81,12 +81,9 @@ static void test_mode(const char *root)
 
 int main(void)
 {
-	char root[4200];
-
 	agent_setup();
 	make_sysroot();
-	tpath(root, sizeof(root), "root");
-	test_mode(root);
+	test_mode(sys_root);
 	agent_cleanup();
 	return tap_done();
 }

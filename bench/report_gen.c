@@ -9,6 +9,7 @@
  * workload = 2400 samples (876,000 for a year).  Values come from a fixed
  * per-part model with mode effects and noise (deterministic LCG).
  */
+#include "mode.h"
 #include "store.h"
 #include "util.h"
 
@@ -52,7 +53,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "report_gen: NIGHTS must be 1..10000\n");
 		return 2;
 	}
-	static const char *const modes[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe"};
 	static const char *const workloads[] = {"androbench", "fio"};
 	static const char *const metrics[2][3] = {{"seq_write", "rand_write", "rand_read"},
 						  {"write_iops", "p99_latency", "wall_time"}};
@@ -95,13 +95,14 @@ int main(int argc, char **argv)
 			return die("run times", &e);
 		int seq = 0;
 		for (int p = 0; p < PARTS; p++)
-			for (int m = 0; m < 4; m++) {
+			for (int m = 0; m < MODE_COUNT; m++) {
 				struct store_job_info ji = {.run_id = run, .board_id = board[p], .part_id = part[p],
 							    .kernel_id = kernel, .suite = "nightly",
-							    .mode = modes[m], .seq = seq++};
+							    .mode = lab_mode_names[m], .seq = seq++};
 				int64_t job;
 				if (store_job_begin(s, &ji, &job, &e) ||
-				    store_job_verified(s, job, !(m & 1), 1, m >= 2, modes[m], &e))
+				    store_job_verified(s, job, lab_modes[m].fua, lab_modes[m].write_cache,
+						       lab_modes[m].cqe, lab_mode_names[m], &e))
 					return die("job", &e);
 				for (int w = 0; w < 2; w++)
 					for (int it = 1; it <= ITERS; it++) {

@@ -20,18 +20,14 @@
 #include "config.h"
 #include "loop.h"
 #include "opt.h"
+#include "rand.h"
 #include "util.h"
 
-/* ---- PRNG (xoshiro256**, seeded through splitmix64): deterministic under seed ---- */
-struct sim_rng {
-	uint64_t s[4];
-};
+/* ---- random streams (struct rand_gen, harness/common/rand.h): deterministic under seed ---- */
 /* Seed a stream: same (seed, stream name) -> same sequence. */
-void sim_rng_seed(struct sim_rng *r, uint64_t seed, const char *stream);
-uint64_t sim_rng_next(struct sim_rng *r);
-double sim_rng_uniform(struct sim_rng *r); /* [0, 1) */
-double sim_rng_normal(struct sim_rng *r);  /* N(0, 1), Box-Muller */
-bool sim_rng_chance(struct sim_rng *r, double p);
+void sim_rng_seed(struct rand_gen *r, uint64_t seed, const char *stream);
+double sim_rng_normal(struct rand_gen *r); /* N(0, 1), Box-Muller */
+bool sim_rng_chance(struct rand_gen *r, double p);
 
 /* ---- eMMC part profiles and the timing model (sim_model.c) ---- */
 struct sim_fs_model {   /* ext4 copy benchmark, one iteration (seconds) */
@@ -99,7 +95,7 @@ struct sim_fs_result {
 /* One fscopy iteration.  first: first iteration after preconditioning; slow: factor
  * (slow-part fault, 1.0 normally); scale: workload size factor. */
 void sim_model_fscopy(const struct sim_part *p, struct sim_effmode m, bool first, double slow,
-		      double scale, struct sim_rng *r, struct sim_fs_result *out);
+		      double scale, struct rand_gen *r, struct sim_fs_result *out);
 
 struct sim_ab_args {
 	double seq_mib, req_mib, rand_mib;
@@ -113,7 +109,7 @@ struct sim_ab_result {
 	long rel_writes, flushes, flush_ms;
 };
 void sim_model_androbench(const struct sim_part *p, struct sim_effmode m, double slow,
-			  const struct sim_ab_args *a, struct sim_rng *r, struct sim_ab_result *out);
+			  const struct sim_ab_args *a, struct rand_gen *r, struct sim_ab_result *out);
 /* Human size as the kernel prints it ("29.1 GiB"). */
 void sim_human_size(char *buf, size_t n, uint64_t bytes);
 

@@ -6,6 +6,7 @@
  * logged (correct) line.
  */
 #include "sim_board.h"
+#include "mode.h"
 #include "proto.h"
 
 #include <math.h>
@@ -57,7 +58,7 @@ static void out_line(struct agent_run *r, const char *line, bool corruptible)
 		/* Flip one hex digit of the CRC: the line still parses, the check fails. */
 		char *crc = strstr(wire, " crc=");
 		if (crc && crc[5]) {
-			size_t k = 5 + sim_rng_next(&b->rng_fault) % 8;
+			size_t k = 5 + rand_next(&b->rng_fault) % 8;
 			if (crc[k] && crc[k] != '\n')
 				crc[k] = crc[k] == '0' ? '1' : '0';
 		}
@@ -246,21 +247,15 @@ static int cmd_identify(struct agent_run *r)
 	return 0;
 }
 
-static const char *const modes[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe", NULL};
-
 static int cmd_mode(struct agent_run *r)
 {
 	struct sim_board *b = r->b;
 	const char *expect = arg(r, "expect");
-	if (expect) {
-		bool okm = false;
-		for (int i = 0; modes[i]; i++)
-			okm |= strcmp(modes[i], expect) == 0;
-		if (!okm) {
-			emit_error(r, "bad-arg", "expect=%s: want fua, cache-nofua, fua-cqe or cache-nofua-cqe",
-				   expect);
-			return -1;
-		}
+	if (expect && lab_mode_parse(expect) < 0) {
+		char modes[256];
+		lab_mode_list(modes, sizeof modes, " or ");
+		emit_error(r, "bad-arg", "expect=%s: want %s", expect, modes);
+		return -1;
 	}
 	const char *mode = sim_mode_name(b->eff);
 	char fua[4], wc[4], cqe[4], cmdq[4], tags[8], kc[8];

@@ -195,9 +195,9 @@ static void out_bytes(struct sim_board *b, const char *data, size_t len)
 		if (garbage && sim_rng_chance(&b->rng_fault, rate)) {
 			b->garbage_bytes++;
 			if (sim_rng_chance(&b->rng_fault, 0.5)) {
-				c ^= (unsigned char)(1u << (sim_rng_next(&b->rng_fault) % 8));
+				c ^= (unsigned char)(1u << (rand_next(&b->rng_fault) % 8));
 			} else {
-				unsigned char g = (unsigned char)(sim_rng_next(&b->rng_fault) & 0xff);
+				unsigned char g = (unsigned char)(rand_next(&b->rng_fault) & 0xff);
 				if (b->txq.len + 1 < b->txq.max)
 					lab_buf_append(&b->txq, &g, 1);
 			}

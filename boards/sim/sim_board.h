@@ -87,7 +87,7 @@ struct sim_board {
 
 	/* faults */
 	struct sim_fault faults[FAULT_COUNT];
-	struct sim_rng rng_model, rng_fault;
+	struct rand_gen rng_model, rng_fault;
 
 	/* U-Boot */
 	struct sim_lined lined;

@@ -8,6 +8,7 @@
  *              POST /sim/clear?board=B, POST /sim/power?board=B&op=on|off|reboot
  */
 #include "sim_board.h"
+#include "hex.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -77,24 +78,13 @@ static void respond(struct conn *c, int code, const char *ctype, const char *bod
 	loop_fd_mod(c->h->s->loop, c->fd, LOOP_WRITE);
 }
 
-static int hexv(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* URL-decode src[0..n) into dst (size cap); '+' is a space in queries. */
 static void url_decode(char *dst, size_t size, const char *src, size_t n)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < n && o + 1 < size; i++) {
-		if (src[i] == '%' && i + 2 < n && hexv(src[i + 1]) >= 0 && hexv(src[i + 2]) >= 0) {
-			dst[o++] = (char)(hexv(src[i + 1]) * 16 + hexv(src[i + 2]));
+		if (src[i] == '%' && i + 2 < n && hex_digit(src[i + 1]) >= 0 && hex_digit(src[i + 2]) >= 0) {
+			dst[o++] = (char)(hex_digit(src[i + 1]) * 16 + hex_digit(src[i + 2]));
 			i += 2;
 		} else if (src[i] == '+') {
 			dst[o++] = ' ';

@@ -15,22 +15,15 @@
  *    sign/size of their fscopy FUA penalty (not published: unverified).
  */
 #include "sim.h"
+#include "mode.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-/* ---- PRNG ---- */
+/* ---- random streams ---- */
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-void sim_rng_seed(struct sim_rng *r, uint64_t seed, const char *stream)
+void sim_rng_seed(struct rand_gen *r, uint64_t seed, const char *stream)
 {
 	/* FNV-1a of the stream name keeps streams of one seed independent. */
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -38,48 +31,22 @@ void sim_rng_seed(struct sim_rng *r, uint64_t seed, const char *stream)
 		h ^= (unsigned char)*p;
 		h *= 0x100000001b3ULL;
 	}
-	uint64_t x = seed ^ h;
-	for (int i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&x);
+	rand_seed(r, seed ^ h);
 }
 
-static inline uint64_t rotl(uint64_t x, int k)
+double sim_rng_normal(struct rand_gen *r)
 {
-	return (x << k) | (x >> (64 - k));
-}
-
-uint64_t sim_rng_next(struct sim_rng *r)
-{
-	uint64_t *s = r->s;
-	uint64_t result = rotl(s[1] * 5, 7) * 9;
-	uint64_t t = s[1] << 17;
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return result;
-}
-
-double sim_rng_uniform(struct sim_rng *r)
-{
-	return (double)(sim_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-double sim_rng_normal(struct sim_rng *r)
-{
-	double u1 = sim_rng_uniform(r), u2 = sim_rng_uniform(r);
+	double u1 = rand_uniform(r), u2 = rand_uniform(r);
 	if (u1 < 1e-300)
 		u1 = 1e-300;
 	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
-bool sim_rng_chance(struct sim_rng *r, double p)
+bool sim_rng_chance(struct rand_gen *r, double p)
 {
 	if (p <= 0)
 		return false;
-	return sim_rng_uniform(r) < p;
+	return rand_uniform(r) < p;
 }
 
 /* ---- part profiles ---- */
@@ -207,11 +174,8 @@ const struct sim_part *sim_part_at(size_t i)
 
 const char *sim_mode_name(struct sim_effmode m)
 {
-	if (!m.cache)
-		return "unknown"; /* write through: neither of our modes */
-	if (m.fua)
-		return m.cqe ? "fua-cqe" : "fua";
-	return m.cqe ? "cache-nofua-cqe" : "cache-nofua";
+	int mode = lab_mode_from_verified(m.fua, m.cache, m.cqe);
+	return mode >= 0 ? lab_mode_name(mode) : "unknown";
 }
 
 void sim_human_size(char *buf, size_t n, uint64_t bytes)
@@ -235,14 +199,14 @@ void sim_human_size(char *buf, size_t n, uint64_t bytes)
 
 /* ---- timing model ---- */
 
-static double noisy(struct sim_rng *r, double v, double cv)
+static double noisy(struct rand_gen *r, double v, double cv)
 {
 	double x = v * (1.0 + cv * sim_rng_normal(r));
 	return x > v * 0.05 ? x : v * 0.05;
 }
 
 void sim_model_fscopy(const struct sim_part *p, struct sim_effmode m, bool first, double slow,
-		      double scale, struct sim_rng *r, struct sim_fs_result *out)
+		      double scale, struct rand_gen *r, struct sim_fs_result *out)
 {
 	const struct sim_fs_model *f = &p->fs;
 	if (scale <= 0)
@@ -287,7 +251,7 @@ void sim_model_fscopy(const struct sim_part *p, struct sim_effmode m, bool first
 }
 
 void sim_model_androbench(const struct sim_part *p, struct sim_effmode m, double slow,
-			  const struct sim_ab_args *a, struct sim_rng *r, struct sim_ab_result *out)
+			  const struct sim_ab_args *a, struct rand_gen *r, struct sim_ab_result *out)
 {
 	const struct sim_ab_model *b = &p->ab;
 	if (slow <= 0)

@@ -350,7 +350,7 @@ static int cmd_tftp(struct sim_board *b, int argc, char **argv)
 		sim_emitf(b, per_hash_ms * (double)n, "%s%s", line, h < hashes ? "\n\t " : "\n");
 	}
 	sim_emitf(b, 1, "\t %.1f MiB/s\ndone\nBytes transferred = %" PRIu64 " (%" PRIx64 " hex)\n",
-		  bw / 1048576.0 * (0.95 + 0.1 * sim_rng_uniform(&b->rng_model)), size, size);
+		  bw / 1048576.0 * (0.95 + 0.1 * rand_uniform(&b->rng_model)), size, size);
 	mark_loaded(b, addr, size);
 	return 0;
 }

@@ -271,8 +271,9 @@ static int do_boot(struct bctx *c, const char *kernel_name, const char *mode, co
 	if (mode) {
 		int m = lab_mode_parse(mode);
 		if (m < 0) {
-			fprintf(stderr, "emmclab: unknown mode '%s' (fua, cache-nofua, fua-cqe, cache-nofua-cqe)\n",
-				mode);
+			char modes[256];
+			lab_mode_list(modes, sizeof modes, ", ");
+			fprintf(stderr, "emmclab: unknown mode '%s' (%s)\n", mode, modes);
 			lab_buf_free(&extra);
 			return 2;
 		}

@@ -16,6 +16,8 @@
  *  - a right CRC with another protocol version is PROTO_BAD_VERSION.
  */
 #include "proto.h"
+#include "crc.h"
+#include "hex.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -25,27 +27,6 @@
 
 #define CRC_FIELD " crc="
 #define CRC_FIELD_LEN 5
-
-/* CRC-32 (IEEE 802.3, reflected 0xEDB88320), half-byte table: small,
- * constant, no init, fast enough for 4 KiB lines. */
-static const uint32_t crc_nibble[16] = {
-	0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac, 0x76dc4190, 0x6b6b51f4,
-	0x4db26158, 0x5005713c, 0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
-	0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c,
-};
-
-uint32_t proto_crc32(const void *data, size_t len)
-{
-	const unsigned char *p = data;
-	uint32_t crc = 0xffffffffu;
-
-	while (len--) {
-		crc ^= *p++;
-		crc = (crc >> 4) ^ crc_nibble[crc & 0xf];
-		crc = (crc >> 4) ^ crc_nibble[crc & 0xf];
-	}
-	return crc ^ 0xffffffffu;
-}
 
 static int proto_unreserved(unsigned char c)
 {
@@ -59,17 +40,6 @@ static int proto_keychar(unsigned char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 	       c == '_' || c == '-' || c == '.';
-}
-
-static int proto_hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 int proto_encode_value(char *dst, size_t size, const char *src)
@@ -113,8 +83,8 @@ int proto_decode_value(char *dst, size_t size, const char *src, size_t len)
 
 			if (i + 2 >= len)
 				return -1;
-			hi = proto_hexval((unsigned char)src[i + 1]);
-			lo = proto_hexval((unsigned char)src[i + 2]);
+			hi = hex_digit((unsigned char)src[i + 1]);
+			lo = hex_digit((unsigned char)src[i + 2]);
 			if (hi < 0 || lo < 0 || (hi | lo) == 0)
 				return -1;
 			c = (unsigned char)(hi << 4 | lo);
@@ -249,14 +219,14 @@ int proto_parse(const char *line, size_t len, struct proto_msg *m)
 	if (clen != 8)
 		return PROTO_BAD_CRC;
 	for (i = 0; i < 8; i++) {
-		int v = proto_hexval((unsigned char)crcp[CRC_FIELD_LEN + i]);
+		int v = hex_digit((unsigned char)crcp[CRC_FIELD_LEN + i]);
 
 		if (v < 0)
 			return PROTO_BAD_CRC;
 		want = want << 4 | (uint32_t)v;
 	}
 	blen = (size_t)(crcp - body);
-	if (proto_crc32(body, blen) != want)
+	if (crc32_ieee(body, blen) != want)
 		return PROTO_BAD_CRC;
 
 	/* From here the bytes are what the sender meant. */
@@ -406,7 +376,7 @@ int proto_format(char *buf, size_t size, uint64_t seq, const char *kind, const c
 			return -1;
 		n += (size_t)r;
 	}
-	r = snprintf(buf + n, size - n, "%s%08x\n", CRC_FIELD, proto_crc32(buf, n));
+	r = snprintf(buf + n, size - n, "%s%08x\n", CRC_FIELD, crc32_ieee(buf, n));
 	if (r < 0 || (size_t)r >= size - n)
 		return -1;
 	return (int)(n + (size_t)r);

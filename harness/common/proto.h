@@ -58,6 +58,5 @@ int proto_format(char *buf, size_t size, uint64_t seq, const char *kind, const c
 /* Percent-encoding helpers. Return length written or -1 if it does not fit. */
 int proto_encode_value(char *dst, size_t size, const char *src);
 int proto_decode_value(char *dst, size_t size, const char *src, size_t len);
-uint32_t proto_crc32(const void *data, size_t len);
 
 #endif

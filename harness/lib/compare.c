@@ -6,6 +6,7 @@
  * one row per requested pair.
  */
 #include "compare.h"
+#include "mode.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -172,10 +173,7 @@ static int cmp_cell(const void *x, const void *y, void *ctx)
 	}
 	if ((c = strcmp(a->board, b->board)) || (c = strcmp(a->kernel, b->kernel)))
 		return c;
-	int ra = results_mode_rank(a->mode), rb = results_mode_rank(b->mode);
-	if (ra != rb)
-		return ra < rb ? -1 : 1;
-	if ((c = strcmp(a->mode, b->mode)) || (c = strcmp(a->workload, b->workload)) ||
+	if ((c = results_mode_cmp(a->mode, b->mode)) || (c = strcmp(a->workload, b->workload)) ||
 	    (c = strcmp(a->metric, b->metric)))
 		return c;
 	if (a->run != b->run)
@@ -377,7 +375,7 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 		qsort_r(p->cells, p->ncells, sizeof *p->cells, cmp_cell, (void *)r);
 
 	/* The pairs to emit per context. */
-	struct pair pairs[4];
+	struct pair pairs[2 * MODE_COUNT];
 	size_t npairs = 0;
 	char *ra = NULL, *rb = NULL;
 	if (o->a) {
@@ -397,9 +395,18 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 			pairs[npairs++] = (struct pair){o->a, o->b, false};
 		}
 	} else if (by == COMPARE_BY_MODE) {
-		pairs[npairs++] = (struct pair){"fua", "cache-nofua", false};
-		pairs[npairs++] = (struct pair){"fua-cqe", "cache-nofua-cqe", false};
-		pairs[npairs++] = (struct pair){"fua", "fua-cqe", true};
+		/* Every FUA mode against the same mode without FUA; then, where both
+		 * have data, every FUA mode against the same with the CQE on. */
+		for (int m = 0; m < MODE_COUNT; m++) {
+			int q = lab_mode_without_fua(m);
+			if (q >= 0)
+				pairs[npairs++] = (struct pair){lab_mode_names[m], lab_mode_names[q], false};
+		}
+		for (int m = 0; m < MODE_COUNT; m++) {
+			int q = lab_mode_fua(m) ? lab_mode_with_cqe(m) : -1;
+			if (q >= 0)
+				pairs[npairs++] = (struct pair){lab_mode_names[m], lab_mode_names[q], true};
+		}
 	} else if (by == COMPARE_BY_RUN) {
 		/* The two newest runs that have samples. */
 		size_t have[2], nh = 0;

@@ -19,26 +19,6 @@
 
 #define CONFIG_MAX_FILES 256
 
-const char *const lab_mode_names[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe", NULL};
-
-int lab_mode_parse(const char *s)
-{
-	for (int i = 0; s && lab_mode_names[i]; i++)
-		if (strcmp(s, lab_mode_names[i]) == 0)
-			return i;
-	return -1;
-}
-
-bool lab_mode_fua(int mode)
-{
-	return mode == MODE_FUA || mode == MODE_FUA_CQE;
-}
-
-bool lab_mode_cqe(int mode)
-{
-	return mode == MODE_FUA_CQE || mode == MODE_CACHE_NOFUA_CQE;
-}
-
 /* Workloads the agent implements (agent-contract.md). */
 static const char *const workload_names[] = {"androbench", "fscopy", "powerfail", "fio", NULL};
 static const char *const order_names[] = {"interleave", "random", "sequential", NULL};
@@ -61,16 +41,15 @@ static const struct opt recipe_opts[] = {
 	{0},
 };
 
-#define MODE_ENTRY(i, k, h) \
-	{.key = k, .type = OPT_SECTION, .offset = (i) * sizeof(struct mode_recipe), \
-	 .sub = recipe_opts, .help = h}
+/* One section per row of the mode table (mode.h). */
+#define MODE_ENTRY(id, name, fua, wc, cqe, abbrev, h) \
+	{.key = name, .type = OPT_SECTION, .offset = (id) * sizeof(struct mode_recipe), \
+	 .sub = recipe_opts, .help = h},
 static const struct opt modes_opts[] = {
-	MODE_ENTRY(MODE_FUA, "fua", "REQ_FUA as reliable write, CQE off"),
-	MODE_ENTRY(MODE_CACHE_NOFUA, "cache-nofua", "FUA not advertised (write + flush), CQE off"),
-	MODE_ENTRY(MODE_FUA_CQE, "fua-cqe", "reliable write through the CQE task descriptor"),
-	MODE_ENTRY(MODE_CACHE_NOFUA_CQE, "cache-nofua-cqe", "write + flush, CQE on"),
+	LAB_MODES(MODE_ENTRY)
 	{0},
 };
+#undef MODE_ENTRY
 
 static const struct opt uboot_opts[] = {
 	{.key = "autoboot_pattern", .type = OPT_STR, .offset = F(uboot_cfg, autoboot_pattern),

@@ -13,15 +13,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "cfgnode.h"
+#include "mode.h"
 #include "opt.h"
 #include "util.h"
-
-/* The four modes (DESIGN.md).  Index order is fixed and used in tables. */
-enum lab_mode { MODE_FUA, MODE_CACHE_NOFUA, MODE_FUA_CQE, MODE_CACHE_NOFUA_CQE, MODE_COUNT };
-extern const char *const lab_mode_names[]; /* "fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe", NULL */
-int lab_mode_parse(const char *s);         /* -1 if unknown */
-bool lab_mode_fua(int mode);
-bool lab_mode_cqe(int mode);
 
 /* How a mode is requested on a board type. */
 struct mode_recipe {

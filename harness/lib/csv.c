@@ -9,6 +9,7 @@
  * becomes a (line, reason) entry rather than an abort.
  */
 #include "csv.h"
+#include "mode.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -33,8 +34,6 @@ const char *csv_layout_name(enum csv_layout l)
 static const char *const androbench_cols[] = {"board", "controller", "queue_fua", "workload",
 					      "run", "mib_per_s", NULL};
 static const char *const fscopy_cols[] = {"dut", "module", "mode", "run", "seconds", NULL};
-static const char *const csv_modes[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe",
-					NULL};
 
 /* ---- record reader ---------------------------------------------------------- */
 
@@ -287,14 +286,6 @@ static int header_matches(const struct csv_rec *r, const char *const *cols)
 	return 1;
 }
 
-static int in_modes(const char *m)
-{
-	for (const char *const *p = csv_modes; *p; p++)
-		if (strcmp(*p, m) == 0)
-			return 1;
-	return 0;
-}
-
 static int parse_run(const char *t, int *out)
 {
 	int64_t v;
@@ -339,7 +330,7 @@ static void check_row(struct parse_ctx *c, const char *buf, const struct csv_rec
 		run_t = r->f[4].val;
 		val_t = r->f[5].val;
 	} else {
-		if (!in_modes(r->f[2].val))
+		if (lab_mode_parse(r->f[2].val) < 0)
 			goto bad_mode;
 		run_t = r->f[3].val;
 		val_t = r->f[4].val;
@@ -367,7 +358,8 @@ static void check_row(struct parse_ctx *c, const char *buf, const struct csv_rec
 		row.label = xstrdup(r->f[0].val);
 		row.board = xstrdup(r->f[0].val);
 		row.host = xstrdup(r->f[1].val);
-		row.mode = xstrdup(r->f[2].val[0] == '1' ? "fua" : "cache-nofua");
+		/* queue_fua as read on a DUT with a write-back cache, without CQE */
+		row.mode = xstrdup(lab_mode_name(lab_mode_from_verified(r->f[2].val[0] == '1', 1, 0)));
 		row.metric = xstrdup(r->f[3].val);
 	} else {
 		row.label = xasprintf("%s %s", r->f[0].val, r->f[1].val);
@@ -382,7 +374,9 @@ static void check_row(struct parse_ctx *c, const char *buf, const struct csv_rec
 	return;
 bad_mode:
 	excerpt(ex, sizeof ex, r->f[2].val);
-	add_bad(c, r->line, "unknown mode '%s' (fua, cache-nofua, fua-cqe, cache-nofua-cqe)", ex);
+	char modes[256];
+	lab_mode_list(modes, sizeof modes, ", ");
+	add_bad(c, r->line, "unknown mode '%s' (%s)", ex, modes);
 }
 
 /* ---- duplicates ------------------------------------------------------------------ */

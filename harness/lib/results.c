@@ -7,6 +7,7 @@
  */
 #include "results.h"
 #include "store_internal.h"
+#include "mode.h"
 #include "stats.h"
 
 #include <math.h>
@@ -212,14 +213,20 @@ static void group_push(struct results_group *g, double v, int iter, int warm)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static const char *const mode_order[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe"};
-
 int results_mode_rank(const char *mode)
 {
-	for (size_t i = 0; i < LAB_ARRAY_SIZE(mode_order); i++)
-		if (mode && strcmp(mode, mode_order[i]) == 0)
-			return (int)i;
-	return (int)LAB_ARRAY_SIZE(mode_order);
+	int m = lab_mode_parse(mode);
+	return m >= 0 ? m : MODE_COUNT;
+}
+
+int results_mode_cmp(const char *a, const char *b)
+{
+	if (a == b)
+		return 0;
+	int ra = results_mode_rank(a), rb = results_mode_rank(b);
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	return strcmp(a, b);
 }
 
 static int db_err(struct lab_err *e, sqlite3 *db, const char *what)
@@ -547,13 +554,8 @@ static int cmp_group(const void *x, const void *y, void *ctx)
 	if ((c = cmp_str(a->board, b->board)) || (c = cmp_str(a->kernel, b->kernel)) ||
 	    (c = cmp_str(a->workload, b->workload)) || (c = cmp_str(a->metric, b->metric)))
 		return c;
-	if (a->mode != b->mode) {
-		int ra = results_mode_rank(a->mode), rb = results_mode_rank(b->mode);
-		if (ra != rb)
-			return ra < rb ? -1 : 1;
-		if ((c = strcmp(a->mode, b->mode)))
-			return c;
-	}
+	if ((c = results_mode_cmp(a->mode, b->mode)))
+		return c;
 	if ((c = cmp_str(a->unit, b->unit)) || (c = cmp_str(a->suite, b->suite)))
 		return c;
 	return a->run < b->run ? -1 : a->run > b->run;

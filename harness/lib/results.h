@@ -88,9 +88,10 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 		 struct lab_err *e);
 void results_free(struct results *r);
 
-/* The mode's position in the fixed order fua, cache-nofua, fua-cqe,
- * cache-nofua-cqe; other modes sort after them. */
+/* The mode's row in the mode table (mode.h); other modes sort after them. */
 int results_mode_rank(const char *mode);
+/* Modes in that order, other modes by name after them. */
+int results_mode_cmp(const char *a, const char *b);
 const struct results_run *results_run_by_id(const struct results *r, int64_t id);
 /* Id of the newest run in the store (by started_at), 0 when none. */
 int results_latest_run(struct store *s, int64_t *run_id, struct lab_err *e);

@@ -102,19 +102,6 @@ static void logf_(struct runner *r, const char *fmt, ...)
 	fflush(r->o->log);
 }
 
-int run_mode_from_verified(int fua, int write_cache, int cqe)
-{
-	if (fua < 0 || write_cache < 0 || cqe < 0)
-		return -1;
-	if (fua && !write_cache)
-		return -1; /* FUA without a write cache is not one of our modes */
-	if (!fua && !write_cache)
-		return -1; /* write-through: unsafe, not a mode we test */
-	if (fua)
-		return cqe ? MODE_FUA_CQE : MODE_FUA;
-	return cqe ? MODE_CACHE_NOFUA_CQE : MODE_CACHE_NOFUA;
-}
-
 /* ---- bookkeeping ---- */
 
 static struct plan_job *cur_job(struct rboard *rb)
@@ -454,9 +441,7 @@ static void on_workload_done(struct board *b, int rc, enum board_fail fail, cons
 	for (size_t i = 0; i < c->ncounters; i++) {
 		if (strcmp(c->counters[i].name, "reliable_writes") != 0)
 			continue;
-		bool fua = lab_mode_fua(j->mode);
-		if ((!fua && c->counters[i].value > 0) || (fua && c->counters[i].value == 0 &&
-							    strcmp(w->name, "androbench") != 0)) {
+		if (!lab_mode_reliable_writes_ok(j->mode, w->name, c->counters[i].value)) {
 			char *m = xasprintf("%s iteration %d: %lld reliable writes in mode %s: the running "
 					    "kernel does not do what the mode requires; samples discarded",
 					    w->name, s->iteration, (long long)c->counters[i].value,
@@ -604,7 +589,7 @@ static void pf_mode_done(struct board *b, int rc, enum board_fail fail, const ch
 		pf_fail(rb, rc, fail, "mode verification after the cut", msg);
 		return;
 	}
-	int vm = run_mode_from_verified(c->fua, c->write_cache, c->cqe);
+	int vm = lab_mode_from_verified(c->fua, c->write_cache, c->cqe);
 	if (vm != j->mode) {
 		char *m = xasprintf("after the power cut the DUT runs %s, not %s; no samples stored",
 				    vm >= 0 ? lab_mode_names[vm] : c->vmode, lab_mode_names[j->mode]);
@@ -828,7 +813,7 @@ static void on_mode_done(struct board *b, int rc, enum board_fail fail, const ch
 		free(m);
 		return;
 	}
-	int vm = run_mode_from_verified(c->fua, c->write_cache, c->cqe);
+	int vm = lab_mode_from_verified(c->fua, c->write_cache, c->cqe);
 	struct lab_err e = {0};
 	if (store_job_verified(r->store, j->db_id, c->fua, c->write_cache, c->cqe,
 			       vm >= 0 ? lab_mode_names[vm] : c->vmode, &e)) {

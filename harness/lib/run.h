@@ -42,7 +42,4 @@ struct run_result {
 int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, struct run_result *res,
 	     struct lab_err *e);
 
-/* Which mode do verified values mean?  -1 when inconsistent (e.g. fua=1 without a cache). */
-int run_mode_from_verified(int fua, int write_cache, int cqe);
-
 #endif

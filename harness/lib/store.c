@@ -7,6 +7,7 @@
  * savepoint when the caller already holds one, so bulk loads batch many).
  */
 #include "store_internal.h"
+#include "mode.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -113,7 +114,6 @@ struct store {
 static const char *const run_status_ok[] = {"running", "complete", "aborted", "failed", NULL};
 static const char *const job_status_ok[] = {"pending", "running", "ok", "infra",
 					    "mode-mismatch", "skipped", NULL};
-static const char *const mode_ok[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe", NULL};
 
 static int in_list(const char *v, const char *const *list)
 {
@@ -794,9 +794,12 @@ int store_job_begin(struct store *s, const struct store_job_info *ji, int64_t *j
 		    struct lab_err *e)
 {
 	char now[32];
-	if (!in_list(ji->mode, mode_ok))
-		return LAB_ERR(e, LAB_EUSAGE, "unknown mode '%s' (fua, cache-nofua, fua-cqe, cache-nofua-cqe)",
-			       ji->mode ? ji->mode : "(null)");
+	if (lab_mode_parse(ji->mode) < 0) {
+		char modes[256];
+		lab_mode_list(modes, sizeof modes, ", ");
+		return LAB_ERR(e, LAB_EUSAGE, "unknown mode '%s' (%s)", ji->mode ? ji->mode : "(null)",
+			       modes);
+	}
 	if (!ji->suite || !*ji->suite)
 		return LAB_ERR(e, LAB_EUSAGE, "job without a suite");
 	now_iso(now);

@@ -543,23 +543,3 @@ int lab_sha256_file(const char *path, char hex[65], struct lab_err *e)
 	sha256_final(&s, hex);
 	return LAB_OK;
 }
-
-uint32_t lab_crc32(uint32_t crc, const void *data, size_t len)
-{
-	static uint32_t table[256];
-	static int ready;
-	if (!ready) {
-		for (uint32_t i = 0; i < 256; i++) {
-			uint32_t c = i;
-			for (int k = 0; k < 8; k++)
-				c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-			table[i] = c;
-		}
-		ready = 1;
-	}
-	const uint8_t *p = data;
-	crc = ~crc;
-	while (len--)
-		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}

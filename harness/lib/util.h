@@ -99,9 +99,6 @@ int lab_edit_distance(const char *a, const char *b);
 void lab_sha256(const void *data, size_t len, char hex[65]);
 int lab_sha256_file(const char *path, char hex[65], struct lab_err *e);
 
-/* CRC-32 (IEEE 802.3, as zlib's crc32). */
-uint32_t lab_crc32(uint32_t crc, const void *data, size_t len);
-
 #define LAB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define LAB_UNUSED(x) ((void)(x))
 

@@ -456,65 +456,6 @@ uint64_t agent_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-void agent_rng_seed(struct agent_rng *r, uint64_t seed)
-{
-	int i;
-
-	for (i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-/* xoshiro256** */
-uint64_t agent_rng_next(struct agent_rng *r)
-{
-	uint64_t *s = r->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return res;
-}
-
-double agent_rng_double(struct agent_rng *r)
-{
-	return (double)(agent_rng_next(r) >> 11) * 0x1.0p-53;
-}
-
-void agent_rng_fill(struct agent_rng *r, void *buf, size_t len)
-{
-	unsigned char *p = buf;
-
-	while (len >= 8) {
-		uint64_t v = agent_rng_next(r);
-
-		memcpy(p, &v, 8);
-		p += 8;
-		len -= 8;
-	}
-	if (len) {
-		uint64_t v = agent_rng_next(r);
-
-		memcpy(p, &v, len);
-	}
-}
-
 int agent_which(const char *prog, char *buf, size_t size)
 {
 	const char *path = getenv("PATH");

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "rand.h"
 
 #ifndef EMMCLAB_VERSION
 #define EMMCLAB_VERSION "0.0.0"
@@ -80,15 +81,8 @@ void agent_disk_of_path(struct agent *a, const char *path, char *disk, size_t si
  * mounted/swapped/held block device.  Returns a write fd or -1 (error line printed). */
 int agent_open_target(struct agent *a, char *path, size_t psize, uint64_t *size, int *is_blk);
 
-/* Time, randomness, children. */
+/* Time and children (randomness: struct rand_gen, harness/common/rand.h). */
 uint64_t agent_now_ns(void);
-struct agent_rng {
-	uint64_t s[4];
-};
-void agent_rng_seed(struct agent_rng *r, uint64_t seed);
-uint64_t agent_rng_next(struct agent_rng *r);
-double agent_rng_double(struct agent_rng *r); /* [0, 1) */
-void agent_rng_fill(struct agent_rng *r, void *buf, size_t len);
 /* fork/exec argv (PATH searched); child stdout to out_fd (-1: /dev/null),
  * stderr captured into err.  Returns the exit status, 127 when not found,
  * 128+sig when killed, -1 when fork failed. */

@@ -139,7 +139,7 @@ static int bench_sequential(struct agent *a, struct bench *b, int wr, uint64_t t
 	return 0;
 }
 
-static int bench_random(struct agent *a, struct bench *b, struct agent_rng *rng, int wr,
+static int bench_random(struct agent *a, struct bench *b, struct rand_gen *rng, int wr,
 			double *mibs, double *iops)
 {
 	uint64_t blocks = b->rand_bytes / RAND_BS, i, t0, t1;
@@ -151,7 +151,7 @@ static int bench_random(struct agent *a, struct bench *b, struct agent_rng *rng,
 	}
 	t0 = agent_now_ns();
 	for (i = 0; i < b->rand_ios; i++) {
-		uint64_t off = (agent_rng_next(rng) % blocks) * RAND_BS, s = agent_now_ns();
+		uint64_t off = (rand_next(rng) % blocks) * RAND_BS, s = agent_now_ns();
 
 		if (bench_io(a, fd, wr, b->buf, RAND_BS, off) != 0) {
 			close(fd);
@@ -167,12 +167,12 @@ static int bench_random(struct agent *a, struct bench *b, struct agent_rng *rng,
 	return 0;
 }
 
-static int bench_iter(struct agent *a, struct bench *b, struct agent_rng *rng, unsigned iter)
+static int bench_iter(struct agent *a, struct bench *b, struct rand_gen *rng, unsigned iter)
 {
 	double seq_w, seq_r, rr, rw, rr_iops, rw_iops, p50, p99;
 	uint64_t fill = b->rand_bytes > b->seq_bytes ? b->rand_bytes : b->seq_bytes;
 
-	agent_rng_fill(rng, b->buf, (size_t)b->req_bytes);
+	rand_fill(rng, b->buf, (size_t)b->req_bytes);
 	if (bench_sequential(a, b, 1, b->seq_bytes, &seq_w) != 0)
 		return -1;
 	if (fill > b->seq_bytes) {
@@ -215,7 +215,7 @@ int cmd_androbench(struct agent *a)
 	static struct bench b;
 	uint64_t first, iters, seq_mib, req_mib, rand_mib, count, seed;
 	char dir[PATH_MAX], disk[64];
-	struct agent_rng rng;
+	struct rand_gen rng;
 	unsigned it;
 	int rc = 0;
 	void *p;
@@ -252,7 +252,7 @@ int cmd_androbench(struct agent *a)
 	}
 	agent_disk_of_path(a, dir, disk, sizeof(disk));
 	/* default: the offsets differ per iteration label but repeat across runs */
-	agent_rng_seed(&rng, agent_arg(a, "seed") ? seed : first);
+	rand_seed(&rng, agent_arg(a, "seed") ? seed : first);
 	for (it = 1; it <= iters && rc == 0; it++) {
 		unsigned label = (unsigned)(first + it - 1);
 

@@ -45,9 +45,9 @@ struct tree {
 static const char *const exts[] = { ".c", ".c", ".c", ".h", ".h", ".S", ".rst", ".txt",
 				    ".yaml", ".dts", ".sh", "" };
 
-static uint32_t tree_size(struct agent_rng *r)
+static uint32_t tree_size(struct rand_gen *r)
 {
-	double u1 = 1.0 - agent_rng_double(r), u2 = agent_rng_double(r);
+	double u1 = 1.0 - rand_uniform(r), u2 = rand_uniform(r);
 	double z = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 	double s = exp(log(SIZE_MEDIAN) + SIZE_SIGMA * z);
 
@@ -56,7 +56,7 @@ static uint32_t tree_size(struct agent_rng *r)
 
 static int tree_init(struct tree *t, double scale, uint64_t seed)
 {
-	struct agent_rng r;
+	struct rand_gen r;
 	uint32_t k, i;
 
 	t->seed = seed;
@@ -68,19 +68,19 @@ static int tree_init(struct tree *t, double scale, uint64_t seed)
 	t->pool = malloc(POOL);
 	if (!t->parent || !t->pool)
 		return -1;
-	agent_rng_seed(&r, seed);
-	agent_rng_fill(&r, t->pool, POOL);
+	rand_seed(&r, seed);
+	rand_fill(&r, t->pool, POOL);
 	/* random recursive tree, biased to shallow parents (u^2): depth ~3-8 */
 	for (k = 1; k < t->ndirs; k++) {
-		double u = agent_rng_double(&r);
+		double u = rand_uniform(&r);
 
 		t->parent[k] = (uint32_t)((double)k * u * u);
 	}
 	t->bytes = 0;
-	agent_rng_seed(&r, seed ^ 0x5eedf11e5ull);
+	rand_seed(&r, seed ^ 0x5eedf11e5ull);
 	for (i = 0; i < t->nfiles; i++) {
 		t->bytes += tree_size(&r);
-		(void)agent_rng_next(&r); /* content offset, see tree_write */
+		(void)rand_next(&r); /* content offset, see tree_write */
 	}
 	return 0;
 }
@@ -120,7 +120,7 @@ static int write_all_fd(int fd, const unsigned char *p, size_t n)
  * then files dir by dir, like a recursive copy visits them. */
 static int tree_write(struct agent *a, const struct tree *t, const char *dst)
 {
-	struct agent_rng r;
+	struct rand_gen r;
 	char path[PATH_MAX], dpath[PATH_MAX];
 	uint32_t d, i;
 
@@ -128,7 +128,7 @@ static int tree_write(struct agent *a, const struct tree *t, const char *dst)
 		agent_error(a, "io", "mkdir %s: %s", dst, strerror(errno));
 		return -1;
 	}
-	agent_rng_seed(&r, t->seed ^ 0x5eedf11e5ull);
+	rand_seed(&r, t->seed ^ 0x5eedf11e5ull);
 	for (d = 0, i = 0; d < t->ndirs; d++) {
 		uint32_t end = (d + 1) * FILES_PER_DIR;
 
@@ -142,7 +142,7 @@ static int tree_write(struct agent *a, const struct tree *t, const char *dst)
 			return -1;
 		}
 		for (; i < t->nfiles && i < end; i++) {
-			uint32_t size = tree_size(&r), off = (uint32_t)(agent_rng_next(&r) % POOL), left;
+			uint32_t size = tree_size(&r), off = (uint32_t)(rand_next(&r) % POOL), left;
 			char fpath[PATH_MAX];
 			int fd;
 

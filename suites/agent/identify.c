@@ -7,6 +7,7 @@
  * ignore on an old part is not reported either.
  */
 #include "agent.h"
+#include "hex.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -132,17 +133,6 @@ void agent_decode_ext_csd(const uint8_t *ext, struct agent_kv *k)
 	agent_kv_add(k, "ext_csd", "%s", hex);
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* bits [start, start+len) of the 128-bit big-endian CID (bit 0 = LSB). */
 static uint32_t cid_bits(const uint8_t *cid, unsigned start, unsigned len)
 {
@@ -165,7 +155,7 @@ int agent_decode_cid(const char *hex, int ext_csd_rev, struct agent_kv *k)
 	if (strlen(hex) != 32)
 		return -1;
 	for (i = 0; i < 16; i++) {
-		int hi = hexval((unsigned char)hex[2 * i]), lo = hexval((unsigned char)hex[2 * i + 1]);
+		int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return -1;
@@ -207,7 +197,7 @@ static int ext_csd_from_buf(const char *buf, size_t n, uint8_t *ext)
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
-		int v = hexval((unsigned char)buf[i]);
+		int v = hex_digit(buf[i]);
 
 		if (v < 0) {
 			if (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t')

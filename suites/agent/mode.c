@@ -1,8 +1,9 @@
 /*
- * mode.c - verify which of the four modes the running kernel is in
- * (DOMAIN.md "Verifying a mode on the running DUT").
+ * mode.c - verify which mode of the mode table (harness/common/mode.h) the
+ * running kernel is in (DOMAIN.md "Verifying a mode on the running DUT").
  */
 #include "agent.h"
+#include "mode.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +14,6 @@
 #include <sys/klog.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const char *const agent_modes[] = { "fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe" };
 
 struct klog_scan {
 	char cqe_pat[64], hsq_pat[64], fua_pat[64];
@@ -114,17 +113,15 @@ int cmd_mode(struct agent *a)
 	char host[32], wc[64];
 	struct klog_scan s;
 	long fua = -1, cmdq = -1, tags = -1;
-	int have_wc, cqe, i;
-	const char *mode = "unknown";
+	int have_wc, cqe, m;
+	const char *mode;
 
-	if (expect) {
-		for (i = 0; i < 4 && strcmp(expect, agent_modes[i]) != 0; i++)
-			;
-		if (i == 4) {
-			agent_error(a, "bad-arg", "expect=%s: want fua, cache-nofua, fua-cqe or "
-				    "cache-nofua-cqe", expect);
-			return -1;
-		}
+	if (expect && lab_mode_parse(expect) < 0) {
+		char modes[256];
+
+		lab_mode_list(modes, sizeof(modes), " or ");
+		agent_error(a, "bad-arg", "expect=%s: want %s", expect, modes);
+		return -1;
 	}
 	if (!a->device[0]) {
 		agent_error(a, "no-device", "no eMMC found under /sys/block (use --device)");
@@ -165,12 +162,10 @@ int cmd_mode(struct agent *a)
 	if (tags >= 0)
 		agent_kv_add(&k, "nr_tags", "%ld", tags);
 	agent_knobs(a, &k);
-	if ((fua == 0 || fua == 1) && have_wc && strcmp(wc, "write back") == 0) {
-		static const char *const names[2][2] = { { "cache-nofua", "cache-nofua-cqe" },
-							  { "fua", "fua-cqe" } };
-
-		mode = names[fua][cqe];
-	}
+	/* queue/fua other than 0 or 1 is not a value we know */
+	m = lab_mode_from_verified(fua == 0 || fua == 1 ? (int)fua : -1,
+				   have_wc ? strcmp(wc, "write back") == 0 : -1, cqe);
+	mode = m >= 0 ? lab_mode_name(m) : "unknown";
 	agent_kv_add(&k, "mode", "%s", mode);
 	if (expect) {
 		agent_kv_add(&k, "expect", "%s", expect);

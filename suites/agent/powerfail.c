@@ -13,7 +13,7 @@
  * the file are never taken for this run's.
  */
 #include "agent.h"
-#include "proto.h"
+#include "crc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,22 +54,22 @@ static uint64_t get64(const unsigned char *p)
 
 static void pf_build(unsigned char *r, size_t size, uint64_t seq, uint64_t run_id)
 {
-	struct agent_rng rng;
+	struct rand_gen rng;
 
 	memcpy(r, PF_MAGIC, 4);
 	put32(r + 4, (uint32_t)size);
 	put64(r + 8, seq);
 	put64(r + 16, run_id);
-	agent_rng_seed(&rng, run_id ^ (seq * 0x9e3779b97f4a7c15ull));
-	agent_rng_fill(&rng, r + PF_HDR, size - PF_HDR - 4);
-	put32(r + size - 4, proto_crc32(r, size - 4));
+	rand_seed(&rng, run_id ^ (seq * 0x9e3779b97f4a7c15ull));
+	rand_fill(&rng, r + PF_HDR, size - PF_HDR - 4);
+	put32(r + size - 4, crc32_ieee(r, size - 4));
 }
 
 /* 1 intact (run_id filled when *run_id == 0), 0 invalid */
 static int pf_valid(const unsigned char *r, size_t size, uint64_t seq, uint64_t *run_id)
 {
 	if (memcmp(r, PF_MAGIC, 4) != 0 || get32(r + 4) != size || get64(r + 8) != seq ||
-	    get32(r + size - 4) != proto_crc32(r, size - 4))
+	    get32(r + size - 4) != crc32_ieee(r, size - 4))
 		return 0;
 	if (*run_id == 0)
 		*run_id = get64(r + 16);
@@ -124,10 +124,10 @@ int cmd_powerfail_write(struct agent *a)
 		return -1;
 	}
 	do {
-		struct agent_rng rng;
+		struct rand_gen rng;
 
-		agent_rng_seed(&rng, agent_now_ns() ^ ((uint64_t)getpid() << 32));
-		run_id = agent_rng_next(&rng);
+		rand_seed(&rng, agent_now_ns() ^ ((uint64_t)getpid() << 32));
+		run_id = rand_next(&rng);
 	} while (run_id == 0);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0 || fsync(fd) != 0 || pf_sync_dir(path) != 0) {

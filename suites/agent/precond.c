@@ -82,7 +82,7 @@ int cmd_precondition(struct agent *a)
 {
 	uint64_t passes, seed, size, pass;
 	char path[PATH_MAX];
-	struct agent_rng rng;
+	struct rand_gen rng;
 	unsigned char *buf;
 	int fd, is_blk;
 	void *p;
@@ -99,7 +99,7 @@ int cmd_precondition(struct agent *a)
 		return -1;
 	}
 	buf = p;
-	agent_rng_seed(&rng, seed);
+	rand_seed(&rng, seed);
 	for (pass = 1; pass <= passes; pass++) {
 		uint64_t off = 0, next = 0, t0 = agent_now_ns();
 
@@ -107,7 +107,7 @@ int cmd_precondition(struct agent *a)
 			size_t n = size - off < CHUNK ? (size_t)(size - off) : CHUNK;
 			ssize_t w;
 
-			agent_rng_fill(&rng, buf, n);
+			rand_fill(&rng, buf, n);
 			w = pwrite(fd, buf, n, (off_t)off);
 			if (w < 0 && errno == EINTR)
 				continue;

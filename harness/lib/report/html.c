@@ -6,6 +6,7 @@
  * comparison, infrastructure events.  Every string from the data is escaped.
  */
 #include "report.h"
+#include "mode.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -20,11 +21,14 @@ static void esc(FILE *f, const char *s)
 	report_xml_str(f, s);
 }
 
+/* A colour per row of the mode table (a categorical palette); grey for
+ * modes outside the table. */
 static const char *mode_color(const char *mode)
 {
-	static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"};
-	int r = results_mode_rank(mode);
-	return r < 4 ? colors[r] : "#7f7f7f";
+	static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+					     "#8c564b", "#e377c2", "#bcbd22", "#17becf"};
+	int r = lab_mode_parse(mode);
+	return r >= 0 && (size_t)r < LAB_ARRAY_SIZE(colors) ? colors[r] : "#7f7f7f";
 }
 
 static const char *verdict_class(enum stats_verdict v)
@@ -253,28 +257,31 @@ static void overview(FILE *f, const struct compare_result *cr)
 		fputs("</th>", f);
 	}
 	fputs("</tr>\n", f);
-	static const char *const pairs[2][2] = {{"fua", "cache-nofua"}, {"fua-cqe", "cache-nofua-cqe"}};
 	for (size_t i = 0; i < cr->nrows;) {
 		size_t j = i;
 		while (j < cr->nrows && same_ctx(&cr->rows[i], &cr->rows[j]))
 			j++;
-		for (int p = 0; p < 2; p++) {
+		/* A line per pair: every FUA mode against the same mode without FUA. */
+		for (int m = 0; m < MODE_COUNT; m++) {
+			if (lab_mode_without_fua(m) < 0)
+				continue;
+			const char *pa = lab_mode_names[m], *pb = lab_mode_names[lab_mode_without_fua(m)];
 			bool any = false;
 			for (size_t q = i; q < j; q++)
-				any |= !strcmp(cr->rows[q].a.label, pairs[p][0]) &&
-				       !strcmp(cr->rows[q].b.label, pairs[p][1]);
+				any |= !strcmp(cr->rows[q].a.label, pa) &&
+				       !strcmp(cr->rows[q].b.label, pb);
 			if (!any)
 				continue;
 			char ctx[256];
 			fputs("<tr><td>", f);
 			esc(f, report_context(ctx, sizeof ctx, &cr->rows[i]));
-			fprintf(f, "</td><td>%s vs %s</td>", pairs[p][1], pairs[p][0]);
+			fprintf(f, "</td><td>%s vs %s</td>", pb, pa);
 			for (size_t k = 0; k < ncols; k++) {
 				const struct compare_row *hit = NULL;
 				for (size_t q = i; q < j; q++) {
 					const struct compare_row *w = &cr->rows[q];
 					if (!strcmp(w->workload, cols[k][0]) && !strcmp(w->metric, cols[k][1]) &&
-					    !strcmp(w->a.label, pairs[p][0]) && !strcmp(w->b.label, pairs[p][1]))
+					    !strcmp(w->a.label, pa) && !strcmp(w->b.label, pb))
 						hit = w;
 				}
 				if (hit)
@@ -314,13 +321,8 @@ static int cmp_trend(const void *x, const void *y, void *ctx)
 	}
 	if ((c = cmp_istr(a->workload, b->workload)) || (c = cmp_istr(a->metric, b->metric)))
 		return c;
-	if (a->mode != b->mode) {
-		int ra = results_mode_rank(a->mode), rb = results_mode_rank(b->mode);
-		if (ra != rb)
-			return ra < rb ? -1 : 1;
-		if ((c = strcmp(a->mode, b->mode)))
-			return c;
-	}
+	if ((c = results_mode_cmp(a->mode, b->mode)))
+		return c;
 	return a->run < b->run ? -1 : a->run > b->run;
 }
 

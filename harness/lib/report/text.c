@@ -4,6 +4,7 @@
  * mean and CI, then each mode pair's change, p-values and verdict.
  */
 #include "report.h"
+#include "mode.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -169,7 +170,6 @@ static void fmt_mean(char *buf, size_t n, const struct compare_side *s)
 void report_text_mode_table(const struct report_model *m, FILE *f)
 {
 	const struct compare_result *c = m->modes;
-	static const char *const pairs[2][2] = {{"fua", "cache-nofua"}, {"fua-cqe", "cache-nofua-cqe"}};
 	size_t shown = 0;
 	fprintf(f, "FUA vs cache-no-FUA: means of n iterations, change of cache-nofua\n"
 		   "against fua, verdict at alpha %.3g and minimum effect %.3g%%\n",
@@ -184,14 +184,18 @@ void report_text_mode_table(const struct report_model *m, FILE *f)
 		last_part = r0->part_label;
 		last_board = r0->board;
 		bool header = false;
-		for (int pr = 0; pr < 2; pr++) {
+		/* A sub-table per pair: every FUA mode against the same mode without FUA. */
+		for (int pa = 0; pa < MODE_COUNT; pa++) {
+			int pb = lab_mode_without_fua(pa);
+			if (pb < 0)
+				continue;
 			bool sub = false;
 			for (size_t i = pi; i < c->nrows; i++) {
 				const struct compare_row *x = &c->rows[i];
 				if (strcmp(x->part_label, last_part) != 0 || strcmp(x->board, last_board) != 0)
 					break;
-				if (!x->a.label || !x->b.label || strcmp(x->a.label, pairs[pr][0]) != 0 ||
-				    strcmp(x->b.label, pairs[pr][1]) != 0 || !report_headline_metric(x->workload, x->metric))
+				if (!x->a.label || !x->b.label || strcmp(x->a.label, lab_mode_names[pa]) != 0 ||
+				    strcmp(x->b.label, lab_mode_names[pb]) != 0 || !report_headline_metric(x->workload, x->metric))
 					continue;
 				if (!header) {
 					/* label, then board and kernel: long part labels
@@ -204,7 +208,7 @@ void report_text_mode_table(const struct report_model *m, FILE *f)
 				}
 				if (!sub) {
 					fprintf(f, "  %-22s %-5s %2s %9s %9s %8s %s\n", "workload/metric", "unit",
-						"n", pairs[pr][0], pr ? "nofua-cqe" : "nofua", "change", "verdict");
+						"n", lab_modes[pa].abbrev, lab_modes[pb].abbrev, "change", "verdict");
 					sub = true;
 				}
 				char wm[64], ma[24], mb[24], ch[24];

@@ -1,6 +1,7 @@
 /* test_agent.h - run the built emmclab-agent and check every line it prints
  * against the protocol (dense seqs from 1, hello first, done last with
- * lines=N-1).  Shared by the test_agent_*.c programs (header only). */
+ * lines=N-1), and the fake sysfs they run against.  Shared by test_agent.c
+ * and the test_agent_<module>.c programs, one per agent module (header only). */
 #ifndef EMMCLAB_TEST_AGENT_H
 #define EMMCLAB_TEST_AGENT_H
 
@@ -10,7 +11,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <dirent.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +229,120 @@ static __attribute__((unused)) void put_str(const char *rel, const char *s)
 static __attribute__((unused)) void tpath(char *buf, size_t size, const char *rel)
 {
 	snprintf(buf, size, "%s/%s", test_tmp, rel);
+}
+
+/* ---- fixtures and readers shared by the test_agent_*.c programs ---- */
+
+/* CID: MID 0x15, OID 0x0100, PNM "8GTF4R", PRV 0x12, PSN 0xdeadbeef, MDT 6/(3), CRC */
+#define CID_HEX "15010038475446345212deadbeef6301"
+
+static __attribute__((unused)) void sysroot_link(const char *rel_link, const char *target)
+{
+	char path[4200];
+
+	tpath(path, sizeof(path), rel_link);
+	unlink(path);
+	if (symlink(target, path) != 0) {
+		printf("Bail out! symlink %s\n", path);
+		exit(1);
+	}
+}
+
+/* Filled by make_sysroot(): the board below, and an empty sysroot. */
+static char sys_root[4200], sys_empty[4200];
+
+/* A board: mmcblk0 is an SD card, mmcblk1 the eMMC on host mmc1. */
+static __attribute__((unused)) void make_sysroot(void)
+{
+	const char *card = "root/sys/devices/platform/soc/mmc1/mmc_host/mmc1/mmc1:0001";
+	const char *sd = "root/sys/devices/platform/soc/mmc0/mmc_host/mmc0/mmc0:aaaa";
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/type", sd);
+	put_str(p, "SD\n");
+	snprintf(p, sizeof(p), "%s/cid", card);
+	put_str(p, CID_HEX "\n");
+	snprintf(p, sizeof(p), "%s/type", card);
+	put_str(p, "MMC\n");
+	snprintf(p, sizeof(p), "%s/cmdq_en", card);
+	put_str(p, "0\n");
+	snprintf(p, sizeof(p), "%s/rev", card);
+	put_str(p, "0x8\n");
+	snprintf(p, sizeof(p), "%s/life_time", card);
+	put_str(p, "0x02 0x03\n");
+	snprintf(p, sizeof(p), "%s/pre_eol_info", card);
+	put_str(p, "0x01\n");
+	snprintf(p, sizeof(p), "%s/rel_sectors", card);
+	put_str(p, "0x1\n");
+	put_str("root/sys/block/mmcblk0/size", "100\n");
+	sysroot_link("root/sys/block/mmcblk0/device",
+		     "../../devices/platform/soc/mmc0/mmc_host/mmc0/mmc0:aaaa");
+	put_str("root/sys/block/mmcblk1/size", "15269888\n");
+	sysroot_link("root/sys/block/mmcblk1/device",
+		     "../../devices/platform/soc/mmc1/mmc_host/mmc1/mmc1:0001");
+	put_str("root/sys/block/mmcblk1boot0/size", "8192\n");
+	put_str("root/sys/block/mmcblk1/queue/fua", "1\n");
+	put_str("root/sys/block/mmcblk1/queue/write_cache", "write back\n");
+	put_str("root/sys/block/mmcblk1/mq/0/nr_tags", "64\n");
+	put_str("root/sys/block/mmcblk1/stat",
+		"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n");
+	put_str("root/sys/module/mmc_block/parameters/fua", "on\n");
+	put_str("root/sys/module/mmc_core/parameters/disable_cqe", "Y\n");
+	put_str("root/proc/cmdline", "console=ttyS0 mmc_block.fua=on mmc_core.disable_cqe=1\n");
+	put_str("root/dev/kmsg", "6,1,1,-;mmc1: new HS400 MMC card at address 0001\n");
+	tpath(sys_root, sizeof(sys_root), "root");
+	tpath(sys_empty, sizeof(sys_empty), "empty");
+	mkdir(sys_empty, 0755);
+}
+
+static __attribute__((unused)) int dir_entries(const char *path)
+{
+	struct dirent *de;
+	DIR *d = opendir(path);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static __attribute__((unused)) double sample(const struct run *r, const char *metric, int iter, const char *unit)
+{
+	char it[16];
+	int i;
+
+	snprintf(it, sizeof(it), "%d", iter);
+	for (i = 0; i < r->nlines; i++) {
+		const struct proto_msg *m = &r->msg[i];
+		const char *mm = proto_get(m, "metric"), *ii = proto_get(m, "iter");
+		const char *u = proto_get(m, "unit");
+		double v;
+
+		if (strcmp(m->kind, "sample") || !mm || strcmp(mm, metric) || !ii || strcmp(ii, it))
+			continue;
+		if (!u || strcmp(u, unit) != 0 || proto_get_double(m, "value", &v) != 0)
+			return -2;
+		return v;
+	}
+	return -1;
+}
+
+static __attribute__((unused)) long long counter(const struct run *r, const char *name)
+{
+	int i;
+
+	for (i = 0; i < r->nlines; i++) {
+		const char *n = proto_get(&r->msg[i], "name");
+		int64_t v;
+
+		if (!strcmp(r->msg[i].kind, "counter") && n && !strcmp(n, name) &&
+		    proto_get_i64(&r->msg[i], "value", &v) == 0)
+			return v;
+	}
+	return -1;
 }
 
 #endif

@@ -1,11 +1,8 @@
-/* test_agent_identify.c - emmclab-agent identify / mode / resend against a
+/* test_agent_identify.c - emmclab-agent identify (identify.c) against a
  * fake sysfs (--sysroot) and crafted EXT_CSD and CID dumps. */
 #include "test_agent.h"
 
 #include <stdint.h>
-
-/* CID: MID 0x15, OID 0x0100, PNM "8GTF4R", PRV 0x12, PSN 0xdeadbeef, MDT 6/(3), CRC */
-#define CID_HEX "15010038475446345212deadbeef6301"
 
 static void make_ext_csd(uint8_t *e, int rev)
 {
@@ -22,59 +19,6 @@ static void make_ext_csd(uint8_t *e, int rev)
 	e[267] = 1; e[268] = 2; e[269] = 3;
 	e[307] = 0x1f; e[308] = 1;
 	e[15] = 1;
-}
-
-static void sysroot_link(const char *rel_link, const char *target)
-{
-	char path[4200];
-
-	tpath(path, sizeof(path), rel_link);
-	unlink(path);
-	if (symlink(target, path) != 0) {
-		printf("Bail out! symlink %s\n", path);
-		exit(1);
-	}
-}
-
-/* A board: mmcblk0 is an SD card, mmcblk1 the eMMC on host mmc1. */
-static void make_sysroot(void)
-{
-	const char *card = "root/sys/devices/platform/soc/mmc1/mmc_host/mmc1/mmc1:0001";
-	const char *sd = "root/sys/devices/platform/soc/mmc0/mmc_host/mmc0/mmc0:aaaa";
-	char p[512];
-
-	snprintf(p, sizeof(p), "%s/type", sd);
-	put_str(p, "SD\n");
-	snprintf(p, sizeof(p), "%s/cid", card);
-	put_str(p, CID_HEX "\n");
-	snprintf(p, sizeof(p), "%s/type", card);
-	put_str(p, "MMC\n");
-	snprintf(p, sizeof(p), "%s/cmdq_en", card);
-	put_str(p, "0\n");
-	snprintf(p, sizeof(p), "%s/rev", card);
-	put_str(p, "0x8\n");
-	snprintf(p, sizeof(p), "%s/life_time", card);
-	put_str(p, "0x02 0x03\n");
-	snprintf(p, sizeof(p), "%s/pre_eol_info", card);
-	put_str(p, "0x01\n");
-	snprintf(p, sizeof(p), "%s/rel_sectors", card);
-	put_str(p, "0x1\n");
-	put_str("root/sys/block/mmcblk0/size", "100\n");
-	sysroot_link("root/sys/block/mmcblk0/device",
-		     "../../devices/platform/soc/mmc0/mmc_host/mmc0/mmc0:aaaa");
-	put_str("root/sys/block/mmcblk1/size", "15269888\n");
-	sysroot_link("root/sys/block/mmcblk1/device",
-		     "../../devices/platform/soc/mmc1/mmc_host/mmc1/mmc1:0001");
-	put_str("root/sys/block/mmcblk1boot0/size", "8192\n");
-	put_str("root/sys/block/mmcblk1/queue/fua", "1\n");
-	put_str("root/sys/block/mmcblk1/queue/write_cache", "write back\n");
-	put_str("root/sys/block/mmcblk1/mq/0/nr_tags", "64\n");
-	put_str("root/sys/block/mmcblk1/stat",
-		"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n");
-	put_str("root/sys/module/mmc_block/parameters/fua", "on\n");
-	put_str("root/sys/module/mmc_core/parameters/disable_cqe", "Y\n");
-	put_str("root/proc/cmdline", "console=ttyS0 mmc_block.fua=on mmc_core.disable_cqe=1\n");
-	put_str("root/dev/kmsg", "6,1,1,-;mmc1: new HS400 MMC card at address 0001\n");
 }
 
 static void test_discovery_and_cid(const char *root)
@@ -262,144 +206,12 @@ static void test_ext_csd(const char *root, const char *empty)
 	run_free(&r);
 }
 
-static void set_mode_files(const char *fua, const char *wc, const char *cmdq, const char *kmsg)
-{
-	put_str("root/sys/block/mmcblk1/queue/fua", fua);
-	put_str("root/sys/block/mmcblk1/queue/write_cache", wc);
-	put_str("root/sys/devices/platform/soc/mmc1/mmc_host/mmc1/mmc1:0001/cmdq_en", cmdq);
-	put_str("root/dev/kmsg", kmsg);
-}
-
-static void test_mode(const char *root)
-{
-	static const struct {
-		const char *fua, *wc, *cmdq, *kmsg, *mode, *cqe_log;
-	} cases[] = {
-		{ "1\n", "write back\n", "0\n", "", "fua", "none" },
-		{ "0\n", "write back\n", "0\n", "mmc1: Host Software Queue enabled\n", "cache-nofua", "hsq" },
-		{ "1\n", "write back\n", "1\n", "x\nmmc1: Command Queue Engine enabled\n", "fua-cqe", "cqe" },
-		{ "0\n", "write back\n", "1\n", "mmc1: Command Queue Engine enabled\n", "cache-nofua-cqe", "cqe" },
-		/* another host's CQE line does not count; cmdq_en alone then decides */
-		{ "0\n", "write back\n", "1\n", "mmc0: Command Queue Engine enabled\n", "cache-nofua-cqe", "none" },
-		/* the log says software queue: not CQE whatever cmdq_en says */
-		{ "1\n", "write back\n", "1\n", "mmc1: Host Software Queue enabled\n", "fua", "hsq" },
-		/* last probe wins */
-		{ "1\n", "write back\n", "1\n", "mmc1: Command Queue Engine enabled\nmmc1: Host Software Queue enabled\n", "fua", "hsq" },
-		{ "0\n", "write through\n", "0\n", "", "unknown", "none" },
-	};
-	struct run r;
-	size_t i;
-
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		set_mode_files(cases[i].fua, cases[i].wc, cases[i].cmdq, cases[i].kmsg);
-		run_agent(&r, "--sysroot", root, "mode", NULL);
-		ok(r.bad == 0, "mode case %zu: protocol", i);
-		is_str(get_kv(&r, "mode", "mode"), cases[i].mode, "derived mode");
-		is_str(get_kv(&r, "mode", "cqe_log"), cases[i].cqe_log, "cqe_log");
-		ok(get_kv(&r, "mode", "expect") == NULL, "no expect key without expect=");
-		run_free(&r);
-	}
-	set_mode_files("0\n", "write back\n", "1\n", "mmc1: Command Queue Engine enabled\n"
-		       "mmc_block: mmcblk1: FUA off (mmc_block.fua=off): REQ_FUA becomes write + flush\n");
-	run_agent(&r, "--sysroot", root, "mode", "expect=cache-nofua-cqe", NULL);
-	is_int(r.status, 0, "mode expect: exit 0");
-	is_str(get_kv(&r, "mode", "fua"), "0", "fua");
-	is_str(get_kv(&r, "mode", "write_cache"), "1", "write_cache");
-	is_str(get_kv(&r, "mode", "cqe"), "1", "cqe");
-	is_str(get_kv(&r, "mode", "cmdq_en"), "1", "cmdq_en");
-	is_str(get_kv(&r, "mode", "nr_tags"), "64", "nr_tags");
-	is_str(get_kv(&r, "mode", "knob_fua"), "on", "knob_fua");
-	is_str(get_kv(&r, "mode", "knob_disable_cqe"), "1", "knob_disable_cqe");
-	is_str(get_kv(&r, "mode", "expect"), "cache-nofua-cqe", "expect echoed");
-	is_str(get_kv(&r, "mode", "match"), "1", "match");
-	is_str(get_kv(&r, "mode", "fua_off_log"), "1", "the series' FUA-off line seen");
-	run_free(&r);
-	run_agent(&r, "--sysroot", root, "mode", "expect=fua", NULL);
-	is_str(get_kv(&r, "mode", "match"), "0", "mismatch");
-	is_int(r.status, 0, "mismatch is a result, not an agent error");
-	run_free(&r);
-	run_agent(&r, "--sysroot", root, "mode", "expect=fast", NULL);
-	is_int(r.status, 1, "bad expect: exit 1");
-	ok(find_msg(&r, "error", "code", "bad-arg") != NULL, "bad expect: bad-arg");
-	is_int(r.bad, 0, "bad expect: protocol");
-	run_free(&r);
-
-	/* knobs: missing module parameters, int knob */
-	{
-		char p[4200];
-
-		tpath(p, sizeof(p), "root/sys/module/mmc_block/parameters/fua");
-		unlink(p);
-		put_str("root/sys/module/mmc_core/parameters/disable_cqe", "0\n");
-		run_agent(&r, "--sysroot", root, "mode", NULL);
-		is_str(get_kv(&r, "mode", "knob_fua"), "missing", "knob_fua missing");
-		is_str(get_kv(&r, "mode", "knob_disable_cqe"), "0", "int knob 0");
-		run_free(&r);
-	}
-}
-
-static void test_resend_and_errors(const char *root, const char *empty)
-{
-	struct run r, s;
-	char l2[PROTO_MAX_LINE], l4[PROTO_MAX_LINE];
-	char *p;
-	int i;
-
-	run_agent(&r, "--sysroot", root, "mode", NULL);
-	ok(r.nlines >= 3, "mode printed lines");
-	/* lines 2 and 3 (1-based) of the first run */
-	p = r.raw;
-	for (i = 1; i < 2; i++)
-		p = strchr(p, '\n') + 1;
-	snprintf(l2, sizeof(l2), "%.*s", (int)(strchr(p, '\n') - p + 1), p);
-	p = strchr(p, '\n') + 1;
-	snprintf(l4, sizeof(l4), "%.*s", (int)(strchr(p, '\n') - p + 1), p);
-	run_agent(&s, "resend", "3", "2", NULL);
-	is_int(s.status, 0, "resend exit 0");
-	{
-		char want[2 * PROTO_MAX_LINE];
-
-		snprintf(want, sizeof(want), "%s%s", l4, l2);
-		is_str(s.raw, want, "resend is byte-identical, in the order asked");
-	}
-	run_free(&s);
-	run_agent(&s, "resend", "99", NULL);
-	is_int(s.status, 1, "resend of an unknown seq fails");
-	is_int((long long)s.rawlen, 0, "and prints nothing on stdout");
-	run_free(&s);
-	run_free(&r);
-
-	run_agent(&r, "--sysroot", empty, "frobnicate", NULL);
-	is_int(r.status, 1, "unknown command: exit 1");
-	is_int(r.bad, 0, "unknown command: still hello..done");
-	ok(find_msg(&r, "error", "code", "bad-command") != NULL, "bad-command");
-	run_free(&r);
-	run_agent(&r, "--sysroot", empty, "androbench", "size=3", NULL);
-	is_int(r.status, 1, "unknown key: exit 1");
-	ok(find_msg(&r, "error", "code", "bad-arg") != NULL, "unknown key: bad-arg");
-	run_free(&r);
-	run_agent(&r, "--sysroot", empty, "androbench", "iter=0", NULL);
-	ok(find_msg(&r, "error", "code", "bad-arg") != NULL, "iter=0 refused");
-	run_free(&r);
-	run_agent(&r, "--sysroot", empty, "mode", NULL);
-	ok(find_msg(&r, "error", "code", "no-device") != NULL, "mode without a device");
-	is_str(get_kv(&r, "hello", "device"), "none", "hello device=none");
-	run_free(&r);
-}
-
 int main(void)
 {
-	char root[4200], empty[4200];
-
 	agent_setup();
 	make_sysroot();
-	tpath(root, sizeof(root), "root");
-	tpath(empty, sizeof(empty), "empty");
-	mkdir(empty, 0755);
-	test_discovery_and_cid(root);
-	test_ext_csd(root, empty);
-	test_mode(root);
-	test_resend_and_errors(root, empty);
+	test_discovery_and_cid(sys_root);
+	test_ext_csd(sys_root, sys_empty);
 	agent_cleanup();
 	return tap_done();
 }

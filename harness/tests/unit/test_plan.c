@@ -163,14 +163,6 @@ int main(void)
 		ok(strstr(e.msg, "nope") != NULL, "unknown board rejected at load: %s", e.msg);
 	}
 
-	is_int(run_mode_from_verified(1, 1, 0), MODE_FUA, "fua=1 cache=1 cqe=0 is fua");
-	is_int(run_mode_from_verified(0, 1, 0), MODE_CACHE_NOFUA, "fua=0 cache=1 is cache-nofua");
-	is_int(run_mode_from_verified(1, 1, 1), MODE_FUA_CQE, "fua with CQE");
-	is_int(run_mode_from_verified(0, 1, 1), MODE_CACHE_NOFUA_CQE, "cache-nofua with CQE");
-	is_int(run_mode_from_verified(0, 0, 0), -1, "write-through is not a mode");
-	is_int(run_mode_from_verified(1, 0, 0), -1, "FUA without cache is not a mode");
-	is_int(run_mode_from_verified(-1, 1, 0), -1, "unknown values are not a mode");
-
 	char *cmd = xasprintf("rm -rf %s", dir);
 	if (system(cmd) != 0)
 		printf("# cleanup failed\n");

@@ -1,7 +1,7 @@
 /*
  * Simulator model: PRNG determinism, and the calibration of the timing model
- * against the published reference data (the CSV copies in boards/sim/calibration,
- * of the data the model was fitted to).  If a constant of the model drifts,
+ * against the published reference data (results/reference/, the data the model
+ * was fitted to).  If a constant of the model drifts,
  * the simulated means leave the published spread and this test fails.
  */
 #include "sim.h"
@@ -25,13 +25,13 @@ static struct sim_effmode mode_of(const char *name)
 
 static void test_prng(void)
 {
-	struct sim_rng a, b, c;
+	struct rand_gen a, b, c;
 	sim_rng_seed(&a, 42, "dut1");
 	sim_rng_seed(&b, 42, "dut1");
 	sim_rng_seed(&c, 42, "dut2");
 	int same = 1, diff = 0;
 	for (int i = 0; i < 1000; i++) {
-		uint64_t x = sim_rng_next(&a), y = sim_rng_next(&b), z = sim_rng_next(&c);
+		uint64_t x = rand_next(&a), y = rand_next(&b), z = rand_next(&c);
 		same &= x == y;
 		diff += x != z;
 	}
@@ -40,7 +40,7 @@ static void test_prng(void)
 	double sum = 0, sq = 0, mn = 1, mx = 0;
 	int n = 200000;
 	for (int i = 0; i < n; i++) {
-		double u = sim_rng_uniform(&a);
+		double u = rand_uniform(&a);
 		mn = u < mn ? u : mn;
 		mx = u > mx ? u : mx;
 		double g = sim_rng_normal(&a);
@@ -88,7 +88,7 @@ static void stats(const double *v, int n, double *mean, double *sd, double *mn, 
 static char *read_csv(const char *name)
 {
 	const char *src = getenv("EMMCLAB_SRC");
-	char *path = xasprintf("%s/boards/sim/calibration/%s", src ? src : EMMCLAB_SOURCE_DIR, name);
+	char *path = xasprintf("%s/results/reference/%s", src ? src : EMMCLAB_SOURCE_DIR, name);
 	char *data = NULL;
 	size_t len = 0;
 	struct lab_err e = {0};
@@ -139,7 +139,7 @@ static void test_fscopy_calibration(void)
 		int inside = 0;
 		double sd_sum = 0, grand = 0, first = 0, rest = 0;
 		for (int seed = 1; seed <= NSEEDS; seed++) {
-			struct sim_rng r;
+			struct rand_gen r;
 			char stream[64];
 			snprintf(stream, sizeof stream, "cal/%s/%s", pubs[k].dut, pubs[k].mode);
 			sim_rng_seed(&r, (uint64_t)seed, stream);
@@ -178,7 +178,7 @@ static void test_fscopy_calibration(void)
 static void test_fscopy_counters(void)
 {
 	const struct sim_part *p = sim_part_find("industrial-8g");
-	struct sim_rng r;
+	struct rand_gen r;
 	sim_rng_seed(&r, 1, "counters");
 	struct sim_fs_result res;
 	sim_model_fscopy(p, mode_of("fua"), false, 1.0, 1.0, &r, &res);
@@ -189,7 +189,7 @@ static void test_fscopy_counters(void)
 	is_int(res.rel_writes, 0, "cache-nofua: no reliable writes");
 	ok(res.flushes > 900, "cache-nofua: write + flush per commit (%ld flushes)", res.flushes);
 	/* slow-part multiplies the time */
-	struct sim_rng r1, r2;
+	struct rand_gen r1, r2;
 	sim_rng_seed(&r1, 3, "slow");
 	sim_rng_seed(&r2, 3, "slow");
 	struct sim_fs_result a, b;
@@ -235,7 +235,7 @@ static void test_androbench_calibration(void)
 			int inside = 0;
 			double sd_sum = 0, grand = 0;
 			for (int seed = 1; seed <= NSEEDS; seed++) {
-				struct sim_rng r;
+				struct rand_gen r;
 				sim_rng_seed(&r, (uint64_t)seed, metrics[k]);
 				double v[5];
 				for (int i = 0; i < 5; i++) {

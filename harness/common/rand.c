@@ -1,0 +1,62 @@
+/*
+ * rand.c - xoshiro256** (Blackman and Vigna), state from splitmix64 (rand.h).
+ */
+#include "rand.h"
+
+#include <string.h>
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void rand_seed(struct rand_gen *r, uint64_t seed)
+{
+	for (int i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+uint64_t rand_next(struct rand_gen *r)
+{
+	uint64_t *s = r->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return res;
+}
+
+double rand_uniform(struct rand_gen *r)
+{
+	return (double)(rand_next(r) >> 11) * 0x1.0p-53;
+}
+
+void rand_fill(struct rand_gen *r, void *buf, size_t len)
+{
+	unsigned char *p = buf;
+
+	while (len >= 8) {
+		uint64_t v = rand_next(r);
+
+		memcpy(p, &v, 8);
+		p += 8;
+		len -= 8;
+	}
+	if (len) {
+		uint64_t v = rand_next(r);
+
+		memcpy(p, &v, len);
+	}
+}

@@ -8,6 +8,7 @@
  * re-send) so a receiver can drop duplicates, and "Authorization: Bearer
  * <token>" when a token is configured.
  */
+#include "json.h"
 #include "upload.h"
 #include "report.h"
 
@@ -53,7 +54,7 @@ static int str_array(struct store *s, FILE *f, const char *key, const char *sql,
 	int st, n = 0;
 	while ((st = sqlite3_step(q)) == SQLITE_ROW) {
 		fputs(n++ ? "," : "", f);
-		report_json_str(f, (const char *)sqlite3_column_text(q, 0));
+		json_put_str(f, (const char *)sqlite3_column_text(q, 0));
 	}
 	fputc(']', f);
 	sqlite3_finalize(q);
@@ -66,7 +67,7 @@ static void jstr(FILE *f, const char *key, const char *v, bool comma)
 {
 	fprintf(f, "%s\"%s\":", comma ? "," : "", key);
 	if (v && *v)
-		report_json_str(f, v);
+		json_put_str(f, v);
 	else
 		fputs("null", f);
 }

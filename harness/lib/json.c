@@ -67,11 +67,14 @@ int json_get(const char *text, size_t len, const char *path, char *out, size_t o
 	int rc = LAB_OK;
 	for (const char *seg = path;;) {
 		size_t seglen = strcspn(seg, ".");
-		if (!json_is_object(v)) {
+		if (json_is_array(v) && seglen && seglen == strspn(seg, "0123456789")) {
+			v = json_array_get(v, strtoul(seg, NULL, 10));
+		} else if (json_is_object(v)) {
+			v = json_object_getn(v, seg, seglen);
+		} else {
 			rc = LAB_ERR(e, LAB_EPROTO, "no key '%s' (not an object)", path);
 			break;
 		}
-		v = json_object_getn(v, seg, seglen);
 		if (!v) {
 			rc = LAB_ERR(e, LAB_EPROTO, "no key '%s' in the answer", path);
 			break;

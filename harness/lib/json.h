@@ -3,8 +3,8 @@
  * through one escaper.
  *
  * Reading: json_get() parses a whole text with jansson and returns the scalar
- * at a dotted path of object keys, for device answers ("POWER1",
- * "switch.output").
+ * at a dotted path, for device answers ("POWER1", "switch.output") and the
+ * simulator's state.
  *
  * Writing: every JSON producer (reports, upload bodies, the run's config
  * record, db export) writes strings through json_buf_escape()/json_buf_str()/
@@ -27,8 +27,9 @@
 #include "util.h"
 
 /*
- * Find the scalar at a dotted path of object keys in the JSON text (len
- * bytes; the whole text must be one JSON value) and copy it to out, truncated
+ * Find the scalar at a dotted path of object keys (a decimal segment indexes
+ * an array: "boards.0.name") in the JSON text (len bytes; the whole text must
+ * be one JSON value) and copy it to out, truncated
  * to outsz: strings unescaped, integers in decimal, reals in the shortest form
  * that reads back the same, true/false/null as words.  LAB_OK when found;
  * LAB_EPROTO when the text is not JSON, or the key is absent or not a scalar

@@ -29,6 +29,14 @@ static void test_get(void)
 	   strcmp(out, "null") == 0, "null");
 	ok(json_get(t, strlen(t), "o.x.y", out, sizeof out, &e) == LAB_OK &&
 	   strcmp(out, "a\xc3\xa9\"\xf0\x9f\x98\x80") == 0, "nested path, escapes and a surrogate pair decoded");
+	ok(json_get(t, strlen(t), "arr.1.k", out, sizeof out, &e) == LAB_OK &&
+	   strcmp(out, "2") == 0, "array index");
+	lab_err_clear(&e);
+	ok(json_get(t, strlen(t), "arr.2.k", out, sizeof out, &e) == LAB_EPROTO &&
+	   strstr(e.msg, "no key 'arr.2.k'"), "index past the end: %s", e.msg);
+	lab_err_clear(&e);
+	ok(json_get(t, strlen(t), "arr.k", out, sizeof out, &e) == LAB_EPROTO &&
+	   strstr(e.msg, "not an object"), "key on an array: %s", e.msg);
 	lab_err_clear(&e);
 	ok(json_get(t, strlen(t), "o.x", out, sizeof out, &e) == LAB_EPROTO &&
 	   strstr(e.msg, "not a scalar"), "object not scalar: %s", e.msg);

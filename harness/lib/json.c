@@ -62,7 +62,8 @@ int json_get(const char *text, size_t len, const char *path, char *out, size_t o
 	json_error_t je;
 	json_t *root = json_loadb(text, len, JSON_DECODE_ANY, &je);
 	if (!root)
-		return LAB_ERR(e, LAB_EPROTO, "answer is not valid JSON");
+		return LAB_ERR(e, LAB_EPROTO, "answer is not valid JSON (%s at byte %d)", je.text,
+			       je.position);
 	const json_t *v = root;
 	int rc = LAB_OK;
 	for (const char *seg = path;;) {

@@ -247,7 +247,4 @@ int sim_http_start(struct sim *s, const int *ports, size_t nports, struct sim_ht
 		   struct lab_err *e);
 void sim_http_free(struct sim_http *h);
 
-/* JSON string escaping into a buffer. */
-void sim_json_str(struct lab_buf *out, const char *s);
-
 #endif

@@ -2,6 +2,7 @@
  * sim_board.c - one simulated board: its sim: options, the pty console, the
  * timed output queue, power, faults and the JSON state.
  */
+#include "json.h"
 #include "sim_board.h"
 
 #include <errno.h>
@@ -724,21 +725,21 @@ int64_t sim_board_ser2net_port(const struct sim_board *b)
 void sim_board_json(const struct sim_board *b, struct lab_buf *o)
 {
 	lab_buf_printf(o, "{\"name\":");
-	sim_json_str(o, b->name);
+	json_buf_str(o, b->name);
 	lab_buf_printf(o, ",\"power\":\"%s\",\"running\":%s,\"stage\":\"%s\",\"boots\":%lu,",
 		       b->relay ? "on" : "off", b->running ? "true" : "false",
 		       sim_stage_names[b->stage], b->boots);
 	lab_buf_printf(o, "\"part\":");
-	sim_json_str(o, b->part->model);
+	json_buf_str(o, b->part->model);
 	lab_buf_printf(o, ",\"console\":");
-	sim_json_str(o, b->link);
+	json_buf_str(o, b->link);
 	lab_buf_printf(o, ",\"pts\":");
-	sim_json_str(o, b->pts);
+	json_buf_str(o, b->pts);
 	bool linux_up = b->stage == SIM_KERNEL || b->stage == SIM_LOGIN || b->stage == SIM_SHELL;
 	lab_buf_printf(o, ",\"mode\":\"%s\",\"fua\":%d,\"cqe\":%d,\"knob_fua\":\"%s\",\"cmdline\":",
 		       linux_up ? sim_mode_name(b->eff) : "none", b->eff.fua, b->eff.cqe,
 		       b->knob_fua[0] ? b->knob_fua : "none");
-	sim_json_str(o, linux_up ? b->cmdline : "");
+	json_buf_str(o, linux_up ? b->cmdline : "");
 	lab_buf_printf(o, ",\"counters\":{\"reliable_writes\":%ld,\"flushes\":%ld,\"chars_in\":%llu,"
 			  "\"chars_dropped\":%llu,\"fifo_lost\":%llu,\"lines_corrupted\":%llu,"
 			  "\"garbage_bytes\":%llu,\"tx_dropped\":%llu,\"agent_runs\":%llu,"

@@ -7,6 +7,7 @@
  *   control    GET /sim/state, POST /sim/fault?board=B&fault=F[&value=V][&count=N],
  *              POST /sim/clear?board=B, POST /sim/power?board=B&op=on|off|reboot
  */
+#include "json.h"
 #include "sim_board.h"
 #include "hex.h"
 
@@ -279,7 +280,7 @@ static void handle_sim(struct conn *c, const char *method, const char *what, con
 			struct lab_buf o;
 			lab_buf_init(&o, 4096);
 			lab_buf_printf(&o, "{\"error\":");
-			sim_json_str(&o, e.msg);
+			json_buf_str(&o, e.msg);
 			lab_buf_printf(&o, "}\n");
 			respond(c, 400, "application/json", lab_buf_cstr(&o));
 			lab_buf_free(&o);

@@ -336,21 +336,3 @@ bool sim_base64_decode(const char *in, size_t n, struct lab_buf *out)
 	}
 	return true;
 }
-
-/* ---- JSON ---- */
-
-void sim_json_str(struct lab_buf *out, const char *s)
-{
-	lab_buf_append(out, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			char e[2] = {'\\', (char)*p};
-			lab_buf_append(out, e, 2);
-		} else if (*p < 0x20) {
-			lab_buf_printf(out, "\\u%04x", *p);
-		} else {
-			lab_buf_append(out, p, 1);
-		}
-	}
-	lab_buf_append(out, "\"", 1);
-}

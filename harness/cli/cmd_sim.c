@@ -14,6 +14,7 @@
  * This is the CLI layer: it may block (with timeouts); there is no loop here.
  */
 #include "cli.h"
+#include "json.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -177,24 +178,12 @@ static int http_req(int port, const char *method, const char *target, int *statu
 	return LAB_OK;
 }
 
-/* Value of "key": in a flat JSON object text (string without quotes, or a number). */
-static void json_field(const char *obj, const char *key, char *out, size_t n)
+/* Field key of board i in the simulator's state answer ("" when absent). */
+static void board_field(struct lab_buf *state, size_t i, const char *key, char *out, size_t n)
 {
-	char pat[64];
-	snprintf(pat, sizeof pat, "\"%s\":", key);
-	const char *p = strstr(obj, pat);
-	out[0] = '\0';
-	if (!p)
-		return;
-	p += strlen(pat);
-	if (*p == '"') {
-		p++;
-		size_t l = strcspn(p, "\"");
-		snprintf(out, n, "%.*s", (int)l, p);
-	} else {
-		size_t l = strcspn(p, ",}]");
-		snprintf(out, n, "%.*s", (int)l, p);
-	}
+	char path[64];
+	snprintf(path, sizeof path, "boards.%zu.%s", i, key);
+	json_get(lab_buf_cstr(state), state->len, path, out, n, NULL);
 }
 
 static int sim_start(int argc, char **argv)
@@ -386,21 +375,17 @@ static int sim_status(const char *dir, bool json)
 	}
 	printf("simulator pid %d, power API 127.0.0.1:%d, state %s\n", (int)pid, port, dir);
 	printf("%-10s %-5s %-10s %-16s %6s  %s\n", "BOARD", "POWER", "STAGE", "MODE", "BOOTS", "CONSOLE");
-	const char *p = lab_buf_cstr(&body);
-	while ((p = strstr(p, "{\"name\":"))) {
-		const char *end = strstr(p + 1, "{\"name\":");
-		size_t l = end ? (size_t)(end - p) : strlen(p);
-		char *obj = xstrndup(p, l);
+	for (size_t i = 0;; i++) {
 		char name[64], power[8], stage[16], mode[24], boots[16], console[256];
-		json_field(obj, "name", name, sizeof name);
-		json_field(obj, "power", power, sizeof power);
-		json_field(obj, "stage", stage, sizeof stage);
-		json_field(obj, "mode", mode, sizeof mode);
-		json_field(obj, "boots", boots, sizeof boots);
-		json_field(obj, "console", console, sizeof console);
+		board_field(&body, i, "name", name, sizeof name);
+		if (!name[0])
+			break;
+		board_field(&body, i, "power", power, sizeof power);
+		board_field(&body, i, "stage", stage, sizeof stage);
+		board_field(&body, i, "mode", mode, sizeof mode);
+		board_field(&body, i, "boots", boots, sizeof boots);
+		board_field(&body, i, "console", console, sizeof console);
 		printf("%-10s %-5s %-10s %-16s %6s  %s\n", name, power, stage, mode, boots, console);
-		free(obj);
-		p += l;
 	}
 	lab_buf_free(&body);
 	return 0;

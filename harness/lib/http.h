@@ -115,14 +115,4 @@ char *http_escape(const char *s);
 /* url with any password replaced by "***" (for messages).  Caller frees. */
 char *http_url_redact(const char *url);
 
-/*
- * Minimal JSON lookup for device answers: find the scalar at a dotted path
- * of object keys ("POWER1", "switch.output") in a JSON text and copy it to
- * out: strings unescaped, numbers and true/false/null as written.
- * LAB_OK when found; LAB_EPROTO when the text is not JSON or the key is
- * absent or not a scalar (out is ""), with the reason in e.
- */
-int http_json_get(const char *json, size_t len, const char *path, char *out, size_t outsz,
-		  struct lab_err *e);
-
 #endif

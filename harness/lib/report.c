@@ -247,46 +247,6 @@ int report_print_mode_table_opts(struct store *s, int64_t run_id, const struct r
 
 /* ---- formatting helpers ---- */
 
-void report_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		switch (*p) {
-		case '"':
-			fputs("\\\"", f);
-			break;
-		case '\\':
-			fputs("\\\\", f);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				fprintf(f, "\\u%04x", *p);
-			else if (*p == '<') /* safe to embed in HTML <script> too */
-				fputs("\\u003c", f);
-			else
-				fputc(*p, f);
-		}
-	}
-	fputc('"', f);
-}
-
-void report_json_num(FILE *f, double v)
-{
-	if (isfinite(v))
-		fprintf(f, "%.10g", v);
-	else
-		fputs("null", f);
-}
-
 void report_xml_str(FILE *f, const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {

@@ -84,8 +84,6 @@ int report_print_mode_table_opts(struct store *s, int64_t run_id, const struct r
 				 FILE *f, struct lab_err *e);
 
 /* ---- helpers shared by the renderers ---- */
-void report_json_str(FILE *f, const char *s);
-void report_json_num(FILE *f, double v);   /* null when not finite */
 void report_xml_str(FILE *f, const char *s); /* escapes & < > " ' (HTML and XML) */
 void report_csv_str(FILE *f, const char *s); /* RFC 4180 quoting when needed */
 /* "+12.34%" or "n/a" */

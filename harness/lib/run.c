@@ -1,6 +1,7 @@
 /* run.c - see run.h. */
 #include "run.h"
 #include "board.h"
+#include "json.h"
 #include "loop.h"
 #include "plan.h"
 #include "power.h"
@@ -1116,14 +1117,7 @@ static char *json_escape(const char *s)
 {
 	struct lab_buf b;
 	lab_buf_init(&b, 0);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			lab_buf_printf(&b, "\\%c", *p);
-		else if (*p < 0x20)
-			lab_buf_printf(&b, "\\u%04x", *p);
-		else
-			lab_buf_append(&b, p, 1);
-	}
+	json_buf_escape(&b, s);
 	lab_buf_append(&b, "", 0);
 	return b.data;
 }

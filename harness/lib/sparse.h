@@ -19,11 +19,23 @@
  * the blocks other pieces write, so flashing the pieces in order yields the
  * image.  CRC32 chunks are dropped (they cannot survive a split).
  *
- * Why not Debian's libsparse: it is installed in a private directory with no
- * pkg-config file, its reader scans a raw image block by block in one call
- * (seconds of blocking on multi-GB images) and its API writes whole pieces
- * through callbacks; this codec streams on demand and is fuzzed as our own
- * parser.  Debian's img2simg/simg2img serve as the reference in tests.
+ * Why not Debian's libsparse (android-libsparse-dev 29.0.6, checked for issue 12): it
+ * does split (sparse_file_resparse), but it does not fit the event loop.
+ *  - Output is pushed, not pulled: sparse_file_callback()/foreach_chunk() write a whole
+ *    piece in one call, while fastboot.c asks for the next 1 MiB at an offset
+ *    (sparse_serialize) from each USB completion.  Using it would mean holding a
+ *    whole piece (max-download-size, often 256 MiB or more) in memory, or a thread
+ *    or child process feeding a pipe.
+ *  - Reading a raw image is one blocking call that read()s every 4 KiB block, holes
+ *    included: 262,153 reads and 0.5 s (warm cache) for a 1 GiB image holding 12 MiB;
+ *    sparse_open() finds the holes with SEEK_HOLE and reads nothing.
+ *  - sparse_file_import_auto() on a corrupt sparse image prints to stderr and then
+ *    returns the file imported as a RAW image (it would be flashed as raw bytes);
+ *    sparse_file_import_buf() takes no length, so it cannot parse untrusted memory
+ *    (the fuzz target) safely.
+ *  - It has no pkg-config file and lives in a private directory.
+ * This codec streams on demand, rejects what it cannot parse, and is fuzzed as our
+ * own parser; Debian's img2simg/simg2img are the reference in test_sparse.
  *
  * Not thread-safe; no I/O besides pread on the source fd.
  */

@@ -5,6 +5,7 @@
  */
 #include "store_csv.h"
 #include "store_internal.h"
+#include "json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,18 +29,7 @@ static void json_str(struct lab_buf *b, const char *v)
 		lab_buf_append(b, "null", 4);
 		return;
 	}
-	lab_buf_append(b, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			char esc[2] = {'\\', (char)*p};
-			lab_buf_append(b, esc, 2);
-		} else if (*p < 0x20) {
-			lab_buf_printf(b, "\\u%04x", *p);
-		} else {
-			lab_buf_append(b, p, 1);
-		}
-	}
-	lab_buf_append(b, "\"", 1);
+	json_buf_str(b, v);
 }
 
 static const char *const export_cols[] = {"run_id", "run_uuid", "source", "part", "board",

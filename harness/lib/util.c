@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 const char *lab_strerror(int rc)
 {
 	switch (rc) {
@@ -420,102 +422,25 @@ int lab_edit_distance(const char *a, const char *b)
 	return d;
 }
 
-/* SHA-256 (FIPS 180-4). */
-struct sha256 {
-	uint32_t h[8];
-	uint64_t len;
-	uint8_t buf[64];
-	size_t n;
-};
-
-static const uint32_t K256[64] = {
-	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-	0xc67178f2};
-
-#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
-
-static void sha256_block(struct sha256 *s, const uint8_t *p)
+/* SHA-256 from OpenSSL's libcrypto (its assembly is several times faster than portable C,
+ * and artefacts are hashed on every boot).  EVP fails only when it cannot allocate, which
+ * xmalloc treats as fatal too. */
+static void sha256_hex(const unsigned char *md, char hex[65])
 {
-	uint32_t w[64], a, b, c, d, e, f, g, h;
-	for (int i = 0; i < 16; i++)
-		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-	for (int i = 16; i < 64; i++) {
-		uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
-		uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
-		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+	static const char digits[] = "0123456789abcdef";
+	for (int i = 0; i < 32; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 15];
 	}
-	a = s->h[0]; b = s->h[1]; c = s->h[2]; d = s->h[3];
-	e = s->h[4]; f = s->h[5]; g = s->h[6]; h = s->h[7];
-	for (int i = 0; i < 64; i++) {
-		uint32_t S1 = ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25);
-		uint32_t ch = (e & f) ^ (~e & g);
-		uint32_t t1 = h + S1 + ch + K256[i] + w[i];
-		uint32_t S0 = ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22);
-		uint32_t mj = (a & b) ^ (a & c) ^ (b & c);
-		uint32_t t2 = S0 + mj;
-		h = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
-	}
-	s->h[0] += a; s->h[1] += b; s->h[2] += c; s->h[3] += d;
-	s->h[4] += e; s->h[5] += f; s->h[6] += g; s->h[7] += h;
-}
-
-static void sha256_init(struct sha256 *s)
-{
-	static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-				       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-	memcpy(s->h, iv, sizeof iv);
-	s->len = 0;
-	s->n = 0;
-}
-
-static void sha256_update(struct sha256 *s, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	s->len += len;
-	while (len) {
-		size_t c = 64 - s->n < len ? 64 - s->n : len;
-		memcpy(s->buf + s->n, p, c);
-		s->n += c;
-		p += c;
-		len -= c;
-		if (s->n == 64) {
-			sha256_block(s, s->buf);
-			s->n = 0;
-		}
-	}
-}
-
-static void sha256_final(struct sha256 *s, char hex[65])
-{
-	uint64_t bits = s->len * 8;
-	uint8_t pad = 0x80;
-	sha256_update(s, &pad, 1);
-	pad = 0;
-	while (s->n != 56)
-		sha256_update(s, &pad, 1);
-	uint8_t lenb[8];
-	for (int i = 0; i < 8; i++)
-		lenb[i] = (uint8_t)(bits >> (56 - 8 * i));
-	sha256_update(s, lenb, 8);
-	for (int i = 0; i < 8; i++)
-		snprintf(hex + 8 * i, 9, "%08" PRIx32, s->h[i]);
+	hex[64] = '\0';
 }
 
 void lab_sha256(const void *data, size_t len, char hex[65])
 {
-	struct sha256 s;
-	sha256_init(&s);
-	sha256_update(&s, data, len);
-	sha256_final(&s, hex);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	if (!EVP_Digest(data, len, md, NULL, EVP_sha256(), NULL))
+		abort();
+	sha256_hex(md, hex);
 }
 
 int lab_sha256_file(const char *path, char hex[65], struct lab_err *e)
@@ -523,8 +448,9 @@ int lab_sha256_file(const char *path, char hex[65], struct lab_err *e)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return lab_err_set(e, LAB_EINFRA, "%s: %s", path, strerror(errno));
-	struct sha256 s;
-	sha256_init(&s);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
+		abort();
 	char chunk[65536];
 	for (;;) {
 		ssize_t r = read(fd, chunk, sizeof chunk);
@@ -533,13 +459,19 @@ int lab_sha256_file(const char *path, char hex[65], struct lab_err *e)
 		if (r < 0) {
 			int rc = lab_err_set(e, LAB_EINFRA, "%s: read: %s", path, strerror(errno));
 			close(fd);
+			EVP_MD_CTX_free(ctx);
 			return rc;
 		}
 		if (r == 0)
 			break;
-		sha256_update(&s, chunk, (size_t)r);
+		if (!EVP_DigestUpdate(ctx, chunk, (size_t)r))
+			abort();
 	}
 	close(fd);
-	sha256_final(&s, hex);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	if (!EVP_DigestFinal_ex(ctx, md, NULL))
+		abort();
+	EVP_MD_CTX_free(ctx);
+	sha256_hex(md, hex);
 	return LAB_OK;
 }

@@ -1,5 +1,6 @@
 /* httppower.c - shared plumbing of the HTTP power drivers; see httppower.h. */
 #include "httppower.h"
+#include "json.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -149,7 +150,7 @@ bool httppower_json(struct httppower *hp, const struct http_result *res, const c
 		    char *out, size_t outsz)
 {
 	struct lab_err e = {0};
-	if (http_json_get(res->body, res->body_len, key, out, outsz, &e) == LAB_OK)
+	if (json_get(res->body, res->body_len, key, out, outsz, &e) == LAB_OK)
 		return true;
 	char snip[96];
 	size_t n = 0;

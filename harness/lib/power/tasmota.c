@@ -7,6 +7,7 @@
  * credentials go in the query (user=&password=), as Tasmota expects.
  */
 #include "httppower.h"
+#include "json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,12 +89,12 @@ static void tasmota_answer(struct httppower *hp, const struct http_result *res)
 	struct tasmota *d = (struct tasmota *)hp;
 	char v[32];
 	struct lab_err e = {0};
-	int rc = http_json_get(res->body, res->body_len, d->key, v, sizeof v, &e);
+	int rc = json_get(res->body, res->body_len, d->key, v, sizeof v, &e);
 	/* Single-relay firmware answers "POWER" to Power1 (and some builds "POWER1" to Power). */
 	if (rc && strcmp(d->key, "POWER1") == 0)
-		rc = http_json_get(res->body, res->body_len, "POWER", v, sizeof v, NULL);
+		rc = json_get(res->body, res->body_len, "POWER", v, sizeof v, NULL);
 	else if (rc && strcmp(d->key, "POWER") == 0)
-		rc = http_json_get(res->body, res->body_len, "POWER1", v, sizeof v, NULL);
+		rc = json_get(res->body, res->body_len, "POWER1", v, sizeof v, NULL);
 	if (rc && !httppower_json(hp, res, d->key, v, sizeof v))
 		return;
 	int state;

@@ -3,24 +3,25 @@
  * summary, runs, groups (with values and warm-up flags), comparisons,
  * baseline comparisons and events.  Numbers that do not exist are null.
  */
+#include "json.h"
 #include "report.h"
 
 #include <string.h>
 
 static void kv_str(FILE *f, const char *k, const char *v, bool comma)
 {
-	report_json_str(f, k);
+	json_put_str(f, k);
 	fputc(':', f);
-	report_json_str(f, v);
+	json_put_str(f, v);
 	if (comma)
 		fputc(',', f);
 }
 
 static void kv_num(FILE *f, const char *k, double v, bool comma)
 {
-	report_json_str(f, k);
+	json_put_str(f, k);
 	fputc(':', f);
-	report_json_num(f, v);
+	json_put_num(f, v);
 	if (comma)
 		fputc(',', f);
 }
@@ -41,7 +42,7 @@ static void desc(FILE *f, const struct stats_desc *d)
 
 static void side(FILE *f, const char *k, const struct compare_side *s)
 {
-	report_json_str(f, k);
+	json_put_str(f, k);
 	fputs(":{", f);
 	kv_str(f, "label", s->label, true);
 	fprintf(f, "\"warmups\":%zu,\"warmup_excluded\":%s,\"stats\":", s->nwarmup,
@@ -147,7 +148,7 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 		for (size_t k = 0; k < g->n; k++) {
 			if (k)
 				fputc(',', f);
-			report_json_num(f, g->v[k]);
+			json_put_num(f, g->v[k]);
 		}
 		fputs("],\"iterations\":[", f);
 		for (size_t k = 0; k < g->n; k++)

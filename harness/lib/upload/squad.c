@@ -14,6 +14,7 @@
  * SQUAD refuses a second test run with a known job_id with 400 "There is
  * already a test run with job_id ...": that answer means delivered.
  */
+#include "json.h"
 #include "upload.h"
 #include "report.h"
 
@@ -275,9 +276,9 @@ static void kv(FILE *f, bool *first, const char *k, const char *v)
 		return;
 	fputs(*first ? "" : ",", f);
 	*first = false;
-	report_json_str(f, k);
+	json_put_str(f, k);
 	fputc(':', f);
-	report_json_str(f, v);
+	json_put_str(f, v);
 }
 
 struct attach_ctx {
@@ -388,7 +389,7 @@ static int squad_request(struct http *h, const struct upload_job *uj, struct htt
 	fputc('{', tf);
 	for (size_t i = 0; i < ntests; i++) {
 		fputs(i ? "," : "", tf);
-		report_json_str(tf, tests[i].key);
+		json_put_str(tf, tests[i].key);
 		fputs(tests[i].result == 1 ? ":\"pass\"" : tests[i].result == 0 ? ":\"fail\"" : ":\"skip\"", tf);
 		free(tests[i].key);
 	}
@@ -397,14 +398,14 @@ static int squad_request(struct http *h, const struct upload_job *uj, struct htt
 	fputc('{', mf);
 	for (size_t i = 0; i < nmets; i++) {
 		fputs(i ? "," : "", mf);
-		report_json_str(mf, mets[i].key);
+		json_put_str(mf, mets[i].key);
 		fputs(":{\"value\":[", mf);
 		for (size_t k = 0; k < mets[i].n; k++) {
 			fputs(k ? "," : "", mf);
 			fprintf(mf, "%.17g", mets[i].v[k]);
 		}
 		fputs("],\"unit\":", mf);
-		report_json_str(mf, mets[i].unit);
+		json_put_str(mf, mets[i].unit);
 		fputc('}', mf);
 		free(mets[i].key);
 		free(mets[i].unit);

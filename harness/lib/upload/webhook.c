@@ -10,6 +10,7 @@
  */
 #include "upload.h"
 #include "report.h"
+#include "json.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ static void str_item(const char *v, void *arg)
 {
 	struct str_ctx *x = arg;
 	fputs(x->n++ ? "," : "", x->f);
-	report_json_str(x->f, v);
+	json_put_str(x->f, v);
 }
 
 static int str_array(struct store *s, FILE *f, const char *key, enum store_run_names which,
@@ -52,7 +53,7 @@ static void jstr(FILE *f, const char *key, const char *v, bool comma)
 {
 	fprintf(f, "%s\"%s\":", comma ? "," : "", key);
 	if (v && *v)
-		report_json_str(f, v);
+		json_put_str(f, v);
 	else
 		fputs("null", f);
 }

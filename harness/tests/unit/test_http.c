@@ -1,5 +1,5 @@
 /* http.c against a real local server (power_fakedev.py): concurrency on one loop,
- * timeouts, body cap, retries, early close, redirects and credentials, bodies, cancel, JSON. */
+ * timeouts, body cap, retries, early close, redirects and credentials, bodies, cancel. */
 #include "http.h"
 #include "loop.h"
 #include "power_fakedev.h"
@@ -348,41 +348,6 @@ static void test_cancel(struct loop *l)
 	is_int(fakedev_count_fds(), fds0, "no fd left open after free");
 }
 
-static void test_json(void)
-{
-	char out[64];
-	struct lab_err e = {0};
-	const char *t = "{\"POWER1\":\"ON\",\"n\":-1.5e3,\"b\":true,\"o\":{\"x\":{\"y\":\"a\\u00e9\\\"\"}},"
-			"\"arr\":[1,{\"k\":2}],\"POWER\":\"OFF\"}";
-	ok(http_json_get(t, strlen(t), "POWER1", out, sizeof out, &e) == LAB_OK &&
-	   strcmp(out, "ON") == 0, "string value");
-	ok(http_json_get(t, strlen(t), "POWER", out, sizeof out, &e) == LAB_OK &&
-	   strcmp(out, "OFF") == 0, "key after an array");
-	ok(http_json_get(t, strlen(t), "n", out, sizeof out, &e) == LAB_OK &&
-	   strcmp(out, "-1.5e3") == 0, "number as written");
-	ok(http_json_get(t, strlen(t), "b", out, sizeof out, &e) == LAB_OK &&
-	   strcmp(out, "true") == 0, "literal");
-	ok(http_json_get(t, strlen(t), "o.x.y", out, sizeof out, &e) == LAB_OK &&
-	   strcmp(out, "a\xc3\xa9\"") == 0, "nested path, escapes decoded");
-	lab_err_clear(&e);
-	ok(http_json_get(t, strlen(t), "o.x", out, sizeof out, &e) == LAB_EPROTO, "object not scalar");
-	lab_err_clear(&e);
-	ok(http_json_get(t, strlen(t), "nope", out, sizeof out, &e) == LAB_EPROTO &&
-	   strstr(e.msg, "no key 'nope'"), "absent key: %s", e.msg);
-	const char *bad[] = {"{\"POWER\": \"ON\", \"ison\": tru", "{\"a\":1,}", "[1,2", "",
-			     "{\"a\" 1}", "{\"a\":\"x\"} junk", "{\"a\":\"\x01\"}"};
-	int rejected = 0;
-	for (size_t i = 0; i < LAB_ARRAY_SIZE(bad); i++) {
-		lab_err_clear(&e);
-		rejected += http_json_get(bad[i], strlen(bad[i]), "a", out, sizeof out, &e) ==
-			    LAB_EPROTO;
-	}
-	is_int(rejected, (int)LAB_ARRAY_SIZE(bad), "malformed JSON rejected");
-	char tiny[3];
-	ok(http_json_get(t, strlen(t), "POWER1", tiny, sizeof tiny, NULL) == LAB_OK &&
-	   strcmp(tiny, "ON") == 0, "exact fit");
-}
-
 static void test_helpers(void)
 {
 	char *s = http_escape("Power On/ä&x=1");
@@ -398,7 +363,6 @@ static void test_helpers(void)
 
 int main(void)
 {
-	test_json();
 	test_helpers();
 	pid_t srv = fakedev_start(&port);
 	ok(srv > 0, "fake device server started (port %d)", port);

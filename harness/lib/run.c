@@ -1,6 +1,7 @@
 /* run.c - see run.h. */
 #include "run.h"
 #include "board.h"
+#include "collect.h"
 #include "loop.h"
 #include "plan.h"
 #include "power.h"
@@ -9,7 +10,6 @@
 #include "upload.h"
 
 #include <errno.h>
-#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -19,23 +19,6 @@
 #include <unistd.h>
 
 enum job_status { JOB_PENDING, JOB_RUNNING, JOB_OK, JOB_INFRA, JOB_MISMATCH, JOB_SKIPPED };
-
-/* What one agent invocation produced (samples are only stored after `done`). */
-struct collect {
-	struct store_sample *samples;
-	size_t nsamples;
-	struct store_counter *counters;
-	size_t ncounters;
-	bool have_mode, have_identity;
-	int fua, write_cache, cqe;
-	char vmode[32];
-	struct store_part part;
-	char *strs[64]; /* strings owned for part fields */
-	size_t nstrs;
-	char kernel[128];
-	char error[256];
-	double wall_time;
-};
 
 struct runner;
 
@@ -122,23 +105,6 @@ static struct plan_job *cur_job(struct rboard *rb)
 static const struct plan_slot *cur_slot(struct rboard *rb)
 {
 	return &rb->pb->slots[rb->cur];
-}
-
-static void collect_reset(struct collect *c)
-{
-	for (size_t i = 0; i < c->nsamples; i++) {
-		free((char *)c->samples[i].metric);
-		free((char *)c->samples[i].unit);
-	}
-	for (size_t i = 0; i < c->ncounters; i++)
-		free((char *)c->counters[i].name);
-	free(c->samples);
-	free(c->counters);
-	for (size_t i = 0; i < c->nstrs; i++)
-		free(c->strs[i]);
-	memset(c, 0, sizeof *c);
-	c->fua = c->write_cache = c->cqe = -1;
-	c->wall_time = -1;
 }
 
 static void store_fail(struct runner *r, struct lab_err *e)
@@ -279,105 +245,20 @@ static void slot_failed(struct rboard *rb, const char *kind, const char *msg)
 	next_slot(rb);
 }
 
-/* ---- agent message collection ---- */
-
-static char *own(struct collect *c, const char *s)
-{
-	if (!s || c->nstrs >= LAB_ARRAY_SIZE(c->strs))
-		return NULL;
-	return c->strs[c->nstrs++] = xstrdup(s);
-}
-
-static int geti(const struct proto_msg *m, const char *k)
-{
-	int64_t v;
-	return proto_get_i64(m, k, &v) == 0 ? (int)v : -1;
-}
-
-static int64_t geti64(const struct proto_msg *m, const char *k)
-{
-	int64_t v;
-	return proto_get_i64(m, k, &v) == 0 ? v : -1;
-}
+/* ---- agent messages (decoded by collect.c) ---- */
 
 static void on_agent_msg(struct board *b, const struct proto_msg *m, void *arg)
 {
 	LAB_UNUSED(b);
 	struct rboard *rb = arg;
-	struct collect *c = &rb->col;
-	if (strcmp(m->kind, "sample") == 0) {
-		double v;
-		const char *metric = proto_get(m, "metric");
-		const char *unit = proto_get(m, "unit");
-		if (!metric || !unit || proto_get_double(m, "value", &v) != 0 || !isfinite(v)) {
-			snprintf(c->error, sizeof c->error, "malformed sample line (seq %llu)",
-				 (unsigned long long)m->seq);
-			return;
-		}
-		c->samples = xreallocarray(c->samples, c->nsamples + 1, sizeof *c->samples);
-		c->samples[c->nsamples++] = (struct store_sample){xstrdup(metric), v, xstrdup(unit)};
-		if (strcmp(metric, "wall_time") == 0)
-			c->wall_time = v;
-	} else if (strcmp(m->kind, "counter") == 0) {
-		const char *name = proto_get(m, "name");
-		int64_t v = geti64(m, "value");
-		if (!name || v < 0)
-			return;
-		if (strcmp(name, "acked") == 0 && powerfail_ack(&rb->pf, v))
-			return;
-		/* One value per name and iteration (the store's key): a repeated line replaces. */
-		for (size_t i = 0; i < c->ncounters; i++) {
-			if (strcmp(c->counters[i].name, name) == 0) {
-				c->counters[i].value = v;
-				return;
-			}
-		}
-		c->counters = xreallocarray(c->counters, c->ncounters + 1, sizeof *c->counters);
-		c->counters[c->ncounters++] = (struct store_counter){xstrdup(name), v};
-	} else if (strcmp(m->kind, "mode") == 0) {
-		c->have_mode = true;
-		c->fua = geti(m, "fua");
-		c->write_cache = geti(m, "write_cache");
-		c->cqe = geti(m, "cqe");
-		const char *vm = proto_get(m, "mode");
-		lab_strlcpy(c->vmode, vm ? vm : "unknown", sizeof c->vmode);
-	} else if (strcmp(m->kind, "identity") == 0) {
-		struct store_part *p = &c->part;
-		c->have_identity = true;
-		store_part_init(p);
-		p->cid = own(c, proto_get(m, "cid"));
-		p->manfid = own(c, proto_get(m, "manfid"));
-		p->oemid = own(c, proto_get(m, "oemid"));
-		p->name = own(c, proto_get(m, "name"));
-		p->prv = own(c, proto_get(m, "prv"));
-		p->serial = own(c, proto_get(m, "serial"));
-		p->date = own(c, proto_get(m, "date"));
-		p->fwrev = own(c, proto_get(m, "fwrev"));
-		p->ext_csd_rev = geti(m, "ext_csd_rev");
-		p->capacity_bytes = geti64(m, "capacity_bytes");
-		p->cache_kib = geti64(m, "cache_kib");
-		p->rel_wr_param = geti(m, "rel_wr_param");
-		p->rel_sectors = geti(m, "rel_sectors");
-		p->cmdq_support = geti(m, "cmdq_support");
-		p->cmdq_depth = geti(m, "cmdq_depth");
-		p->ext_csd_hex = own(c, proto_get(m, "ext_csd"));
-		const char *k = proto_get(m, "kernel");
-		lab_strlcpy(c->kernel, k ? k : "", sizeof c->kernel);
-	} else if (strcmp(m->kind, "error") == 0) {
-		const char *code = proto_get(m, "code");
-		const char *msg = proto_get(m, "msg");
-		/* Missing tracefs is worth an event but does not fail the workload. */
-		if (code && strcmp(code, "no-tracefs") == 0) {
-			record_event(rb, "info", "running", "agent: no tracefs, command counts not available");
-			return;
-		}
-		/* powerfail-check reports lost records as an error line too: that is
-		 * the result being measured, taken from its counters, not a failure. */
-		if (code && strcmp(code, "integrity") == 0 && powerfail_phase(&rb->pf) == POWERFAIL_CHECKING)
-			return;
-		snprintf(c->error, sizeof c->error, "agent error %s: %s", code ? code : "?",
-			 msg ? msg : "");
-	}
+	int64_t acked;
+	/* The power-fail writer's acknowledgements belong to its state machine. */
+	if (collect_is_counter(m, "acked", &acked) && powerfail_ack(&rb->pf, acked))
+		return;
+	/* powerfail-check's integrity error line is its result, not a failure */
+	bool integrity_is_result = powerfail_phase(&rb->pf) == POWERFAIL_CHECKING;
+	if (collect_msg(&rb->col, m, integrity_is_result) == COLLECT_NO_TRACEFS)
+		record_event(rb, "info", "running", "agent: no tracefs, command counts not available");
 }
 
 /* ---- the per-slot pipeline ---- */
@@ -518,14 +399,6 @@ static void pf_args(struct lab_buf *b, const struct workload_cfg *w, const char 
 	}
 }
 
-static int64_t counter_value(const struct collect *c, const char *name)
-{
-	for (size_t i = 0; i < c->ncounters; i++)
-		if (strcmp(c->counters[i].name, name) == 0)
-			return c->counters[i].value;
-	return -1;
-}
-
 static void pf_failed(void *arg, const char *kind, const char *m)
 {
 	struct rboard *rb = arg;
@@ -615,8 +488,8 @@ static void pf_agent_done(struct board *b, int rc, enum board_fail fail, const c
 		pf_mode_done(b, rc, fail, msg, arg);
 		break;
 	case POWERFAIL_CHECKING:
-		powerfail_checked(&rb->pf, rc, fail, msg, counter_value(c, "acked"),
-				  counter_value(c, "lost"), counter_value(c, "corrupt"));
+		powerfail_checked(&rb->pf, rc, fail, msg, collect_counter(c, "acked"),
+				  collect_counter(c, "lost"), collect_counter(c, "corrupt"));
 		break;
 	default:
 		break;

@@ -270,6 +270,8 @@ int agent_session_start(struct agent_session *s, const char *agent_path, const c
 			const char *args, uint64_t timeout_ms, const struct agent_session_cbs *cbs,
 			void *arg)
 {
+	if (shell_busy(s->sh))
+		return LAB_EUSAGE; /* before anything is reset: a session may be in flight */
 	reset(s);
 	s->cbs = *cbs;
 	s->arg = arg;

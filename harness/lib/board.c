@@ -12,6 +12,10 @@
  * the U-Boot prompt; otherwise when the type has a U-Boot prompt configured
  * (uboot.prompt not empty) and the deploy method does not boot the kernel
  * itself, so the mode's command line can be put into bootargs.
+ *
+ * Once at the shell, board_agent hands one agent invocation to the board's
+ * agent session (agent_session.c: protocol lines, re-requests, the done
+ * check) and maps how it ended to a failure class.
  */
 #include "board.h"
 #include "agent_session.h"

@@ -846,369 +846,441 @@ static int write_path(struct sim_board *b, const char *name, const char *data, s
 	return 0;
 }
 
-static int sh_command(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+static int sh_echo(struct sim_board *b, int argc, char **argv, struct sh_io *io)
 {
-	const char *c = argv[0];
-	if (strcmp(c, "echo") == 0) {
-		int i = 1;
-		bool nl = true, esc = false;
-		for (; i < argc && argv[i][0] == '-' && (strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "-e") == 0 ||
-							  strcmp(argv[i], "-ne") == 0 || strcmp(argv[i], "-en") == 0); i++) {
-			if (strchr(argv[i], 'n'))
-				nl = false;
-			if (strchr(argv[i], 'e'))
-				esc = true;
-		}
-		for (int k = i; k < argc; k++) {
-			if (k > i)
-				lab_buf_append(io->out, " ", 1);
-			if (!esc) {
-				lab_buf_append(io->out, argv[k], strlen(argv[k]));
-				continue;
-			}
-			for (const char *p = argv[k]; *p; p++) {
-				if (*p == '\\' && p[1] == 'n') {
-					lab_buf_append(io->out, "\n", 1);
-					p++;
-				} else if (*p == '\\' && p[1] == 't') {
-					lab_buf_append(io->out, "\t", 1);
-					p++;
-				} else {
-					lab_buf_append(io->out, p, 1);
-				}
-			}
-		}
-		if (nl)
-			lab_buf_append(io->out, "\n", 1);
-		return 0;
+	LAB_UNUSED(b);
+	int i = 1;
+	bool nl = true, esc = false;
+	for (; i < argc && argv[i][0] == '-' && (strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "-e") == 0 ||
+						  strcmp(argv[i], "-ne") == 0 || strcmp(argv[i], "-en") == 0); i++) {
+		if (strchr(argv[i], 'n'))
+			nl = false;
+		if (strchr(argv[i], 'e'))
+			esc = true;
 	}
-	if (strcmp(c, "printf") == 0) {
-		if (argc < 2)
-			return 1;
-		int ai = 2;
-		for (const char *p = argv[1]; *p; p++) {
+	for (int k = i; k < argc; k++) {
+		if (k > i)
+			lab_buf_append(io->out, " ", 1);
+		if (!esc) {
+			lab_buf_append(io->out, argv[k], strlen(argv[k]));
+			continue;
+		}
+		for (const char *p = argv[k]; *p; p++) {
 			if (*p == '\\' && p[1] == 'n') {
 				lab_buf_append(io->out, "\n", 1);
 				p++;
-			} else if (*p == '%' && p[1] == 's') {
-				const char *a = ai < argc ? argv[ai++] : "";
-				lab_buf_append(io->out, a, strlen(a));
-				p++;
-			} else if (*p == '%' && p[1] == '%') {
-				lab_buf_append(io->out, "%", 1);
+			} else if (*p == '\\' && p[1] == 't') {
+				lab_buf_append(io->out, "\t", 1);
 				p++;
 			} else {
 				lab_buf_append(io->out, p, 1);
 			}
 		}
-		return 0;
 	}
-	if (strcmp(c, "export") == 0 || strcmp(c, "unset") == 0 || strcmp(c, "local") == 0) {
-		for (int i = 1; i < argc; i++) {
-			char *eq = strchr(argv[i], '=');
-			if (strcmp(c, "unset") == 0) {
-				sim_kv_set(&b->vars, argv[i], NULL);
-			} else if (eq) {
-				*eq = '\0';
-				sim_kv_set(&b->vars, argv[i], eq + 1);
-				*eq = '=';
-			}
-		}
-		return 0;
-	}
-	if (strcmp(c, "true") == 0 || strcmp(c, ":") == 0)
-		return 0;
-	if (strcmp(c, "false") == 0)
+	if (nl)
+		lab_buf_append(io->out, "\n", 1);
+	return 0;
+}
+
+static int sh_printf(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(b);
+	if (argc < 2)
 		return 1;
-	if (strcmp(c, "cat") == 0) {
-		return read_inputs(b, "cat", argc, argv, 1, io, io->out) ? 0 : 1;
-	}
-	if (strcmp(c, "uname") == 0) {
-		if (argc > 1 && strcmp(argv[1], "-r") == 0)
-			lab_buf_printf(io->out, "%s\n", b->cfg.kernel_version);
-		else if (argc > 1 && strcmp(argv[1], "-m") == 0)
-			lab_buf_printf(io->out, "aarch64\n");
-		else if (argc > 1 && strcmp(argv[1], "-a") == 0)
-			lab_buf_printf(io->out, "Linux %s %s #1 SMP PREEMPT Mon Jul 10 12:00:00 UTC 2023 aarch64 GNU/Linux\n",
-				       b->cfg.hostname, b->cfg.kernel_version);
-		else
-			lab_buf_printf(io->out, "Linux\n");
-		return 0;
-	}
-	if (strcmp(c, "hostname") == 0) {
-		lab_buf_printf(io->out, "%s\n", b->cfg.hostname);
-		return 0;
-	}
-	if (strcmp(c, "id") == 0) {
-		lab_buf_printf(io->out, "uid=0(root) gid=0(root) groups=0(root)\n");
-		return 0;
-	}
-	if (strcmp(c, "whoami") == 0) {
-		lab_buf_printf(io->out, "root\n");
-		return 0;
-	}
-	if (strcmp(c, "pwd") == 0) {
-		lab_buf_printf(io->out, "%s\n", b->cwd);
-		return 0;
-	}
-	if (strcmp(c, "cd") == 0) {
-		char path[256];
-		abs_path(b, argc > 1 ? argv[1] : "/root", path, sizeof path);
-		if (!is_dir(b, path)) {
-			errf(io, "sh: cd: can't cd to %s: No such file or directory\n", argc > 1 ? argv[1] : "");
-			return 2;
-		}
-		snprintf(b->cwd, sizeof b->cwd, "%s", path);
-		return 0;
-	}
-	if (strcmp(c, "test") == 0 || strcmp(c, "[") == 0)
-		return sh_test(b, argc, argv, io);
-	if (strcmp(c, "base64") == 0) {
-		bool dec = argc > 1 && strcmp(argv[1], "-d") == 0;
-		struct lab_buf data;
-		lab_buf_init(&data, 32u << 20);
-		int rc = 0;
-		if (!read_inputs(b, "base64", argc, argv, dec ? 2 : 1, io, &data))
-			rc = 1;
-		else if (dec) {
-			if (!sim_base64_decode(data.data ? data.data : "", data.len, io->out)) {
-				errf(io, "base64: invalid input\n");
-				rc = 1;
-			}
+	int ai = 2;
+	for (const char *p = argv[1]; *p; p++) {
+		if (*p == '\\' && p[1] == 'n') {
+			lab_buf_append(io->out, "\n", 1);
+			p++;
+		} else if (*p == '%' && p[1] == 's') {
+			const char *a = ai < argc ? argv[ai++] : "";
+			lab_buf_append(io->out, a, strlen(a));
+			p++;
+		} else if (*p == '%' && p[1] == '%') {
+			lab_buf_append(io->out, "%", 1);
+			p++;
 		} else {
-			base64_encode((const unsigned char *)(data.data ? data.data : ""), data.len, io->out);
+			lab_buf_append(io->out, p, 1);
 		}
-		lab_buf_free(&data);
-		return rc;
 	}
-	if (strcmp(c, "sha256sum") == 0) {
-		int rc = 0;
-		for (int i = 1; i < argc; i++) {
-			struct lab_buf data;
-			lab_buf_init(&data, 64u << 20);
-			char path[512];
-			abs_path(b, argv[i], path, sizeof path);
-			if (!sim_read_path(b, path, &data)) {
-				errf(io, "sha256sum: %s: No such file or directory\n", argv[i]);
-				rc = 1;
-			} else {
-				char hex[65];
-				lab_sha256(data.data ? data.data : "", data.len, hex);
-				lab_buf_printf(io->out, "%s  %s\n", hex, argv[i]);
-			}
-			lab_buf_free(&data);
+	return 0;
+}
+
+static int sh_export(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	const char *c = argv[0];
+	LAB_UNUSED(io);
+	for (int i = 1; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		if (strcmp(c, "unset") == 0) {
+			sim_kv_set(&b->vars, argv[i], NULL);
+		} else if (eq) {
+			*eq = '\0';
+			sim_kv_set(&b->vars, argv[i], eq + 1);
+			*eq = '=';
 		}
-		if (argc == 1) {
-			char hex[65];
-			lab_sha256(io->in ? io->in : "", io->inlen, hex);
-			lab_buf_printf(io->out, "%s  -\n", hex);
-		}
-		return rc;
 	}
-	if (strcmp(c, "rm") == 0) {
-		bool force = false;
-		int rc = 0;
-		for (int i = 1; i < argc; i++) {
-			if (argv[i][0] == '-') {
-				force |= strchr(argv[i], 'f') != NULL;
-				continue;
-			}
-			char path[512];
-			abs_path(b, argv[i], path, sizeof path);
-			if (sim_file_find(b, path)) {
-				sim_file_remove(b, path);
-			} else if (!force) {
-				errf(io, "rm: can't remove '%s': No such file or directory\n", argv[i]);
-				rc = 1;
-			}
-		}
-		return rc;
+	return 0;
+}
+
+static int sh_cat(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	return read_inputs(b, "cat", argc, argv, 1, io, io->out) ? 0 : 1;
+}
+
+static int sh_uname(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	if (argc > 1 && strcmp(argv[1], "-r") == 0)
+		lab_buf_printf(io->out, "%s\n", b->cfg.kernel_version);
+	else if (argc > 1 && strcmp(argv[1], "-m") == 0)
+		lab_buf_printf(io->out, "aarch64\n");
+	else if (argc > 1 && strcmp(argv[1], "-a") == 0)
+		lab_buf_printf(io->out, "Linux %s %s #1 SMP PREEMPT Mon Jul 10 12:00:00 UTC 2023 aarch64 GNU/Linux\n",
+			       b->cfg.hostname, b->cfg.kernel_version);
+	else
+		lab_buf_printf(io->out, "Linux\n");
+	return 0;
+}
+
+static int sh_hostname(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(argc);
+	LAB_UNUSED(argv);
+	lab_buf_printf(io->out, "%s\n", b->cfg.hostname);
+	return 0;
+}
+
+static int sh_id(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(argc);
+	LAB_UNUSED(argv);
+	lab_buf_printf(io->out, "uid=0(root) gid=0(root) groups=0(root)\n");
+	return 0;
+}
+
+static int sh_whoami(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(argc);
+	LAB_UNUSED(argv);
+	lab_buf_printf(io->out, "root\n");
+	return 0;
+}
+
+static int sh_pwd(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(argc);
+	LAB_UNUSED(argv);
+	lab_buf_printf(io->out, "%s\n", b->cwd);
+	return 0;
+}
+
+static int sh_cd(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	char path[256];
+	abs_path(b, argc > 1 ? argv[1] : "/root", path, sizeof path);
+	if (!is_dir(b, path)) {
+		errf(io, "sh: cd: can't cd to %s: No such file or directory\n", argc > 1 ? argv[1] : "");
+		return 2;
 	}
-	if (strcmp(c, "touch") == 0) {
-		for (int i = 1; i < argc; i++) {
-			char path[512];
-			abs_path(b, argv[i], path, sizeof path);
-			if (!sim_file_find(b, path) && write_path(b, argv[i], "", 0, true, io) != 0)
-				return 1;
+	snprintf(b->cwd, sizeof b->cwd, "%s", path);
+	return 0;
+}
+
+static int sh_base64(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	bool dec = argc > 1 && strcmp(argv[1], "-d") == 0;
+	struct lab_buf data;
+	lab_buf_init(&data, 32u << 20);
+	int rc = 0;
+	if (!read_inputs(b, "base64", argc, argv, dec ? 2 : 1, io, &data))
+		rc = 1;
+	else if (dec) {
+		if (!sim_base64_decode(data.data ? data.data : "", data.len, io->out)) {
+			errf(io, "base64: invalid input\n");
+			rc = 1;
 		}
-		return 0;
+	} else {
+		base64_encode((const unsigned char *)(data.data ? data.data : ""), data.len, io->out);
 	}
-	if (strcmp(c, "mkdir") == 0) {
-		for (int i = 1; i < argc; i++) {
-			if (argv[i][0] == '-')
-				continue;
-			char path[512];
-			abs_path(b, argv[i], path, sizeof path);
-			char *keep = xasprintf("%s/.keep", path);
-			sim_file_create(b, keep, 0644);
-			free(keep);
-		}
-		return 0;
-	}
-	if (strcmp(c, "ls") == 0) {
-		const char *dir = "/";
+	lab_buf_free(&data);
+	return rc;
+}
+
+static int sh_sha256sum(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	int rc = 0;
+	for (int i = 1; i < argc; i++) {
+		struct lab_buf data;
+		lab_buf_init(&data, 64u << 20);
 		char path[512];
-		for (int i = 1; i < argc; i++)
-			if (argv[i][0] != '-')
-				dir = argv[i];
-		abs_path(b, argc > 1 && argv[argc - 1][0] != '-' ? dir : b->cwd, path, sizeof path);
-		struct sim_file *f = sim_file_find(b, path);
-		if (f) {
-			lab_buf_printf(io->out, "%s\n", argc > 1 ? argv[argc - 1] : path);
-			return 0;
-		}
-		if (!is_dir(b, path)) {
-			errf(io, "ls: %s: No such file or directory\n", path);
-			return 1;
-		}
-		size_t l = strlen(path);
-		for (size_t i = 0; i < b->nfiles; i++) {
-			const char *p = b->files[i].path;
-			if (strncmp(p, path, l) == 0 && (p[l] == '/' || l == 1) &&
-			    !strchr(p + l + (l == 1 ? 0 : 1), '/') && !strstr(p, "/.keep"))
-				lab_buf_printf(io->out, "%s\n", p + l + (l == 1 ? 0 : 1));
-		}
-		return 0;
-	}
-	if (strcmp(c, "chmod") == 0)
-		return sh_chmod(b, argc, argv, io);
-	if (strcmp(c, "grep") == 0)
-		return sh_grep(b, argc, argv, io);
-	if (strcmp(c, "head") == 0 || strcmp(c, "tail") == 0) {
-		long n = 10;
-		int i = 1;
-		if (i < argc && strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
-			n = strtol(argv[i + 1], NULL, 10);
-			i += 2;
-		} else if (i < argc && argv[i][0] == '-' && isdigit((unsigned char)argv[i][1])) {
-			n = strtol(argv[i] + 1, NULL, 10);
-			i++;
-		}
-		struct lab_buf data;
-		lab_buf_init(&data, 64u << 20);
-		bool okr = read_inputs(b, c, argc, argv, i, io, &data);
-		const char *s = data.data ? lab_buf_cstr(&data) : "";
-		long lines = 0;
-		for (const char *p = s; *p; p++)
-			lines += *p == '\n';
-		long skip = c[0] == 'h' ? 0 : (lines > n ? lines - n : 0), k = 0;
-		for (const char *p = s; *p;) {
-			size_t l = strcspn(p, "\n");
-			if (k >= skip && k < skip + n) {
-				lab_buf_append(io->out, p, l);
-				lab_buf_append(io->out, "\n", 1);
-			}
-			k++;
-			p += l + (p[l] ? 1 : 0);
+		abs_path(b, argv[i], path, sizeof path);
+		if (!sim_read_path(b, path, &data)) {
+			errf(io, "sha256sum: %s: No such file or directory\n", argv[i]);
+			rc = 1;
+		} else {
+			char hex[65];
+			lab_sha256(data.data ? data.data : "", data.len, hex);
+			lab_buf_printf(io->out, "%s  %s\n", hex, argv[i]);
 		}
 		lab_buf_free(&data);
-		return okr ? 0 : 1;
 	}
-	if (strcmp(c, "wc") == 0) {
-		struct lab_buf data;
-		lab_buf_init(&data, 64u << 20);
-		int first = 1;
-		bool lonly = argc > 1 && strcmp(argv[1], "-l") == 0, conly = argc > 1 && strcmp(argv[1], "-c") == 0;
-		if (lonly || conly)
-			first = 2;
-		bool okr = read_inputs(b, "wc", argc, argv, first, io, &data);
-		long lines = 0;
-		for (size_t i = 0; i < data.len; i++)
-			lines += data.data[i] == '\n';
-		if (lonly)
-			lab_buf_printf(io->out, "%ld\n", lines);
-		else if (conly)
-			lab_buf_printf(io->out, "%zu\n", data.len);
+	if (argc == 1) {
+		char hex[65];
+		lab_sha256(io->in ? io->in : "", io->inlen, hex);
+		lab_buf_printf(io->out, "%s  -\n", hex);
+	}
+	return rc;
+}
+
+static int sh_rm(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	bool force = false;
+	int rc = 0;
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-') {
+			force |= strchr(argv[i], 'f') != NULL;
+			continue;
+		}
+		char path[512];
+		abs_path(b, argv[i], path, sizeof path);
+		if (sim_file_find(b, path)) {
+			sim_file_remove(b, path);
+		} else if (!force) {
+			errf(io, "rm: can't remove '%s': No such file or directory\n", argv[i]);
+			rc = 1;
+		}
+	}
+	return rc;
+}
+
+static int sh_touch(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	for (int i = 1; i < argc; i++) {
+		char path[512];
+		abs_path(b, argv[i], path, sizeof path);
+		if (!sim_file_find(b, path) && write_path(b, argv[i], "", 0, true, io) != 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int sh_mkdir(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(io);
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-')
+			continue;
+		char path[512];
+		abs_path(b, argv[i], path, sizeof path);
+		char *keep = xasprintf("%s/.keep", path);
+		sim_file_create(b, keep, 0644);
+		free(keep);
+	}
+	return 0;
+}
+
+static int sh_ls(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	const char *dir = "/";
+	char path[512];
+	for (int i = 1; i < argc; i++)
+		if (argv[i][0] != '-')
+			dir = argv[i];
+	abs_path(b, argc > 1 && argv[argc - 1][0] != '-' ? dir : b->cwd, path, sizeof path);
+	struct sim_file *f = sim_file_find(b, path);
+	if (f) {
+		lab_buf_printf(io->out, "%s\n", argc > 1 ? argv[argc - 1] : path);
+		return 0;
+	}
+	if (!is_dir(b, path)) {
+		errf(io, "ls: %s: No such file or directory\n", path);
+		return 1;
+	}
+	size_t l = strlen(path);
+	for (size_t i = 0; i < b->nfiles; i++) {
+		const char *p = b->files[i].path;
+		if (strncmp(p, path, l) == 0 && (p[l] == '/' || l == 1) &&
+		    !strchr(p + l + (l == 1 ? 0 : 1), '/') && !strstr(p, "/.keep"))
+			lab_buf_printf(io->out, "%s\n", p + l + (l == 1 ? 0 : 1));
+	}
+	return 0;
+}
+
+static int sh_head(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	const char *c = argv[0];
+	long n = 10;
+	int i = 1;
+	if (i < argc && strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+		n = strtol(argv[i + 1], NULL, 10);
+		i += 2;
+	} else if (i < argc && argv[i][0] == '-' && isdigit((unsigned char)argv[i][1])) {
+		n = strtol(argv[i] + 1, NULL, 10);
+		i++;
+	}
+	struct lab_buf data;
+	lab_buf_init(&data, 64u << 20);
+	bool okr = read_inputs(b, c, argc, argv, i, io, &data);
+	const char *s = data.data ? lab_buf_cstr(&data) : "";
+	long lines = 0;
+	for (const char *p = s; *p; p++)
+		lines += *p == '\n';
+	long skip = c[0] == 'h' ? 0 : (lines > n ? lines - n : 0), k = 0;
+	for (const char *p = s; *p;) {
+		size_t l = strcspn(p, "\n");
+		if (k >= skip && k < skip + n) {
+			lab_buf_append(io->out, p, l);
+			lab_buf_append(io->out, "\n", 1);
+		}
+		k++;
+		p += l + (p[l] ? 1 : 0);
+	}
+	lab_buf_free(&data);
+	return okr ? 0 : 1;
+}
+
+static int sh_wc(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	struct lab_buf data;
+	lab_buf_init(&data, 64u << 20);
+	int first = 1;
+	bool lonly = argc > 1 && strcmp(argv[1], "-l") == 0, conly = argc > 1 && strcmp(argv[1], "-c") == 0;
+	if (lonly || conly)
+		first = 2;
+	bool okr = read_inputs(b, "wc", argc, argv, first, io, &data);
+	long lines = 0;
+	for (size_t i = 0; i < data.len; i++)
+		lines += data.data[i] == '\n';
+	if (lonly)
+		lab_buf_printf(io->out, "%ld\n", lines);
+	else if (conly)
+		lab_buf_printf(io->out, "%zu\n", data.len);
+	else
+		lab_buf_printf(io->out, "%7ld %7ld %7zu\n", lines, lines, data.len);
+	lab_buf_free(&data);
+	return okr ? 0 : 1;
+}
+
+static int sh_tee(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	bool app = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-a") == 0) {
+			app = true;
+			continue;
+		}
+		write_path(b, argv[i], io->in ? io->in : "", io->inlen, app, io);
+	}
+	lab_buf_append(io->out, io->in ? io->in : "", io->inlen);
+	return 0;
+}
+
+static int sh_sync(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(argc);
+	LAB_UNUSED(argv);
+	io->t_ms += 20;
+	b->flushes++;
+	return 0;
+}
+
+static int sh_sleep(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(b);
+	double s = 0;
+	if (argc < 2 || lab_parse_double(argv[1], &s) != 0 || s < 0) {
+		errf(io, "sleep: invalid number '%s'\n", argc > 1 ? argv[1] : "");
+		return 1;
+	}
+	io->t_ms += s * 1000;
+	return 0;
+}
+
+static int sh_dmesg(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(argc);
+	LAB_UNUSED(argv);
+	lab_buf_append(io->out, b->klog.data ? b->klog.data : "", b->klog.len);
+	return 0;
+}
+
+static int sh_stty(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(io);
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-echo") == 0)
+			b->tty_echo = false;
+		else if (strcmp(argv[i], "echo") == 0 || strcmp(argv[i], "sane") == 0)
+			b->tty_echo = true;
+	}
+	return 0;
+}
+
+static int sh_mount(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(argc);
+	LAB_UNUSED(argv);
+	lab_buf_printf(io->out, "/dev/mmcblk0p2 on / type ext4 (rw,relatime)\n"
+				"proc on /proc type proc (rw,nosuid,nodev,noexec,relatime)\n"
+				"sysfs on /sys type sysfs (rw,nosuid,nodev,noexec,relatime)\n"
+				"tmpfs on /tmp type tmpfs (rw,nosuid,nodev)\n"
+				"tracefs on /sys/kernel/tracing type tracefs (rw,nosuid,nodev,noexec,relatime)\n");
+	return 0;
+}
+
+static int sh_which(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	const char *c = argv[0];
+	int rc = 0;
+	for (int i = strcmp(c, "which") == 0 ? 1 : 2; i < argc; i++) {
+		char path[512];
+		if (find_exec(b, argv[i], path, sizeof path))
+			lab_buf_printf(io->out, "%s\n", path);
 		else
-			lab_buf_printf(io->out, "%7ld %7ld %7zu\n", lines, lines, data.len);
-		lab_buf_free(&data);
-		return okr ? 0 : 1;
+			rc = 1;
 	}
-	if (strcmp(c, "tee") == 0) {
-		bool app = false;
-		for (int i = 1; i < argc; i++) {
-			if (strcmp(argv[i], "-a") == 0) {
-				app = true;
-				continue;
-			}
-			write_path(b, argv[i], io->in ? io->in : "", io->inlen, app, io);
-		}
-		lab_buf_append(io->out, io->in ? io->in : "", io->inlen);
-		return 0;
-	}
-	if (strcmp(c, "sync") == 0) {
-		io->t_ms += 20;
-		b->flushes++;
-		return 0;
-	}
-	if (strcmp(c, "sleep") == 0) {
-		double s = 0;
-		if (argc < 2 || lab_parse_double(argv[1], &s) != 0 || s < 0) {
-			errf(io, "sleep: invalid number '%s'\n", argc > 1 ? argv[1] : "");
-			return 1;
-		}
-		io->t_ms += s * 1000;
-		return 0;
-	}
-	if (strcmp(c, "dmesg") == 0) {
-		lab_buf_append(io->out, b->klog.data ? b->klog.data : "", b->klog.len);
-		return 0;
-	}
-	if (strcmp(c, "stty") == 0) {
-		for (int i = 1; i < argc; i++) {
-			if (strcmp(argv[i], "-echo") == 0)
-				b->tty_echo = false;
-			else if (strcmp(argv[i], "echo") == 0 || strcmp(argv[i], "sane") == 0)
-				b->tty_echo = true;
-		}
-		return 0;
-	}
-	if (strcmp(c, "mount") == 0) {
-		lab_buf_printf(io->out, "/dev/mmcblk0p2 on / type ext4 (rw,relatime)\n"
-					"proc on /proc type proc (rw,nosuid,nodev,noexec,relatime)\n"
-					"sysfs on /sys type sysfs (rw,nosuid,nodev,noexec,relatime)\n"
-					"tmpfs on /tmp type tmpfs (rw,nosuid,nodev)\n"
-					"tracefs on /sys/kernel/tracing type tracefs (rw,nosuid,nodev,noexec,relatime)\n");
-		return 0;
-	}
-	if (strcmp(c, "which") == 0 || (strcmp(c, "command") == 0 && argc > 2 && strcmp(argv[1], "-v") == 0)) {
-		int rc = 0;
-		for (int i = strcmp(c, "which") == 0 ? 1 : 2; i < argc; i++) {
-			char path[512];
-			if (find_exec(b, argv[i], path, sizeof path))
-				lab_buf_printf(io->out, "%s\n", path);
-			else
-				rc = 1;
-		}
-		return rc;
-	}
-	if (strcmp(c, "poweroff") == 0 || strcmp(c, "halt") == 0 || strcmp(c, "reboot") == 0) {
-		bool force = argc > 1 && strcmp(argv[1], "-f") == 0;
-		bool rb = strcmp(c, "reboot") == 0;
-		if (!force)
-			lab_buf_printf(io->out, "The system is going down NOW!\nSent SIGTERM to all processes\n"
-						"Sent SIGKILL to all processes\n");
-		b->uptime_s += force ? 0.05 : 1.5;
-		char *l = xasprintf("[%5lu.%06lu] reboot: %s\n", (unsigned long)b->uptime_s,
-				    (unsigned long)((b->uptime_s - (double)(unsigned long)b->uptime_s) * 1e6),
-				    rb ? "Restarting system" : "Power down");
-		lab_buf_append(io->out, l, strlen(l));
-		free(l);
-		io->stop = true;
-		io->t_ms += force ? 50 : 1500;
-		return rb ? 1 : 2; /* marks: 1 reboot, 2 halt (see shell_exec) */
-	}
-	if (strcmp(c, "exit") == 0 || strcmp(c, "logout") == 0) {
-		io->stop = true;
-		return 3;
-	}
-	/* external commands */
+	return rc;
+}
+
+static int sh_poweroff(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	const char *c = argv[0];
+	bool force = argc > 1 && strcmp(argv[1], "-f") == 0;
+	bool rb = strcmp(c, "reboot") == 0;
+	if (!force)
+		lab_buf_printf(io->out, "The system is going down NOW!\nSent SIGTERM to all processes\n"
+					"Sent SIGKILL to all processes\n");
+	b->uptime_s += force ? 0.05 : 1.5;
+	char *l = xasprintf("[%5lu.%06lu] reboot: %s\n", (unsigned long)b->uptime_s,
+			    (unsigned long)((b->uptime_s - (double)(unsigned long)b->uptime_s) * 1e6),
+			    rb ? "Restarting system" : "Power down");
+	lab_buf_append(io->out, l, strlen(l));
+	free(l);
+	io->stop = true;
+	io->t_ms += force ? 50 : 1500;
+	return rb ? 1 : 2; /* marks: 1 reboot, 2 halt (see shell_exec) */
+}
+
+static int sh_exit(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(argc);
+	LAB_UNUSED(argv);
+	io->stop = true;
+	return 3;
+}
+
+/* Not a builtin: a program in $PATH (or by path).  emmclab-agent runs as the
+ * simulated agent; any other executable runs and prints nothing. */
+static int sh_external(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	const char *c = argv[0];
 	char path[512];
 	if (!find_exec(b, c, path, sizeof path)) {
-		if (strchr(c, '/'))
-			errf(io, "sh: %s: not found\n", c);
-		else
-			errf(io, "sh: %s: not found\n", c);
+		errf(io, "sh: %s: not found\n", c);
 		return 127;
 	}
 	struct sim_file *f = sim_file_find(b, path);
@@ -1227,6 +1299,92 @@ static int sh_command(struct sim_board *b, int argc, char **argv, struct sh_io *
 	if (strstr(base, "emmclab-agent"))
 		return sim_agent_run(b, argc, argv, &io->t_ms, io->to_console, io->out);
 	return 0; /* another program: it runs and prints nothing */
+}
+
+static int sh_true(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(argc);
+	LAB_UNUSED(argv);
+	LAB_UNUSED(io);
+	return 0;
+}
+
+static int sh_false(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(argc);
+	LAB_UNUSED(argv);
+	LAB_UNUSED(io);
+	return 1;
+}
+
+/* `command -v NAME...` is which; any other `command` runs as a program. */
+static int sh_command_v(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	if (argc > 2 && strcmp(argv[1], "-v") == 0)
+		return sh_which(b, argc, argv, io);
+	return sh_external(b, argc, argv, io);
+}
+
+/* The shell's builtins and the busybox applets the controller uses: one
+ * handler each (returning the exit status), found by name; anything else is
+ * looked up in $PATH (sh_external). */
+struct sh_builtin {
+	const char *name;
+	int (*run)(struct sim_board *b, int argc, char **argv, struct sh_io *io);
+};
+
+static const struct sh_builtin sh_builtins[] = {
+	{"echo", sh_echo},
+	{"printf", sh_printf},
+	{"export", sh_export},
+	{"unset", sh_export},
+	{"local", sh_export},
+	{"true", sh_true},
+	{":", sh_true},
+	{"false", sh_false},
+	{"cat", sh_cat},
+	{"uname", sh_uname},
+	{"hostname", sh_hostname},
+	{"id", sh_id},
+	{"whoami", sh_whoami},
+	{"pwd", sh_pwd},
+	{"cd", sh_cd},
+	{"test", sh_test},
+	{"[", sh_test},
+	{"base64", sh_base64},
+	{"sha256sum", sh_sha256sum},
+	{"rm", sh_rm},
+	{"touch", sh_touch},
+	{"mkdir", sh_mkdir},
+	{"ls", sh_ls},
+	{"chmod", sh_chmod},
+	{"grep", sh_grep},
+	{"head", sh_head},
+	{"tail", sh_head},
+	{"wc", sh_wc},
+	{"tee", sh_tee},
+	{"sync", sh_sync},
+	{"sleep", sh_sleep},
+	{"dmesg", sh_dmesg},
+	{"stty", sh_stty},
+	{"mount", sh_mount},
+	{"which", sh_which},
+	{"command", sh_command_v},
+	{"poweroff", sh_poweroff},
+	{"halt", sh_poweroff},
+	{"reboot", sh_poweroff},
+	{"exit", sh_exit},
+	{"logout", sh_exit},
+};
+
+static int sh_command(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(sh_builtins); i++)
+		if (strcmp(argv[0], sh_builtins[i].name) == 0)
+			return sh_builtins[i].run(b, argc, argv, io);
+	return sh_external(b, argc, argv, io);
 }
 
 /* Run one pipeline (tokens).  Console output is emitted in order. */

@@ -12,8 +12,13 @@
  * the U-Boot prompt; otherwise when the type has a U-Boot prompt configured
  * (uboot.prompt not empty) and the deploy method does not boot the kernel
  * itself, so the mode's command line can be put into bootargs.
+ *
+ * Once at the shell, board_agent hands one agent invocation to the board's
+ * agent session (agent_session.c: protocol lines, re-requests, the done
+ * check) and maps how it ended to a failure class.
  */
 #include "board.h"
+#include "agent_session.h"
 #include "console.h"
 #include "deploy.h"
 #include "expect.h"
@@ -27,9 +32,6 @@
 #include <string.h>
 #include <time.h>
 
-#define AGENT_RESEND_TRIES 3
-#define AGENT_RESEND_BATCH 64
-#define AGENT_MAX_SEQ 200000
 #define DEFAULT_TIMEOUT_MS 60000
 
 enum b_op { OP_NONE, OP_BOOT, OP_SHELL, OP_AGENT, OP_PUT, OP_OFF, OP_POWER };
@@ -85,23 +87,7 @@ struct board {
 	bool offline_phase;      /* deploy before power is running */
 	bool at_uboot;           /* this attempt stopped at the U-Boot prompt */
 
-	/* agent */
-	char **lines;        /* by seq: raw protocol line, until delivered */
-	bool *bad;           /* seq seen with a bad CRC */
-	uint64_t nlines_cap;
-	uint64_t next_seq;   /* next seq to deliver */
-	uint64_t max_seen;
-	uint64_t done_seq;   /* 0 until the done line arrived (parsed OK) */
-	bool done_ok;
-	int resend_tries;
-	unsigned corrupt;
-	uint64_t agent_timeout;
-	uint64_t agent_deadline_ms;
-	char agent_err[256];
-	char agent_cmd[32];   /* the agent command asked for (hello's cmd= must match) */
-	bool agent_seen;      /* a protocol line (even a corrupted one) came back */
-	bool agent_stale;     /* the hello line belongs to another invocation */
-	struct proto_msg *pm;
+	struct agent_session *agent; /* the agent invocation in flight, if any */
 };
 
 static const char *const state_names[BOARD_STATE_COUNT] = {
@@ -747,195 +733,35 @@ int board_put_file(struct board *b, const char *local_path, const char *remote_p
 	return LAB_OK;
 }
 
-/* ---- the agent ---- */
+/* ---- the agent (the session itself is agent_session.c) ---- */
 
-static void agent_reset(struct board *b)
+static void on_agent_msg(const struct proto_msg *m, void *arg)
 {
-	if (b->lines)
-		for (uint64_t i = 0; i < b->nlines_cap; i++)
-			free(b->lines[i]);
-	free(b->lines);
-	free(b->bad);
-	b->lines = NULL;
-	b->bad = NULL;
-	b->nlines_cap = 0;
-	b->next_seq = 1;
-	b->max_seen = 0;
-	b->done_seq = 0;
-	b->done_ok = false;
-	b->resend_tries = 0;
-	b->corrupt = 0;
-	b->agent_err[0] = '\0';
-	b->agent_seen = false;
-	b->agent_stale = false;
-}
-
-static bool seq_room(struct board *b, uint64_t seq)
-{
-	if (seq == 0 || seq > AGENT_MAX_SEQ)
-		return false;
-	if (seq >= b->nlines_cap) {
-		uint64_t n = b->nlines_cap ? b->nlines_cap : 64;
-		while (n <= seq)
-			n *= 2;
-		b->lines = xreallocarray(b->lines, n, sizeof *b->lines);
-		b->bad = xreallocarray(b->bad, n, sizeof *b->bad);
-		memset(b->lines + b->nlines_cap, 0, (n - b->nlines_cap) * sizeof *b->lines);
-		memset(b->bad + b->nlines_cap, 0, (n - b->nlines_cap) * sizeof *b->bad);
-		b->nlines_cap = n;
-	}
-	return true;
-}
-
-static void deliver_ready(struct board *b)
-{
-	while (b->next_seq < b->nlines_cap && b->lines[b->next_seq]) {
-		char *raw = b->lines[b->next_seq];
-		b->lines[b->next_seq] = NULL;
-		b->next_seq++;
-		if (proto_parse(raw, strlen(raw), b->pm) == PROTO_OK) {
-			if (b->pm->seq == 1) {
-				const char *cmd = proto_get(b->pm, "cmd");
-				if (strcmp(b->pm->kind, "hello") != 0 ||
-				    (b->agent_cmd[0] && cmd && strcmp(cmd, b->agent_cmd) != 0))
-					b->agent_stale = true;
-			}
-			if (strcmp(b->pm->kind, "error") == 0 && !b->agent_err[0]) {
-				const char *em = proto_get(b->pm, "msg");
-				const char *ec = proto_get(b->pm, "code");
-				snprintf(b->agent_err, sizeof b->agent_err, "%s: %s", ec ? ec : "error",
-					 em ? em : "");
-			}
-			if (b->msg_cb)
-				b->msg_cb(b, b->pm, b->cb_arg);
-		}
-		free(raw);
-	}
-}
-
-static void on_agent_line(struct shell *s, const char *line, size_t len, void *arg)
-{
-	LAB_UNUSED(s);
 	struct board *b = arg;
-	if (!memmem(line, len, PROTO_MAGIC, strlen(PROTO_MAGIC)))
-		return;
-	b->agent_seen = true;
-	int st = proto_parse(line, len, b->pm);
-	if (st == PROTO_BAD_CRC && b->pm->seq > 0 && seq_room(b, b->pm->seq)) {
-		b->bad[b->pm->seq] = true;
-		if (b->pm->seq > b->max_seen)
-			b->max_seen = b->pm->seq;
-		b->corrupt++;
-		return;
-	}
-	if (st != PROTO_OK) {
-		b->corrupt++;
-		return;
-	}
-	uint64_t seq = b->pm->seq;
-	if (!seq_room(b, seq) || seq < b->next_seq || b->lines[seq])
-		return; /* duplicate (a resend of a line we have) or absurd */
-	if (seq > b->max_seen)
-		b->max_seen = seq;
-	if (strcmp(b->pm->kind, "done") == 0) {
-		int64_t n = -1;
-		b->done_seq = seq;
-		b->done_ok = proto_get(b->pm, "status") && strcmp(proto_get(b->pm, "status"), "ok") == 0;
-		if (proto_get_i64(b->pm, "lines", &n) == 0 && n >= 0 && (uint64_t)n + 1 != seq)
-			b->corrupt++; /* inconsistent: the missing check below decides */
-	}
-	/* keep the line (without anything before the magic) until its turn */
-	const char *m = memmem(line, len, PROTO_MAGIC, strlen(PROTO_MAGIC));
-	b->lines[seq] = xstrndup(m, len - (size_t)(m - line));
-	deliver_ready(b);
+	if (b->msg_cb)
+		b->msg_cb(b, m, b->cb_arg);
 }
 
-static void agent_run(struct board *b, const char *cmd);
-
-/* Seqs still missing; returns how many were written to out (max cap). */
-static size_t agent_missing(struct board *b, uint64_t *out, size_t cap)
+static void on_agent_info(const char *msg, void *arg)
 {
-	size_t n = 0;
-	uint64_t last = b->done_seq ? b->done_seq : b->max_seen + 1;
-	for (uint64_t s = b->next_seq; s <= last && n < cap; s++)
-		if (s >= b->nlines_cap || !b->lines[s])
-			out[n++] = s;
-	return n;
+	emit(arg, "info", "running", "%s", msg);
 }
 
-static void on_agent_cmd(struct shell *s, int rc, int status, const char *out, size_t len, void *arg)
+static void on_agent_done(int rc, enum agent_session_fail fail, const char *msg, const char *event,
+			  void *arg)
 {
-	LAB_UNUSED(s);
-	LAB_UNUSED(status);
-	LAB_UNUSED(out);
-	LAB_UNUSED(len);
 	struct board *b = arg;
-	/* LAB_EPROTO: a shell marker was mangled, but the agent ran: its lines decide */
-	if (rc != LAB_OK && rc != LAB_EPROTO) {
-		set_state(b, BOARD_SHELL);
-		enum board_fail f = shell_failure(b->sh) == SHELL_FAIL_PANIC ? FAIL_KERNEL_PANIC :
-			rc == LAB_ETIMEOUT ? FAIL_COMMAND_TIMEOUT : FAIL_AGENT_PROTOCOL;
-		emit(b, board_fail_name(f), "running", "agent: %s", shell_errmsg(b->sh));
-		complete(b, LAB_EINFRA, f, "agent: %s", shell_errmsg(b->sh));
-		return;
-	}
-	if (b->agent_stale) {
-		set_state(b, BOARD_SHELL);
-		complete(b, LAB_EINFRA, FAIL_AGENT_PROTOCOL, "agent: the first line is not this "
-			 "invocation's hello (cmd=%s expected): stale log or mangled command", b->agent_cmd);
-		return;
-	}
-	if (!b->agent_seen) {
-		/* nothing to re-request: `resend` would replay an older invocation's log */
-		set_state(b, BOARD_SHELL);
-		complete(b, LAB_EINFRA, FAIL_AGENT_PROTOCOL, "agent printed no protocol line (exit %d%s)",
-			 status, status == 127 ? ": not found" : "");
-		return;
-	}
-	uint64_t miss[AGENT_RESEND_BATCH];
-	size_t n = agent_missing(b, miss, LAB_ARRAY_SIZE(miss));
-	if (n == 0 && b->done_seq) {
-		set_state(b, BOARD_SHELL);
-		if (b->done_ok)
-			complete(b, LAB_OK, FAIL_NONE, NULL);
-		else
-			complete(b, LAB_EINFRA, FAIL_AGENT_PROTOCOL, "agent finished with status=error%s%s",
-				 b->agent_err[0] ? ": " : "", b->agent_err);
-		return;
-	}
-	if (b->resend_tries >= AGENT_RESEND_TRIES || lab_now_ms() >= b->agent_deadline_ms) {
-		set_state(b, BOARD_SHELL);
-		char list[256] = "";
-		for (size_t i = 0; i < n && i < 16; i++) {
-			char one[24];
-			snprintf(one, sizeof one, "%s%llu", i ? " " : "", (unsigned long long)miss[i]);
-			lab_strlcat(list, one, sizeof list);
-		}
-		const char *what = b->done_seq ? "lines still missing" : "no valid `done` line";
-		emit(b, "agent-protocol", "running", "%s after %d resend requests: seq %s", what,
-		     b->resend_tries, list);
-		complete(b, LAB_EINFRA, FAIL_AGENT_PROTOCOL, "agent: %s after %d resend requests (seq %s)",
-			 what, b->resend_tries, list);
-		return;
-	}
-	b->resend_tries++;
-	struct lab_buf c;
-	lab_buf_init(&c, 0);
-	lab_buf_printf(&c, "%s resend", sh_cfg(b)->agent_path);
-	for (size_t i = 0; i < n; i++)
-		lab_buf_printf(&c, " %llu", (unsigned long long)miss[i]);
-	emit(b, "info", "running", "agent: re-requesting %zu line%s (try %d)", n, n == 1 ? "" : "s",
-	     b->resend_tries);
-	agent_run(b, lab_buf_cstr(&c));
-	lab_buf_free(&c);
-}
-
-static void agent_run(struct board *b, const char *cmd)
-{
-	uint64_t now = lab_now_ms();
-	uint64_t left = b->agent_deadline_ms > now ? b->agent_deadline_ms - now : 1;
-	if (shell_run_lines(b->sh, cmd, left, on_agent_line, on_agent_cmd, b) != LAB_OK)
-		complete(b, LAB_EINFRA, FAIL_AGENT_PROTOCOL, "agent: shell session busy");
+	static const enum board_fail fails[] = {
+		[AGENT_SESSION_OK] = FAIL_NONE,
+		[AGENT_SESSION_PANIC] = FAIL_KERNEL_PANIC,
+		[AGENT_SESSION_TIMEOUT] = FAIL_COMMAND_TIMEOUT,
+		[AGENT_SESSION_PROTOCOL] = FAIL_AGENT_PROTOCOL,
+	};
+	enum board_fail f = fails[fail];
+	set_state(b, BOARD_SHELL);
+	if (event)
+		emit(b, board_fail_name(f), "running", "%s", event);
+	complete(b, rc, f, msg ? "%s" : NULL, msg);
 }
 
 int board_agent(struct board *b, const char *args, uint64_t timeout_ms, board_msg_cb msg_cb,
@@ -947,32 +773,16 @@ int board_agent(struct board *b, const char *args, uint64_t timeout_ms, board_ms
 	const struct shell_cfg *sc = sh_cfg(b);
 	if (!sc->agent_path || !sc->agent_path[0])
 		return LAB_EUSAGE;
-	agent_reset(b);
-	if (!b->pm)
-		b->pm = xmalloc(sizeof *b->pm);
-	/* the command word: hello's cmd= is compared with it */
-	size_t k = 0;
-	const char *a = args ? args : "";
-	while (*a == ' ')
-		a++;
-	while (a[k] && a[k] != ' ' && k + 1 < sizeof b->agent_cmd)
-		k++;
-	memcpy(b->agent_cmd, a, k);
-	b->agent_cmd[k] = '\0';
 	b->op = OP_AGENT;
 	b->msg_cb = msg_cb;
 	b->done_cb = done_cb;
 	b->cb_arg = arg;
-	b->agent_timeout = tmo(timeout_ms, tmo(timeouts(b)->command_ms, DEFAULT_TIMEOUT_MS));
-	b->agent_deadline_ms = lab_now_ms() + b->agent_timeout;
 	set_state(b, BOARD_RUNNING);
-	char *cmd;
-	if (sc->block_device && sc->block_device[0])
-		cmd = xasprintf("%s --device %s %s", sc->agent_path, sc->block_device, args ? args : "");
-	else
-		cmd = xasprintf("%s %s", sc->agent_path, args ? args : "");
-	agent_run(b, cmd);
-	free(cmd);
+	static const struct agent_session_cbs cbs = {
+		.msg = on_agent_msg, .info = on_agent_info, .done = on_agent_done};
+	uint64_t t = tmo(timeout_ms, tmo(timeouts(b)->command_ms, DEFAULT_TIMEOUT_MS));
+	if (agent_session_start(b->agent, sc->agent_path, sc->block_device, args, t, &cbs, b))
+		complete(b, LAB_EINFRA, FAIL_AGENT_PROTOCOL, "agent: shell session busy");
 	return LAB_OK;
 }
 
@@ -1110,7 +920,6 @@ int board_new(struct loop *l, const struct lab_cfg *lab, const struct board_cfg 
 		b->ev = *ev;
 	b->ev_arg = arg;
 	b->state = BOARD_OFF;
-	b->next_seq = 1;
 	b->ub_default.prompt = (char *)"=> ";
 	b->ub_default.autoboot_pattern = (char *)"Hit any key to stop autoboot";
 	b->ub_default.interrupt_key = (char *)" ";
@@ -1128,6 +937,7 @@ int board_new(struct loop *l, const struct lab_cfg *lab, const struct board_cfg 
 	b->x = expect_new(l, 0);
 	b->ub = uboot_new(l, b->con, b->x, ub_cfg(b), cfg->name);
 	b->sh = shell_new(l, b->con, b->x, sh_cfg(b), cfg->name);
+	b->agent = agent_session_new(b->sh);
 	/* configuration errors surface now rather than at the first boot */
 	if ((rc = ensure_power(b, e)) != LAB_OK || (rc = ensure_deploy(b, e)) != LAB_OK) {
 		board_free(b);
@@ -1151,8 +961,7 @@ void board_free(struct board *b)
 	expect_free(b->x);
 	power_free(b->pw);
 	deploy_free(b->dep);
-	agent_reset(b);
-	free(b->pm);
+	agent_session_free(b->agent);
 	free(b->extra);
 	free(b->bootargs);
 	free(b->tdir);

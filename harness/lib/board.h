@@ -82,9 +82,10 @@ typedef void (*board_cmd_cb)(struct board *b, int rc, int exit_status, const cha
 			     size_t len, void *arg);
 int board_shell(struct board *b, const char *cmd, uint64_t timeout_ms, board_cmd_cb cb, void *arg);
 
-/* Run `emmclab-agent <args>`: every valid protocol message goes to msg_cb in
- * seq order (corrupted lines re-requested with `resend`, duplicates dropped);
- * done_cb after the `done` line (rc LAB_OK when status=ok and no line missing). */
+/* Run `emmclab-agent <args>` (the session: agent_session.h): every valid
+ * protocol message goes to msg_cb in seq order (corrupted lines re-requested
+ * with `resend`, duplicates dropped); done_cb after the `done` line (rc LAB_OK
+ * when status=ok and no line missing). */
 typedef void (*board_msg_cb)(struct board *b, const struct proto_msg *m, void *arg);
 int board_agent(struct board *b, const char *args, uint64_t timeout_ms, board_msg_cb msg_cb,
 		board_done_cb done_cb, void *arg);

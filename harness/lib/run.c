@@ -1,15 +1,16 @@
 /* run.c - see run.h. */
 #include "run.h"
 #include "board.h"
+#include "collect.h"
 #include "json.h"
 #include "loop.h"
 #include "plan.h"
 #include "power.h"
+#include "powerfail.h"
 #include "proto.h"
 #include "upload.h"
 
 #include <errno.h>
-#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -19,23 +20,6 @@
 #include <unistd.h>
 
 enum job_status { JOB_PENDING, JOB_RUNNING, JOB_OK, JOB_INFRA, JOB_MISMATCH, JOB_SKIPPED };
-
-/* What one agent invocation produced (samples are only stored after `done`). */
-struct collect {
-	struct store_sample *samples;
-	size_t nsamples;
-	struct store_counter *counters;
-	size_t ncounters;
-	bool have_mode, have_identity;
-	int fua, write_cache, cqe;
-	char vmode[32];
-	struct store_part part;
-	char *strs[64]; /* strings owned for part fields */
-	size_t nstrs;
-	char kernel[128];
-	char error[256];
-	double wall_time;
-};
 
 struct runner;
 
@@ -53,10 +37,7 @@ struct rboard {
 	uint64_t wl_start_ns;
 	size_t sysfs_i;        /* next sysfs write of the recipe */
 	struct collect col;
-	/* power-fail workload (the controller cuts power while the agent writes) */
-	int pf_phase;          /* 0 idle, 1 writing, 2 cutting, 3 booting, 4 checking */
-	int64_t pf_acked;      /* highest acknowledged record so far */
-	struct loop_timer pf_timer;
+	struct powerfail pf;   /* the power-fail workload (the controller cuts the power) */
 	bool done;
 };
 
@@ -77,7 +58,6 @@ struct runner {
 	struct lab_err err; /* first store error: fatal for the run */
 };
 
-static void powerfail_start(struct rboard *rb);
 static void start_board(void *arg);
 static void sysfs_step(struct rboard *rb);
 
@@ -113,23 +93,6 @@ static struct plan_job *cur_job(struct rboard *rb)
 static const struct plan_slot *cur_slot(struct rboard *rb)
 {
 	return &rb->pb->slots[rb->cur];
-}
-
-static void collect_reset(struct collect *c)
-{
-	for (size_t i = 0; i < c->nsamples; i++) {
-		free((char *)c->samples[i].metric);
-		free((char *)c->samples[i].unit);
-	}
-	for (size_t i = 0; i < c->ncounters; i++)
-		free((char *)c->counters[i].name);
-	free(c->samples);
-	free(c->counters);
-	for (size_t i = 0; i < c->nstrs; i++)
-		free(c->strs[i]);
-	memset(c, 0, sizeof *c);
-	c->fua = c->write_cache = c->cqe = -1;
-	c->wall_time = -1;
 }
 
 static void store_fail(struct runner *r, struct lab_err *e)
@@ -270,109 +233,20 @@ static void slot_failed(struct rboard *rb, const char *kind, const char *msg)
 	next_slot(rb);
 }
 
-/* ---- agent message collection ---- */
-
-static char *own(struct collect *c, const char *s)
-{
-	if (!s || c->nstrs >= LAB_ARRAY_SIZE(c->strs))
-		return NULL;
-	return c->strs[c->nstrs++] = xstrdup(s);
-}
-
-static int geti(const struct proto_msg *m, const char *k)
-{
-	int64_t v;
-	return proto_get_i64(m, k, &v) == 0 ? (int)v : -1;
-}
-
-static int64_t geti64(const struct proto_msg *m, const char *k)
-{
-	int64_t v;
-	return proto_get_i64(m, k, &v) == 0 ? v : -1;
-}
+/* ---- agent messages (decoded by collect.c) ---- */
 
 static void on_agent_msg(struct board *b, const struct proto_msg *m, void *arg)
 {
 	LAB_UNUSED(b);
 	struct rboard *rb = arg;
-	struct collect *c = &rb->col;
-	if (strcmp(m->kind, "sample") == 0) {
-		double v;
-		const char *metric = proto_get(m, "metric");
-		const char *unit = proto_get(m, "unit");
-		if (!metric || !unit || proto_get_double(m, "value", &v) != 0 || !isfinite(v)) {
-			snprintf(c->error, sizeof c->error, "malformed sample line (seq %llu)",
-				 (unsigned long long)m->seq);
-			return;
-		}
-		c->samples = xreallocarray(c->samples, c->nsamples + 1, sizeof *c->samples);
-		c->samples[c->nsamples++] = (struct store_sample){xstrdup(metric), v, xstrdup(unit)};
-		if (strcmp(metric, "wall_time") == 0)
-			c->wall_time = v;
-	} else if (strcmp(m->kind, "counter") == 0) {
-		const char *name = proto_get(m, "name");
-		int64_t v = geti64(m, "value");
-		if (!name || v < 0)
-			return;
-		if (rb->pf_phase == 1 && strcmp(name, "acked") == 0) {
-			/* Acknowledgements stream while the writer runs: keep only the latest. */
-			if (v > rb->pf_acked)
-				rb->pf_acked = v;
-			return;
-		}
-		/* One value per name and iteration (the store's key): a repeated line replaces. */
-		for (size_t i = 0; i < c->ncounters; i++) {
-			if (strcmp(c->counters[i].name, name) == 0) {
-				c->counters[i].value = v;
-				return;
-			}
-		}
-		c->counters = xreallocarray(c->counters, c->ncounters + 1, sizeof *c->counters);
-		c->counters[c->ncounters++] = (struct store_counter){xstrdup(name), v};
-	} else if (strcmp(m->kind, "mode") == 0) {
-		c->have_mode = true;
-		c->fua = geti(m, "fua");
-		c->write_cache = geti(m, "write_cache");
-		c->cqe = geti(m, "cqe");
-		const char *vm = proto_get(m, "mode");
-		lab_strlcpy(c->vmode, vm ? vm : "unknown", sizeof c->vmode);
-	} else if (strcmp(m->kind, "identity") == 0) {
-		struct store_part *p = &c->part;
-		c->have_identity = true;
-		store_part_init(p);
-		p->cid = own(c, proto_get(m, "cid"));
-		p->manfid = own(c, proto_get(m, "manfid"));
-		p->oemid = own(c, proto_get(m, "oemid"));
-		p->name = own(c, proto_get(m, "name"));
-		p->prv = own(c, proto_get(m, "prv"));
-		p->serial = own(c, proto_get(m, "serial"));
-		p->date = own(c, proto_get(m, "date"));
-		p->fwrev = own(c, proto_get(m, "fwrev"));
-		p->ext_csd_rev = geti(m, "ext_csd_rev");
-		p->capacity_bytes = geti64(m, "capacity_bytes");
-		p->cache_kib = geti64(m, "cache_kib");
-		p->rel_wr_param = geti(m, "rel_wr_param");
-		p->rel_sectors = geti(m, "rel_sectors");
-		p->cmdq_support = geti(m, "cmdq_support");
-		p->cmdq_depth = geti(m, "cmdq_depth");
-		p->ext_csd_hex = own(c, proto_get(m, "ext_csd"));
-		const char *k = proto_get(m, "kernel");
-		lab_strlcpy(c->kernel, k ? k : "", sizeof c->kernel);
-	} else if (strcmp(m->kind, "error") == 0) {
-		const char *code = proto_get(m, "code");
-		const char *msg = proto_get(m, "msg");
-		/* Missing tracefs is worth an event but does not fail the workload. */
-		if (code && strcmp(code, "no-tracefs") == 0) {
-			record_event(rb, "info", "running", "agent: no tracefs, command counts not available");
-			return;
-		}
-		/* powerfail-check reports lost records as an error line too: that is
-		 * the result being measured, taken from its counters, not a failure. */
-		if (code && strcmp(code, "integrity") == 0 && rb->pf_phase == 4)
-			return;
-		snprintf(c->error, sizeof c->error, "agent error %s: %s", code ? code : "?",
-			 msg ? msg : "");
-	}
+	int64_t acked;
+	/* The power-fail writer's acknowledgements belong to its state machine. */
+	if (collect_is_counter(m, "acked", &acked) && powerfail_ack(&rb->pf, acked))
+		return;
+	/* powerfail-check's integrity error line is its result, not a failure */
+	bool integrity_is_result = powerfail_phase(&rb->pf) == POWERFAIL_CHECKING;
+	if (collect_msg(&rb->col, m, integrity_is_result) == COLLECT_NO_TRACEFS)
+		record_event(rb, "info", "running", "agent: no tracefs, command counts not available");
 }
 
 /* ---- the per-slot pipeline ---- */
@@ -476,11 +350,9 @@ static void on_workload_done(struct board *b, int rc, enum board_fail fail, cons
 }
 
 /* ---- the power-fail workload ----
- * One iteration: the agent writes fsync'd records and acknowledges each; at a
- * random moment (seeded: suite seed, board, iteration) the controller cuts the
- * power, boots the same mode again, verifies it, and has the agent check that
- * every acknowledged record survived.  Lost or corrupt acknowledged records
- * are a result (the part is not safe in this mode), not an infrastructure error. */
+ * The iteration's phases are the state machine in powerfail.c; here are its
+ * hooks (the board, the collected agent messages, the store) and the mode
+ * check after the cut. */
 
 static const char *wl_arg(const struct workload_cfg *w, const char *key)
 {
@@ -513,44 +385,26 @@ static void pf_args(struct lab_buf *b, const struct workload_cfg *w, const char 
 	}
 }
 
-static void pf_fail(struct rboard *rb, int rc, enum board_fail fail, const char *what, const char *msg)
+static void pf_failed(void *arg, const char *kind, const char *m)
 {
-	loop_timer_stop(rb->r->loop, &rb->pf_timer);
-	rb->pf_phase = 0;
-	const char *kind = rc ? board_fail_name(fail) : "agent-protocol";
-	char *m = xasprintf("powerfail %s: %s", what, rb->col.error[0] ? rb->col.error : msg ? msg : "failed");
+	struct rboard *rb = arg;
 	record_event(rb, kind, "running", m);
 	slot_failed(rb, kind, m);
-	free(m);
 }
 
-static int64_t counter_value(const struct collect *c, const char *name)
+static const char *pf_agent_error(void *arg)
 {
-	for (size_t i = 0; i < c->ncounters; i++)
-		if (strcmp(c->counters[i].name, name) == 0)
-			return c->counters[i].value;
-	return -1;
+	struct rboard *rb = arg;
+	return rb->col.error;
 }
 
-static void pf_check_done(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+static void pf_checked(void *arg, int64_t acked, int64_t lost, int64_t corrupt)
 {
-	LAB_UNUSED(b);
 	struct rboard *rb = arg;
 	struct runner *r = rb->r;
 	struct collect *c = &rb->col;
-	if (rc != LAB_OK || c->error[0]) {
-		pf_fail(rb, rc, fail, "check", msg);
-		return;
-	}
-	rb->pf_phase = 0;
 	struct plan_job *j = cur_job(rb);
 	const struct plan_slot *s = cur_slot(rb);
-	int64_t acked = counter_value(c, "acked"), lost = counter_value(c, "lost");
-	int64_t corrupt = counter_value(c, "corrupt");
-	if (acked < 0 || lost < 0 || corrupt < 0) {
-		pf_fail(rb, LAB_OK, FAIL_AGENT_PROTOCOL, "check", "the check reported no acked/lost/corrupt counts");
-		return;
-	}
 	struct store_sample smp[3] = {
 		{"acked_records", (double)acked, "records"},
 		{"lost_records", (double)lost, "records"},
@@ -587,14 +441,14 @@ static void pf_mode_done(struct board *b, int rc, enum board_fail fail, const ch
 	struct collect *c = &rb->col;
 	struct plan_job *j = cur_job(rb);
 	if (rc != LAB_OK || !c->have_mode) {
-		pf_fail(rb, rc, fail, "mode verification after the cut", msg);
+		powerfail_fail(&rb->pf, rc, fail, msg);
 		return;
 	}
 	int vm = lab_mode_from_verified(c->fua, c->write_cache, c->cqe);
 	if (vm != j->mode) {
 		char *m = xasprintf("after the power cut the DUT runs %s, not %s; no samples stored",
 				    vm >= 0 ? lab_mode_names[vm] : c->vmode, lab_mode_names[j->mode]);
-		rb->pf_phase = 0;
+		powerfail_stop(&rb->pf);
 		record_event(rb, "mode-mismatch", "running", m);
 		finish_job(rb, j, JOB_MISMATCH, m);
 		free(m);
@@ -604,37 +458,35 @@ static void pf_mode_done(struct board *b, int rc, enum board_fail fail, const ch
 		next_slot(rb);
 		return;
 	}
-	const struct workload_cfg *w = &j->suite->workloads[rb->wl];
-	struct lab_buf args;
-	lab_buf_init(&args, 4096);
-	lab_buf_printf(&args, "powerfail-check");
-	char num[32];
-	snprintf(num, sizeof num, "%d", cur_slot(rb)->iteration);
-	append_arg(&args, "iter", num);
-	snprintf(num, sizeof num, "%lld", (long long)rb->pf_acked);
-	append_arg(&args, "acked", num);
-	pf_args(&args, w, "records", NULL);
-	collect_reset(c);
-	rb->pf_phase = 4;
-	if (board_agent(rb->b, lab_buf_cstr(&args), agent_timeout(rb), on_agent_msg, pf_check_done, rb))
-		pf_fail(rb, LAB_OK, FAIL_AGENT_PROTOCOL, "check", "could not start the agent");
-	lab_buf_free(&args);
+	powerfail_verified(&rb->pf);
 }
 
-static void pf_booted(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+/* Every agent invocation of the iteration ends here: the phase says which. */
+static void pf_agent_done(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
 {
-	LAB_UNUSED(b);
 	struct rboard *rb = arg;
-	if (rc != LAB_OK) {
-		pf_fail(rb, rc, fail, "boot after the cut", msg);
-		return;
+	const struct collect *c = &rb->col;
+	switch (powerfail_phase(&rb->pf)) {
+	case POWERFAIL_WRITING:
+		powerfail_written(&rb->pf, rc, fail, msg);
+		break;
+	case POWERFAIL_VERIFYING:
+		pf_mode_done(b, rc, fail, msg, arg);
+		break;
+	case POWERFAIL_CHECKING:
+		powerfail_checked(&rb->pf, rc, fail, msg, collect_counter(c, "acked"),
+				  collect_counter(c, "lost"), collect_counter(c, "corrupt"));
+		break;
+	default:
+		break;
 	}
-	rb->booted_job = (int)cur_slot(rb)->job;
-	char *a = xasprintf("mode expect=%s", lab_mode_names[cur_job(rb)->mode]);
+}
+
+static int pf_agent(void *arg, const char *args, uint64_t timeout_ms)
+{
+	struct rboard *rb = arg;
 	collect_reset(&rb->col);
-	if (board_agent(rb->b, a, 120000, on_agent_msg, pf_mode_done, rb))
-		pf_fail(rb, LAB_OK, FAIL_AGENT_PROTOCOL, "mode verification", "could not start the agent");
-	free(a);
+	return board_agent(rb->b, args, timeout_ms, on_agent_msg, pf_agent_done, rb);
 }
 
 static void pf_off(struct board *b, int rc, int state, const char *msg, void *arg)
@@ -642,85 +494,73 @@ static void pf_off(struct board *b, int rc, int state, const char *msg, void *ar
 	LAB_UNUSED(b);
 	LAB_UNUSED(state);
 	struct rboard *rb = arg;
-	if (rc != LAB_OK) {
-		pf_fail(rb, LAB_EINFRA, FAIL_POWER, "power cut", msg);
-		return;
-	}
-	struct plan_job *j = cur_job(rb);
-	rb->pf_phase = 3;
-	rb->booted_job = -1;
-	const char *extra = rb->cfg->type ? rb->cfg->type->modes[j->mode].cmdline : NULL;
-	if (board_boot(rb->b, j->kernel, extra ? extra : "", rb->r->transcript_dir, pf_booted, rb))
-		pf_fail(rb, LAB_EINFRA, FAIL_POWER, "boot after the cut", "board busy");
+	powerfail_powered_off(&rb->pf, rc, msg);
 }
 
-static void pf_cut(struct rboard *rb)
+static int pf_power_off(void *arg)
 {
-	loop_timer_stop(rb->r->loop, &rb->pf_timer);
-	rb->pf_phase = 2;
-	/* Abandon the writer mid-record: that is the point. */
-	board_abort(rb->b);
-	if (board_power(rb->b, POWER_OFF, pf_off, rb))
-		pf_fail(rb, LAB_EINFRA, FAIL_POWER, "power cut", "the power driver refused");
-}
-
-static void on_pf_timer(struct loop *l, struct loop_timer *t, void *arg)
-{
-	LAB_UNUSED(l);
-	LAB_UNUSED(t);
 	struct rboard *rb = arg;
-	if (rb->pf_phase == 1)
-		pf_cut(rb);
+	board_abort(rb->b);
+	return board_power(rb->b, POWER_OFF, pf_off, rb);
 }
 
-static void pf_write_done(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+static void pf_booted(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
 {
 	LAB_UNUSED(b);
 	struct rboard *rb = arg;
-	if (rb->pf_phase != 1)
-		return;
-	if (rc != LAB_OK || rb->col.error[0]) {
-		pf_fail(rb, rc, fail, "write", msg);
-		return;
-	}
-	/* Every record was written before the cut came: cut now. */
-	pf_cut(rb);
+	if (rc == LAB_OK)
+		rb->booted_job = (int)cur_slot(rb)->job;
+	powerfail_booted(&rb->pf, rc, fail, msg);
 }
 
-static void powerfail_start(struct rboard *rb)
+static int pf_boot(void *arg)
+{
+	struct rboard *rb = arg;
+	struct plan_job *j = cur_job(rb);
+	rb->booted_job = -1;
+	const char *extra = rb->cfg->type ? rb->cfg->type->modes[j->mode].cmdline : NULL;
+	return board_boot(rb->b, j->kernel, extra ? extra : "", rb->r->transcript_dir, pf_booted, rb);
+}
+
+static const struct powerfail_hooks pf_hooks = {
+	.agent = pf_agent,
+	.power_off = pf_power_off,
+	.boot = pf_boot,
+	.agent_error = pf_agent_error,
+	.failed = pf_failed,
+	.checked = pf_checked,
+};
+
+static void start_powerfail(struct rboard *rb)
 {
 	struct runner *r = rb->r;
 	struct plan_job *j = cur_job(rb);
 	const struct plan_slot *s = cur_slot(rb);
 	const struct workload_cfg *w = &j->suite->workloads[rb->wl];
-	uint64_t lo = wl_ms(w, "cut_min", 500), hi = wl_ms(w, "cut_max", 3000);
-	if (hi < lo)
-		hi = lo;
-	uint64_t seed = (uint64_t)j->suite->seed * 0x9E3779B97F4A7C15ull ^
-			((uint64_t)rb->pb->board << 32) ^ ((uint64_t)s->iteration << 8) ^ (uint64_t)j->failures;
-	seed ^= seed >> 31;
-	seed *= 0xBF58476D1CE4E5B9ull;
-	seed ^= seed >> 27;
-	uint64_t delay = lo + seed % (hi - lo + 1);
-	struct lab_buf args;
-	lab_buf_init(&args, 4096);
-	lab_buf_printf(&args, "powerfail-write");
-	char it[16];
-	snprintf(it, sizeof it, "%d", s->iteration);
-	append_arg(&args, "iter", it);
-	pf_args(&args, w, NULL, NULL);
-	collect_reset(&rb->col);
-	rb->pf_phase = 1;
-	rb->pf_acked = 0;
+	uint64_t delay = powerfail_cut_ms(j->suite->seed, rb->pb->board, s->iteration, j->failures,
+					  wl_ms(w, "cut_min", 500), wl_ms(w, "cut_max", 3000));
+	struct lab_buf wargs, cargs;
+	lab_buf_init(&wargs, 4096);
+	lab_buf_init(&cargs, 4096);
+	pf_args(&wargs, w, NULL, NULL);
+	pf_args(&cargs, w, "records", NULL);
+	char *vargs = xasprintf("mode expect=%s", lab_mode_names[j->mode]);
+	struct powerfail_iteration it = {
+		.iteration = s->iteration,
+		.cut_ms = delay,
+		.agent_timeout_ms = agent_timeout(rb),
+		.write_args = lab_buf_cstr(&wargs),
+		.check_args = lab_buf_cstr(&cargs),
+		.verify_args = vargs,
+	};
 	rb->wl_start_ns = lab_now_ns();
-	loop_timer_init(&rb->pf_timer, on_pf_timer, rb);
-	loop_timer_start(r->loop, &rb->pf_timer, delay);
 	if (r->o->verbose)
 		logf_(r, "%s: %s powerfail iteration %d: cutting power after %llu ms", rb->cfg->name,
 		      lab_mode_names[j->mode], s->iteration, (unsigned long long)delay);
-	if (board_agent(rb->b, lab_buf_cstr(&args), agent_timeout(rb), on_agent_msg, pf_write_done, rb))
-		pf_fail(rb, LAB_OK, FAIL_AGENT_PROTOCOL, "write", "could not start the agent");
-	lab_buf_free(&args);
+	powerfail_start(&rb->pf, &it);
+	free(vargs);
+	lab_buf_free(&wargs);
+	lab_buf_free(&cargs);
 }
 
 static void run_workload(struct rboard *rb)
@@ -738,7 +578,7 @@ static void run_workload(struct rboard *rb)
 	}
 	const struct workload_cfg *w = &j->suite->workloads[rb->wl];
 	if (strcmp(w->name, "powerfail") == 0) {
-		powerfail_start(rb);
+		start_powerfail(rb);
 		return;
 	}
 	struct lab_buf args;
@@ -1162,7 +1002,7 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 		rb->pb = &r.plan->boards[i];
 		rb->cfg = &lab->boards[rb->pb->board];
 		rb->booted_job = -1;
-		loop_timer_init(&rb->pf_timer, on_pf_timer, rb);
+		powerfail_init(&rb->pf, r.loop, &pf_hooks, rb);
 		collect_reset(&rb->col);
 		rc = store_board_upsert(s, rb->cfg->name, rb->cfg->type_name, rb->cfg->type ? rb->cfg->type->host : NULL,
 					lab->name, &rb->board_id, e);
@@ -1243,7 +1083,7 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 	}
 out_boards:
 	for (size_t i = 0; i < r.nrb; i++) {
-		loop_timer_stop(r.loop, &r.rb[i].pf_timer);
+		powerfail_fini(&r.rb[i].pf);
 		collect_reset(&r.rb[i].col);
 		board_free(r.rb[i].b);
 	}

@@ -1,0 +1,133 @@
+/* collect.c - decoding an agent invocation's messages (see collect.h). */
+#include "collect.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void collect_reset(struct collect *c)
+{
+	for (size_t i = 0; i < c->nsamples; i++) {
+		free((char *)c->samples[i].metric);
+		free((char *)c->samples[i].unit);
+	}
+	for (size_t i = 0; i < c->ncounters; i++)
+		free((char *)c->counters[i].name);
+	free(c->samples);
+	free(c->counters);
+	for (size_t i = 0; i < c->nstrs; i++)
+		free(c->strs[i]);
+	memset(c, 0, sizeof *c);
+	c->fua = c->write_cache = c->cqe = -1;
+	c->wall_time = -1;
+}
+
+static char *own(struct collect *c, const char *s)
+{
+	if (!s || c->nstrs >= LAB_ARRAY_SIZE(c->strs))
+		return NULL;
+	return c->strs[c->nstrs++] = xstrdup(s);
+}
+
+static int geti(const struct proto_msg *m, const char *k)
+{
+	int64_t v;
+	return proto_get_i64(m, k, &v) == 0 ? (int)v : -1;
+}
+
+static int64_t geti64(const struct proto_msg *m, const char *k)
+{
+	int64_t v;
+	return proto_get_i64(m, k, &v) == 0 ? v : -1;
+}
+
+enum collect_note collect_msg(struct collect *c, const struct proto_msg *m, bool integrity_is_result)
+{
+	if (strcmp(m->kind, "sample") == 0) {
+		double v;
+		const char *metric = proto_get(m, "metric");
+		const char *unit = proto_get(m, "unit");
+		if (!metric || !unit || proto_get_double(m, "value", &v) != 0 || !isfinite(v)) {
+			snprintf(c->error, sizeof c->error, "malformed sample line (seq %llu)",
+				 (unsigned long long)m->seq);
+			return COLLECT_TAKEN;
+		}
+		c->samples = xreallocarray(c->samples, c->nsamples + 1, sizeof *c->samples);
+		c->samples[c->nsamples++] = (struct store_sample){xstrdup(metric), v, xstrdup(unit)};
+		if (strcmp(metric, "wall_time") == 0)
+			c->wall_time = v;
+	} else if (strcmp(m->kind, "counter") == 0) {
+		const char *name = proto_get(m, "name");
+		int64_t v = geti64(m, "value");
+		if (!name || v < 0)
+			return COLLECT_TAKEN;
+		/* One value per name and iteration (the store's key): a repeated line replaces. */
+		for (size_t i = 0; i < c->ncounters; i++) {
+			if (strcmp(c->counters[i].name, name) == 0) {
+				c->counters[i].value = v;
+				return COLLECT_TAKEN;
+			}
+		}
+		c->counters = xreallocarray(c->counters, c->ncounters + 1, sizeof *c->counters);
+		c->counters[c->ncounters++] = (struct store_counter){xstrdup(name), v};
+	} else if (strcmp(m->kind, "mode") == 0) {
+		c->have_mode = true;
+		c->fua = geti(m, "fua");
+		c->write_cache = geti(m, "write_cache");
+		c->cqe = geti(m, "cqe");
+		const char *vm = proto_get(m, "mode");
+		lab_strlcpy(c->vmode, vm ? vm : "unknown", sizeof c->vmode);
+	} else if (strcmp(m->kind, "identity") == 0) {
+		struct store_part *p = &c->part;
+		c->have_identity = true;
+		store_part_init(p);
+		p->cid = own(c, proto_get(m, "cid"));
+		p->manfid = own(c, proto_get(m, "manfid"));
+		p->oemid = own(c, proto_get(m, "oemid"));
+		p->name = own(c, proto_get(m, "name"));
+		p->prv = own(c, proto_get(m, "prv"));
+		p->serial = own(c, proto_get(m, "serial"));
+		p->date = own(c, proto_get(m, "date"));
+		p->fwrev = own(c, proto_get(m, "fwrev"));
+		p->ext_csd_rev = geti(m, "ext_csd_rev");
+		p->capacity_bytes = geti64(m, "capacity_bytes");
+		p->cache_kib = geti64(m, "cache_kib");
+		p->rel_wr_param = geti(m, "rel_wr_param");
+		p->rel_sectors = geti(m, "rel_sectors");
+		p->cmdq_support = geti(m, "cmdq_support");
+		p->cmdq_depth = geti(m, "cmdq_depth");
+		p->ext_csd_hex = own(c, proto_get(m, "ext_csd"));
+		const char *k = proto_get(m, "kernel");
+		lab_strlcpy(c->kernel, k ? k : "", sizeof c->kernel);
+	} else if (strcmp(m->kind, "error") == 0) {
+		const char *code = proto_get(m, "code");
+		const char *msg = proto_get(m, "msg");
+		/* Missing tracefs is worth an event but does not fail the workload. */
+		if (code && strcmp(code, "no-tracefs") == 0)
+			return COLLECT_NO_TRACEFS;
+		/* powerfail-check reports lost records as an error line too: that is
+		 * the result being measured, taken from its counters, not a failure. */
+		if (code && strcmp(code, "integrity") == 0 && integrity_is_result)
+			return COLLECT_TAKEN;
+		snprintf(c->error, sizeof c->error, "agent error %s: %s", code ? code : "?",
+			 msg ? msg : "");
+	}
+	return COLLECT_TAKEN;
+}
+
+bool collect_is_counter(const struct proto_msg *m, const char *name, int64_t *v)
+{
+	const char *n = proto_get(m, "name");
+	*v = geti64(m, "value");
+	return strcmp(m->kind, "counter") == 0 && n && strcmp(n, name) == 0 && *v >= 0;
+}
+
+int64_t collect_counter(const struct collect *c, const char *name)
+{
+	for (size_t i = 0; i < c->ncounters; i++)
+		if (strcmp(c->counters[i].name, name) == 0)
+			return c->counters[i].value;
+	return -1;
+}

@@ -1,0 +1,85 @@
+/* test_collect.c - decoding one agent invocation's messages. */
+#include "collect.h"
+#include "tap.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct proto_msg pm;
+
+static const struct proto_msg *msg(const char *kind, const char *const *kv)
+{
+	static uint64_t seq;
+	char line[1024];
+	int n = proto_format(line, sizeof line, ++seq, kind, kv);
+	if (n < 0 || proto_parse(line, (size_t)n, &pm) != PROTO_OK)
+		abort();
+	return &pm;
+}
+
+static enum collect_note feed(struct collect *c, const char *kind, const char *const *kv)
+{
+	return collect_msg(c, msg(kind, kv), false);
+}
+
+int main(void)
+{
+	struct collect c;
+	memset(&c, 0, sizeof c);
+	collect_reset(&c);
+	is_int(c.fua, -1, "no mode yet: fua -1");
+	ok(c.wall_time < 0, "no wall_time yet");
+
+	feed(&c, "sample", (const char *const[]){"metric", "seq_write", "value", "12.5", "unit", "MB/s", NULL});
+	feed(&c, "sample", (const char *const[]){"metric", "wall_time", "value", "3.25", "unit", "s", NULL});
+	is_int((long long)c.nsamples, 2, "two samples");
+	is_str(c.samples[0].metric, "seq_write", "metric");
+	is_near(c.samples[0].value, 12.5, 1e-9, "value");
+	is_near(c.wall_time, 3.25, 1e-9, "wall_time kept apart too");
+
+	feed(&c, "sample", (const char *const[]){"metric", "x", "unit", "s", NULL});
+	ok(strstr(c.error, "malformed sample line") != NULL, "a sample without a value is an error");
+	c.error[0] = '\0';
+
+	feed(&c, "counter", (const char *const[]){"name", "flushes", "value", "3", NULL});
+	feed(&c, "counter", (const char *const[]){"name", "flushes", "value", "5", NULL});
+	feed(&c, "counter", (const char *const[]){"name", "bad", "value", "-2", NULL});
+	is_int((long long)c.ncounters, 1, "one value per counter name, invalid ones dropped");
+	is_int(collect_counter(&c, "flushes"), 5, "a repeated counter replaces");
+	is_int(collect_counter(&c, "nope"), -1, "missing counter: -1");
+
+	int64_t v = 0;
+	ok(collect_is_counter(msg("counter", (const char *const[]){"name", "acked", "value", "7", NULL}),
+			      "acked", &v) && v == 7, "collect_is_counter: acked=7");
+	ok(!collect_is_counter(msg("sample", (const char *const[]){"name", "acked", "value", "7", NULL}),
+			       "acked", &v), "not a counter");
+
+	feed(&c, "mode", (const char *const[]){"fua", "1", "write_cache", "1", "cqe", "0", "mode", "fua", NULL});
+	ok(c.have_mode && c.fua == 1 && c.write_cache == 1 && c.cqe == 0, "mode values");
+	is_str(c.vmode, "fua", "the agent's mode name");
+
+	feed(&c, "identity", (const char *const[]){"cid", "150100", "name", "AJTD4R", "ext_csd_rev", "8",
+						   "capacity_bytes", "15758000128", "kernel", "6.1.0", NULL});
+	ok(c.have_identity, "identity");
+	is_str(c.part.cid, "150100", "cid");
+	is_str(c.part.name, "AJTD4R", "name");
+	is_int(c.part.ext_csd_rev, 8, "ext_csd_rev");
+	is_int(c.part.capacity_bytes, 15758000128LL, "capacity");
+	ok(c.part.serial == NULL, "absent key: NULL");
+	is_str(c.kernel, "6.1.0", "kernel");
+
+	is_int(feed(&c, "error", (const char *const[]){"code", "no-tracefs", "msg", "x", NULL}),
+	       COLLECT_NO_TRACEFS, "no-tracefs is a note");
+	ok(c.error[0] == '\0', "and no error");
+	is_int(collect_msg(&c, msg("error", (const char *const[]){"code", "integrity", "msg", "lost", NULL}),
+			   true), COLLECT_TAKEN, "integrity as a result");
+	ok(c.error[0] == '\0', "is no error");
+	feed(&c, "error", (const char *const[]){"code", "integrity", "msg", "lost", NULL});
+	is_str(c.error, "agent error integrity: lost", "otherwise it is");
+
+	collect_reset(&c);
+	ok(c.nsamples == 0 && c.ncounters == 0 && !c.have_mode && !c.have_identity && !c.error[0],
+	   "reset empties");
+	return tap_done();
+}

@@ -1,5 +1,6 @@
 /* main.c - subcommand table, help and dispatch. */
 #include "cli.h"
+#include "registry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +215,13 @@ static int cmd_help(struct cli *cli, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct cli cli = {.prog = argv[0]};
+	/* A driver table without its required hooks is a build mistake: refuse to
+	 * run anything rather than crash on the first board that uses it. */
+	struct lab_err re = {0};
+	if (lab_registries_check(&re) != LAB_OK) {
+		fprintf(stderr, "emmclab: %s\n", re.msg);
+		return 3;
+	}
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (strcmp(argv[i], "-v") == 0)

@@ -39,7 +39,7 @@ bool lab_mode_cqe(int mode)
 	return mode == MODE_FUA_CQE || mode == MODE_CACHE_NOFUA_CQE;
 }
 
-/* Workloads the agent implements (agent-contract.md). */
+/* Workloads the agent implements (docs/agent.md). */
 static const char *const workload_names[] = {"androbench", "fscopy", "powerfail", "fio", NULL};
 static const char *const order_names[] = {"interleave", "random", "sequential", NULL};
 

@@ -16,7 +16,7 @@
 #include "opt.h"
 #include "util.h"
 
-/* The four modes (DESIGN.md).  Index order is fixed and used in tables. */
+/* The four modes (docs/running.md).  Index order is fixed and used in tables. */
 enum lab_mode { MODE_FUA, MODE_CACHE_NOFUA, MODE_FUA_CQE, MODE_CACHE_NOFUA_CQE, MODE_COUNT };
 extern const char *const lab_mode_names[]; /* "fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe", NULL */
 int lab_mode_parse(const char *s);         /* -1 if unknown */

@@ -58,11 +58,6 @@ static const struct opt console_common_opts[] = {
 static const struct driver_kind console_kind = {"console", (const void *const *)console_drivers,
 						console_common_opts};
 
-const struct console_driver *console_driver_find(const char *name)
-{
-	return driver_find(&console_kind, name);
-}
-
 int console_ops_check(const struct console_driver *d, struct lab_err *e)
 {
 	int rc = driver_check_head("console", d, CONSOLE_OPS_VERSION, e);

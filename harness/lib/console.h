@@ -86,7 +86,6 @@ void **console_priv(struct console *c); /* driver private slot (for drivers) */
 struct loop *console_loop(struct console *c);
 /* Every console driver, one row each, NULL-terminated. */
 extern const struct console_driver *const console_drivers[];
-const struct console_driver *console_driver_find(const char *name);
 /* Check one ops table (version, name, help, required hooks). */
 int console_ops_check(const struct console_driver *d, struct lab_err *e);
 /* console_ops_check on every row of console_drivers. */

@@ -17,8 +17,9 @@ const void *driver_find(const struct driver_kind *k, const char *name)
 	return NULL;
 }
 
-int driver_unknown(const struct driver_kind *k, const char *name, const struct cfg_node *at,
-		   struct lab_err *e)
+/* "unknown power driver 'x' (did you mean 'y'?)" at the `driver:` node. */
+static int driver_unknown(const struct driver_kind *k, const char *name, const struct cfg_node *at,
+			  struct lab_err *e)
 {
 	const char *best = NULL;
 	int bd = 4;
@@ -34,7 +35,9 @@ int driver_unknown(const struct driver_kind *k, const char *name, const struct c
 			 best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
 }
 
-struct cfg_node *driver_cfg_subset(const struct cfg_node *map, const struct opt *table, bool in_table)
+/* The entries of map whose key is (in_table) or is not (!in_table) in table. */
+static struct cfg_node *driver_cfg_subset(const struct cfg_node *map, const struct opt *table,
+					  bool in_table)
 {
 	struct cfg_node *n = xcalloc(1, sizeof *n);
 	n->kind = CFG_MAP;
@@ -125,8 +128,8 @@ int driver_check_head(const char *kind, const void *ops, int version, struct lab
 	if (!h->name || !h->name[0])
 		return LAB_ERR(e, LAB_EINFRA, "%s driver without a name", kind);
 	if (h->version != version)
-		return LAB_ERR(e, LAB_EINFRA, "%s driver '%s': ops version %d, expected %d", kind, h->name,
-			       h->version, version);
+		return LAB_ERR(e, LAB_EINFRA, "%s driver '%s': ops version %d, expected %d", kind,
+			       h->name, h->version, version);
 	if (!h->help || !h->help[0])
 		return LAB_ERR(e, LAB_EINFRA, "%s driver '%s': no help line", kind, h->name);
 	return LAB_OK;

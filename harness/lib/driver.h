@@ -19,19 +19,19 @@
 /* The first members of every console, power and deploy ops table. */
 struct driver_head {
 	const char *name;
-	int version;               /* the kind's <KIND>_OPS_VERSION */
+	int version; /* the kind's <KIND>_OPS_VERSION */
 	const char *help;
 	const struct opt *options; /* driver's own keys; NULL: none */
 	size_t cfg_size;           /* size of the struct the options fill */
 };
 
 /* Compile-time proof that ops type T starts like struct driver_head. */
-#define DRIVER_HEAD_ASSERT(T)                                                                       \
+#define DRIVER_HEAD_ASSERT(T)                                                                      \
 	_Static_assert(offsetof(T, name) == offsetof(struct driver_head, name) &&                  \
-			       offsetof(T, version) == offsetof(struct driver_head, version) &&     \
-			       offsetof(T, help) == offsetof(struct driver_head, help) &&           \
-			       offsetof(T, options) == offsetof(struct driver_head, options) &&     \
-			       offsetof(T, cfg_size) == offsetof(struct driver_head, cfg_size),     \
+			   offsetof(T, version) == offsetof(struct driver_head, version) &&        \
+			   offsetof(T, help) == offsetof(struct driver_head, help) &&              \
+			   offsetof(T, options) == offsetof(struct driver_head, options) &&        \
+			   offsetof(T, cfg_size) == offsetof(struct driver_head, cfg_size),        \
 		       #T " must start like struct driver_head")
 
 struct driver_kind {
@@ -41,19 +41,15 @@ struct driver_kind {
 };
 
 const void *driver_find(const struct driver_kind *k, const char *name);
-/* "unknown power driver 'x' (did you mean 'y'?)" at the `driver:` node. */
-int driver_unknown(const struct driver_kind *k, const char *name, const struct cfg_node *at,
-		   struct lab_err *e);
 /* Create from a driver block: parse the kind's generic keys into `common` (a
  * struct whose first member is `char *driver`, filled by k->common_opts), find
- * the ops table it names (*ops) and parse the driver's own keys into a new
+ * the ops table it names (*ops; else "unknown power driver 'x' (did you mean
+ * 'y'?)" at the `driver:` node) and parse the driver's own keys into a new
  * struct (*own, freed with driver_free_own).  On error nothing is left
  * allocated; on success the caller frees `common` with opt_free(k->common_opts). */
 int driver_from_cfg(const struct driver_kind *k, const struct cfg_node *cfg, void *common,
 		    const void **ops, void **own, struct lab_err *e);
 void driver_free_own(const struct opt *options, void *cfg);
-/* The entries of map whose key is (in_table) or is not (!in_table) in table. */
-struct cfg_node *driver_cfg_subset(const struct cfg_node *map, const struct opt *table, bool in_table);
 
 /* Registry checks, fio's check_engine_ops(): the head of ops (a name, the
  * expected version, a help line), then one call per required hook. */

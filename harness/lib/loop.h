@@ -1,7 +1,7 @@
 /*
  * loop.h - the one event loop (epoll + monotonic timers + signalfd).
  *
- * Rules (STYLE.md): every fd, timer, child process and signal of the
+ * Rules: every fd, timer, child process and signal of the
  * controller is owned by one struct loop, run on one thread.  Nothing blocks
  * inside a callback; every wait is a timer.  Callbacks may add or remove any
  * watch, including their own.  Objects must not be freed inside their own

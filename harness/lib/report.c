@@ -8,6 +8,9 @@
 #include <string.h>
 #include <time.h>
 
+extern const struct report_renderer report_text, report_markdown, report_html, report_json,
+	report_csv, report_junit;
+
 const struct report_renderer *const report_renderers[] = {
 	&report_text,
 	&report_markdown,
@@ -23,8 +26,8 @@ int report_ops_check(const struct report_renderer *r, struct lab_err *e)
 	if (!r->name || !r->name[0])
 		return LAB_ERR(e, LAB_EINFRA, "report renderer without a name");
 	if (r->version != REPORT_OPS_VERSION)
-		return LAB_ERR(e, LAB_EINFRA, "report renderer '%s': ops version %d, expected %d", r->name,
-			       r->version, REPORT_OPS_VERSION);
+		return LAB_ERR(e, LAB_EINFRA, "report renderer '%s': ops version %d, expected %d",
+			       r->name, r->version, REPORT_OPS_VERSION);
 	if (!r->ext || !r->ext[0] || !r->mime || !r->mime[0])
 		return LAB_ERR(e, LAB_EINFRA, "report renderer '%s': no file extension or MIME type",
 			       r->name);
@@ -438,9 +441,4 @@ const char *report_context(char *buf, size_t n, const struct compare_row *w)
 		lab_strlcat(buf, parts[i], n);
 	}
 	return buf;
-}
-
-const struct results_run *report_group_run(const struct results *r, const struct results_group *g)
-{
-	return &r->runs[g->run];
 }

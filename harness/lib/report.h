@@ -109,11 +109,6 @@ const char *report_direction_text(int direction); /* "higher is better" ... */
 size_t report_summary_lines(const struct report_model *m, char lines[][128], size_t max);
 /* Group label "part / board / kernel" skipping empty parts. */
 const char *report_context(char *buf, size_t n, const struct compare_row *w);
-/* The run a group belongs to. */
-const struct results_run *report_group_run(const struct results *r, const struct results_group *g);
-
-extern const struct report_renderer report_text, report_markdown, report_html, report_json,
-	report_csv, report_junit;
 
 /* The comparisons as a JSON array (report schema emmclab-report/1). */
 void report_json_comparisons(FILE *f, const struct compare_result *cr);

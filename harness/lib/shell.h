@@ -14,7 +14,7 @@
  * exactly once, unless shell_cancel()/shell_free() come first.  One operation
  * at a time (LAB_EUSAGE when busy).
  *
- * Command wrapping (agent-contract.md):
+ * Command wrapping (docs/agent.md):
  *     echo @@BEGIN-<n>@@; <cmd>; echo @@END-<n>@@ $?
  * A BEGIN marker counts only when nothing but blanks follows it on its line,
  * an END marker only when followed by a number, so the echo of the command

@@ -62,7 +62,7 @@ int lab_parse_i64(const char *s, int64_t *out);
 int lab_parse_u64(const char *s, uint64_t *out);
 int lab_parse_double(const char *s, double *out);
 
-/* Growable byte buffer with a hard cap (every buffer has one, STYLE.md). */
+/* Growable byte buffer with a hard cap. */
 struct lab_buf {
 	char *data;
 	size_t len, cap, max; /* max == 0: unlimited */

@@ -1,6 +1,6 @@
 /*
  * mode.c - verify which of the four modes the running kernel is in
- * (DOMAIN.md "Verifying a mode on the running DUT").
+ * (docs/running.md "Every sample is verified").
  */
 #include "agent.h"
 

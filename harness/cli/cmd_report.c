@@ -122,7 +122,11 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 		return 2;
 	}
 	if (!report_renderer_find(format)) {
-		fprintf(stderr, "emmclab: report: unknown format '%s' (text|markdown|html|json|csv|junit)\n", format);
+		/* the list comes from the registry: docs_cli checks that help says the same */
+		fprintf(stderr, "emmclab: report: unknown format '%s' (", format);
+		for (size_t i = 0; report_renderers[i]; i++)
+			fprintf(stderr, "%s%s", i ? "|" : "", report_renderers[i]->name);
+		fputs(")\n", stderr);
 		return 2;
 	}
 	struct store *s;

@@ -163,6 +163,13 @@ for cmd in $cmds; do
 	fi
 done
 
+# The formats help names for report --format are the renderers registered.
+"$EMMCLAB" report --format zz-none >/dev/null 2>"$tmp/err" && true
+have=$(sed -n "s/.*unknown format 'zz-none' (\(.*\))\$/\1/p" "$tmp/err")
+want=$(grep -oE -- '--format [a-z|]+' "$tmp/opts.report" | cut -d' ' -f2)
+[ -n "$have" ] && [ "$have" = "$want" ] ||
+	fail "report --format: help says '$want', the renderers are '$have'"
+
 ncmd=$(wc -l <"$tmp/done")
 if [ "$fails" -gt 0 ]; then
 	echo "$fails failed" >&2

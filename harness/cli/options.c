@@ -126,19 +126,15 @@ int cli_getopt(struct cli_getopt *g, int argc, char **argv)
 	}
 	if (c == '?' || c == ':') {
 		/* A long option is the word itself; a short one may sit in a cluster (-qx). */
-		const char *bad = argv[optind - 1];
+		const char *word = argv[optind - 1];
+		if (strncmp(word, "--", 2) == 0 && (c == '?' || !exact(g, word)))
+			return unknown(g, word);
 		char sh[3] = {'-', (char)optopt, '\0'};
-		if (strncmp(bad, "--", 2) != 0)
-			bad = sh;
-		if (c == ':' && bad != sh && !exact(g, bad))
-			return unknown(g, bad);
-		if (c == ':')
-			fprintf(stderr, "emmclab: %s: option '%s' needs an argument\n",
-				g->cmd->name, bad);
-		else if (bad != sh)
-			return unknown(g, bad);
-		else
-			fprintf(stderr, "emmclab: %s: unknown option '%s'\n", g->cmd->name, bad);
+		if (strncmp(word, "--", 2) != 0)
+			word = sh;
+		fprintf(stderr, "emmclab: %s: %s '%s'%s\n", g->cmd->name,
+			c == ':' ? "option" : "unknown option", word,
+			c == ':' ? " needs an argument" : "");
 		return '?';
 	}
 	return c;

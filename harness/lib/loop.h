@@ -74,7 +74,6 @@ bool loop_stopped(const struct loop *l);
 bool loop_idle(const struct loop *l);
 
 uint64_t loop_now_ms(struct loop *l);
-uint64_t loop_now_ns(struct loop *l);
 
 /*
  * Spawn argv[0] (PATH searched) with no shell.  stdin/stdout/stderr: pass

@@ -564,11 +564,6 @@ void shell_free(struct shell *s)
 	free(s);
 }
 
-bool shell_busy(const struct shell *s)
-{
-	return s->op != OP_NONE;
-}
-
 enum shell_fail shell_failure(const struct shell *s)
 {
 	return s->fail;

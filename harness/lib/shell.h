@@ -62,7 +62,6 @@ struct shell *shell_new(struct loop *l, struct console *c, struct expect *x,
 			const struct shell_cfg *cfg, const char *board);
 void shell_free(struct shell *s);
 void shell_cancel(struct shell *s);
-bool shell_busy(const struct shell *s);
 enum shell_fail shell_failure(const struct shell *s);
 const char *shell_errmsg(const struct shell *s);
 /* The prompt set by shell_attach ("EMMCLAB-<token>$ "). */

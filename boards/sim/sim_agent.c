@@ -1,6 +1,6 @@
 /*
  * sim_agent.c - emmclab-agent on a simulated board: the contract's commands
- * (agent-contract.md) answered from the eMMC model, printed as protocol
+ * (docs/agent.md) answered from the eMMC model, printed as protocol
  * lines (proto_format) with modelled timing, kept in a log for `resend`.
  * The bad-crc fault corrupts lines on the wire only; resend prints the
  * logged (correct) line.

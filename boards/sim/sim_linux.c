@@ -2,7 +2,7 @@
  * sim_linux.c - the Linux side of a simulated board: the kernel boot log
  * (reflecting the command line, the part, the FUA knob and CQE), login, a
  * tty line discipline, and a small busybox-like shell over an in-memory root
- * filesystem with the sysfs/procfs files DOMAIN.md names.
+ * filesystem with the sysfs/procfs files docs/running.md names.
  */
 #include "sim_board.h"
 
@@ -275,7 +275,7 @@ static bool rel_capable(const struct sim_part *p)
 	return (p->rel_wr_param & 0x04) || p->rel_sectors > 0;
 }
 
-/* What mmc_block decides at probe (DOMAIN.md, plus our series' knobs). */
+/* What mmc_block decides at probe (docs/kernel.md, plus our series' knobs). */
 static void probe_mode(struct sim_board *b, bool stuck)
 {
 	const struct sim_part *p = b->part;

@@ -237,7 +237,7 @@ void sim_model_fscopy(const struct sim_part *p, struct sim_effmode m, bool first
 	out->sync = wall - out->mkfs - out->mount - out->copy1 - out->rm - out->copy2;
 	if (out->sync < 0)
 		out->sync = 0;
-	/* Commands as the kernel issues them (DOMAIN.md): a commit is PREFLUSH|FUA.
+	/* Commands as the kernel issues them (docs/simulator.md): a commit is PREFLUSH|FUA.
 	 * FUA on: flush + reliable write.  FUA off: flush + write + flush.
 	 * Plus the flushes of sync and umount. */
 	if (m.fua) {
@@ -285,7 +285,7 @@ void sim_model_androbench(const struct sim_part *p, struct sim_effmode m, double
 	out->duration_s = seq_mib / out->seq_read + seq_mib / out->seq_write +
 			  ios * 4096.0 / 1048576.0 / out->rand_read +
 			  ios * 4096.0 / 1048576.0 / out->rand_write + 0.5;
-	/* O_DIRECT|O_DSYNC on the raw device: a FUA write then a flush (DOMAIN.md). */
+	/* O_DIRECT|O_DSYNC on the raw device: a FUA write then a flush (docs/simulator.md). */
 	long fua_ios = ios + nreq;
 	if (m.fua) {
 		out->rel_writes = fua_ios;

@@ -4,7 +4,6 @@
 #include "results.h"
 #include "store.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,7 +18,16 @@ static int db_missing(const char *path)
 	return 2;
 }
 
-enum { O_DB = 1000, O_RUN, O_LAST, O_NAME };
+enum { O_DB = CLI_LONG_ONLY, O_RUN, O_LAST, O_NAME };
+
+const struct cli_opt cmd_baseline_opts[] = {
+	{"db", O_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"name", O_NAME, "NAME",
+	 "the baseline's name (set: default \"default\"; show: every baseline)", 0},
+	{"run", O_RUN, "ID", "set: pin this run (default the newest)", 0},
+	{"last", O_LAST, "N", "set: pin the newest N runs (1..1000)", 0},
+	{NULL, 0, NULL, NULL, 0},
+};
 
 int cmd_baseline(struct cli *cli, int argc, char **argv)
 {
@@ -27,21 +35,14 @@ int cmd_baseline(struct cli *cli, int argc, char **argv)
 	if (argc < 2 || (strcmp(argv[1], "set") && strcmp(argv[1], "show")))
 		return cli_usage("baseline");
 	const char *sub = argv[1];
-	static const struct option longopts[] = {
-		{"db", required_argument, NULL, O_DB},
-		{"run", required_argument, NULL, O_RUN},
-		{"last", required_argument, NULL, O_LAST},
-		{"name", required_argument, NULL, O_NAME},
-		{NULL, 0, NULL, 0},
-	};
 	const char *db = NULL, *name = NULL;
 	int64_t run = 0, last = 0;
+	struct cli_getopt g;
 	int c;
-	optind = 1;
-	opterr = 0;
 	argc--;
 	argv++;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	cli_getopt_init(&g, "baseline");
+	while ((c = cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case O_DB:
 			db = optarg;
@@ -62,8 +63,7 @@ int cmd_baseline(struct cli *cli, int argc, char **argv)
 			name = optarg;
 			break;
 		default:
-			fprintf(stderr, "emmclab: baseline: unknown or incomplete option '%s'\n", argv[optind - 1]);
-			return cli_usage("baseline");
+			return cli_getopt_fail(&g);
 		}
 	}
 	if (optind < argc) {

@@ -20,7 +20,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,19 +49,24 @@ struct bctx {
 	struct termios saved;
 };
 
-enum { OPT_LAB = 1000, OPT_KERNEL, OPT_MODE, OPT_CMDLINE, OPT_RUN, OPT_AGENT, OPT_TDIR, OPT_DB };
+enum {
+	OPT_LAB = CLI_LONG_ONLY, OPT_KERNEL, OPT_MODE, OPT_CMDLINE, OPT_RUN, OPT_AGENT, OPT_TDIR,
+	OPT_DB,
+};
 
-static const struct option long_opts[] = {
-	{"lab", required_argument, NULL, OPT_LAB},
-	{"kernel", required_argument, NULL, OPT_KERNEL},
-	{"mode", required_argument, NULL, OPT_MODE},
-	{"cmdline", required_argument, NULL, OPT_CMDLINE},
-	{"run", required_argument, NULL, OPT_RUN},
-	{"agent", required_argument, NULL, OPT_AGENT},
-	{"transcripts", required_argument, NULL, OPT_TDIR},
-	{"db", required_argument, NULL, OPT_DB},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+const struct cli_opt cmd_board_opts[] = {
+	{"lab", OPT_LAB, "LAB.yaml",
+	 "the lab file (default $EMMCLAB_LAB, else boards/labs/sim-lab.yaml)", 0},
+	{"transcripts", OPT_TDIR, "DIR", "directory of the console transcripts", 0},
+	{"mode", OPT_MODE, "M", "boot: add the kernel command line of this mode's recipe", 0},
+	{"kernel", OPT_KERNEL, "K", "boot: the kernel of the lab to boot (default its first)", 0},
+	{"cmdline", OPT_CMDLINE, "ARGS", "boot: more kernel command line", 0},
+	{"run", OPT_RUN, "CMD", "boot: run CMD in the shell once booted (repeatable, in order)", 0},
+	{"agent", OPT_AGENT, "ARGS", "boot: run the agent with ARGS once booted", 0},
+	{"db", OPT_DB, "PATH",
+	 "release: results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"help", 'h', NULL, "show this help and exit", 0},
+	{NULL, 0, NULL, NULL, 0},
 };
 
 static const char *default_lab(void)
@@ -419,10 +423,11 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 	const char *tdir = NULL, *db = NULL;
 	char **runs = NULL;
 	size_t nruns = 0;
+	struct cli_getopt g;
 	int opt;
-	optind = 1;
+	cli_getopt_init(&g, "board");
 	/* GNU getopt permutes: options may come before or after NAME VERB */
-	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&g, argc, argv)) != -1) {
 		switch (opt) {
 		case OPT_LAB: lab_path = optarg; break;
 		case OPT_KERNEL: kernel = optarg; break;
@@ -435,13 +440,9 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 			runs = xreallocarray(runs, nruns + 1, sizeof *runs);
 			runs[nruns++] = optarg;
 			break;
-		case 'h':
-			free(runs);
-			cli_usage("board");
-			return 0;
 		default:
 			free(runs);
-			return usage();
+			return cli_getopt_fail(&g);
 		}
 	}
 	char *pos[4];

@@ -46,30 +46,31 @@ static int check_drivers(const struct lab_cfg *c)
 	return errors;
 }
 
+enum { O_SCHEMA = CLI_LONG_ONLY };
+
+const struct cli_opt cmd_check_opts[] = {
+	{"quiet", 'q', NULL, "print only errors", 0},
+	{"schema", O_SCHEMA, NULL, "print the key tables of docs/configuration.md and exit", 0},
+	{NULL, 0, NULL, NULL, 0},
+};
+
 int cmd_check(struct cli *cli, int argc, char **argv)
 {
 	bool quiet = cli->quiet;
-	const char **files = xcalloc((size_t)argc + 1, sizeof *files);
-	size_t n = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
-			quiet = true;
-		} else if (strcmp(argv[i], "--schema") == 0) {
-			/* hidden: the key tables of docs/configuration.md */
-			free(files);
-			config_schema_md(stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--") == 0) {
-			for (i++; i < argc; i++)
-				files[n++] = argv[i];
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "emmclab: check: unknown option '%s'\n", argv[i]);
-			free(files);
-			return cli_usage("check");
-		} else {
-			files[n++] = argv[i];
+	struct cli_getopt g;
+	int ch;
+	cli_getopt_init(&g, "check");
+	while ((ch = cli_getopt(&g, argc, argv)) != -1) {
+		switch (ch) {
+		case 'q': quiet = true; break;
+		case O_SCHEMA: config_schema_md(stdout); return 0;
+		default: return cli_getopt_fail(&g);
 		}
 	}
+	const char **files = xcalloc((size_t)argc + 1, sizeof *files);
+	size_t n = 0;
+	for (int i = optind; i < argc; i++)
+		files[n++] = argv[i];
 	if (n == 0) {
 		free(files);
 		return cli_usage("check");

@@ -9,7 +9,6 @@
 #include "results.h"
 #include "store.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +24,10 @@ static int db_missing(const char *path)
 	return 2;
 }
 
-enum { O_DB = 1000, O_BY, O_FILTER, O_ALPHA, O_MIN, O_A, O_B, O_FORMAT, O_WARM, O_BASE, O_RUN };
+enum {
+	O_DB = CLI_LONG_ONLY, O_BY, O_FILTER, O_ALPHA, O_MIN, O_A, O_B, O_FORMAT, O_WARM, O_BASE,
+	O_RUN,
+};
 
 #define MAX_FILTERS 16
 
@@ -134,23 +136,26 @@ static void print_text(FILE *f, const struct compare_result *cr)
 	}
 }
 
+const struct cli_opt cmd_compare_opts[] = {
+	{"db", O_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"by", O_BY, "mode|part|kernel|run", "what to compare (default mode)", 0},
+	{"filter", O_FILTER, "FIELD=VALUE",
+	 "only these samples (repeatable: part, board, kernel, mode, ...)", 0},
+	{"alpha", O_ALPHA, "A", "significance level of the tests (default 0.05)", 0},
+	{"min-effect", O_MIN, "PCT", "smallest change in percent that counts (default 1)", 0},
+	{"a", O_A, "X", "the first side: a mode, part, kernel or run id (with --b)", 0},
+	{"b", O_B, "Y", "the second side (with --a)", 0},
+	{"exclude-warmup", O_WARM, NULL, "leave out the warm-up iterations", 0},
+	{"baseline", O_BASE, "NAME",
+	 "compare against a regression baseline (NAME default: default)", CLI_OPTIONAL},
+	{"run", O_RUN, "ID", "the run to compare (default the newest)", 0},
+	{"format", O_FORMAT, "text|json", "output format (default text)", 0},
+	{NULL, 0, NULL, NULL, 0},
+};
+
 int cmd_compare(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
-	static const struct option longopts[] = {
-		{"db", required_argument, NULL, O_DB},
-		{"by", required_argument, NULL, O_BY},
-		{"filter", required_argument, NULL, O_FILTER},
-		{"alpha", required_argument, NULL, O_ALPHA},
-		{"min-effect", required_argument, NULL, O_MIN},
-		{"a", required_argument, NULL, O_A},
-		{"b", required_argument, NULL, O_B},
-		{"format", required_argument, NULL, O_FORMAT},
-		{"exclude-warmup", no_argument, NULL, O_WARM},
-		{"baseline", optional_argument, NULL, O_BASE},
-		{"run", required_argument, NULL, O_RUN},
-		{NULL, 0, NULL, 0},
-	};
 	const char *db = NULL, *format = "text", *baseline = NULL;
 	struct compare_opts o;
 	compare_opts_init(&o);
@@ -158,10 +163,10 @@ int cmd_compare(struct cli *cli, int argc, char **argv)
 	struct lab_err e = {0};
 	bool min_given = false;
 	int64_t run = 0;
+	struct cli_getopt g;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	cli_getopt_init(&g, "compare");
+	while ((c = cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case O_DB:
 			db = optarg;
@@ -211,8 +216,7 @@ int cmd_compare(struct cli *cli, int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "emmclab: compare: unknown or incomplete option '%s'\n", argv[optind - 1]);
-			return cli_usage("compare");
+			return cli_getopt_fail(&g);
 		}
 	}
 	if (optind < argc) {

@@ -4,7 +4,6 @@
 #include "store_csv.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,24 +21,26 @@ struct db_args {
 	char **rest;
 };
 
-enum { OPT_DB = 1000, OPT_TO, OPT_RUN, OPT_FORMAT, OPT_LAYOUT };
+enum { OPT_DB = CLI_LONG_ONLY, OPT_TO, OPT_RUN, OPT_FORMAT, OPT_LAYOUT };
+
+const struct cli_opt cmd_db_opts[] = {
+	{"db", OPT_DB, "PATH", "the database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"to", OPT_TO, "N", "migrate: up to schema version N (default the newest)", 0},
+	{"format", OPT_FORMAT, "csv|json", "export: output format (default csv)", 0},
+	{"run", OPT_RUN, "ID", "export: only this run", 0},
+	{"layout", OPT_LAYOUT, "original",
+	 "export: an imported run in its published layout, byte for byte", 0},
+	{"output", 'o', "FILE", "export: write to FILE instead of standard output", 0},
+	{NULL, 0, NULL, NULL, 0},
+};
 
 static int db_parse(const char *sub, int argc, char **argv, struct db_args *a)
 {
-	static const struct option longopts[] = {
-		{"db", required_argument, NULL, OPT_DB},
-		{"to", required_argument, NULL, OPT_TO},
-		{"run", required_argument, NULL, OPT_RUN},
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"layout", required_argument, NULL, OPT_LAYOUT},
-		{"output", required_argument, NULL, 'o'},
-		{NULL, 0, NULL, 0},
-	};
 	memset(a, 0, sizeof *a);
-	optind = 1;
-	opterr = 0;
+	struct cli_getopt g;
 	int c;
-	while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+	cli_getopt_init(&g, "db");
+	while ((c = cli_getopt(&g, argc, argv)) != -1) {
 		int64_t v;
 		switch (c) {
 		case OPT_DB: a->db = optarg; break;
@@ -56,9 +57,7 @@ static int db_parse(const char *sub, int argc, char **argv, struct db_args *a)
 			a->to = (int)v;
 			break;
 		default:
-			fprintf(stderr, "emmclab: db %s: unknown or incomplete option '%s'\n", sub,
-				argv[optind - 1]);
-			return cli_usage("db");
+			return cli_getopt_fail(&g) ? 2 : -1;
 		}
 	}
 	a->rest = argv + optind;
@@ -282,7 +281,7 @@ int cmd_db(struct cli *cli, int argc, char **argv)
 	const char *sub = argv[1];
 	int rc = db_parse(sub, argc - 1, argv + 1, &a);
 	if (rc)
-		return rc;
+		return rc < 0 ? 0 : rc; /* -1: --help was shown */
 	if (strcmp(sub, "merge") == 0)
 		return db_merge(&a);
 	if ((rc = no_extra(sub, &a)))

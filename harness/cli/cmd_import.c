@@ -3,35 +3,34 @@
 #include "store.h"
 #include "store_csv.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_DB = 1000, OPT_SKIP_BAD, OPT_FORCE };
+enum { OPT_DB = CLI_LONG_ONLY, OPT_SKIP_BAD, OPT_FORCE };
+
+const struct cli_opt cmd_import_opts[] = {
+	{"db", OPT_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"skip-bad", OPT_SKIP_BAD, NULL,
+	 "import the good lines of a file with bad ones (still reported)", 0},
+	{"force", OPT_FORCE, NULL, "import a file again that was imported before (same sha256)", 0},
+	{NULL, 0, NULL, NULL, 0},
+};
 
 int cmd_import(struct cli *cli, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"db", required_argument, NULL, OPT_DB},
-		{"skip-bad", no_argument, NULL, OPT_SKIP_BAD},
-		{"force", no_argument, NULL, OPT_FORCE},
-		{NULL, 0, NULL, 0},
-	};
 	const char *db = NULL;
 	int skip_bad = 0, c;
 	struct store_import_opts o = {0};
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	struct cli_getopt g;
+	cli_getopt_init(&g, "import");
+	while ((c = cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case OPT_DB: db = optarg; break;
 		case OPT_SKIP_BAD: skip_bad = 1; break;
 		case OPT_FORCE: o.force = 1; break;
 		default:
-			fprintf(stderr, "emmclab: import: unknown or incomplete option '%s'\n",
-				argv[optind - 1]);
-			return cli_usage("import");
+			return cli_getopt_fail(&g);
 		}
 	}
 	int nfiles = argc - optind;

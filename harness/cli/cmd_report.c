@@ -3,7 +3,6 @@
 #include "report.h"
 #include "store.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,7 +17,10 @@ static int db_missing(const char *path)
 	return 2;
 }
 
-enum { O_DB = 1000, O_RUN, O_ALL, O_FORMAT, O_BASE, O_WARM, O_ALPHA, O_MIN, O_THR, O_TITLE, O_FILTER };
+enum {
+	O_DB = CLI_LONG_ONLY, O_RUN, O_ALL, O_FORMAT, O_BASE, O_WARM, O_ALPHA, O_MIN, O_THR, O_TITLE,
+	O_FILTER,
+};
 
 static int num(const char *opt, const char *v, double lo, double hi, double *out)
 {
@@ -29,33 +31,38 @@ static int num(const char *opt, const char *v, double lo, double hi, double *out
 	return 0;
 }
 
+const struct cli_opt cmd_report_opts[] = {
+	{"db", O_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"run", O_RUN, "ID", "the run to render (default the newest)", 0},
+	{"all", O_ALL, NULL, "every run in the database", 0},
+	{"format", O_FORMAT, "text|markdown|html|json|csv|junit",
+	 "output format (default text)", 0},
+	{"output", 'o', "FILE", "write to FILE (atomically) instead of standard output", 0},
+	{"baseline", O_BASE, "NAME", "check against a regression baseline (NAME default: default)",
+	 CLI_OPTIONAL},
+	{"threshold", O_THR, "PCT",
+	 "smallest change in percent against the baseline (default 2)", 0},
+	{"exclude-warmup", O_WARM, NULL, "leave out the warm-up iterations", 0},
+	{"filter", O_FILTER, "FIELD=VALUE",
+	 "only these samples (repeatable: part, board, kernel, mode, ...)", 0},
+	{"alpha", O_ALPHA, "A", "significance level of the tests (default 0.05)", 0},
+	{"min-effect", O_MIN, "PCT", "smallest change in percent that counts (default 1)", 0},
+	{"title", O_TITLE, "TEXT", "title of the report (default \"emmclab report\")", 0},
+	{NULL, 0, NULL, NULL, 0},
+};
+
 int cmd_report(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
-	static const struct option longopts[] = {
-		{"db", required_argument, NULL, O_DB},
-		{"run", required_argument, NULL, O_RUN},
-		{"all", no_argument, NULL, O_ALL},
-		{"format", required_argument, NULL, O_FORMAT},
-		{"baseline", optional_argument, NULL, O_BASE},
-		{"exclude-warmup", no_argument, NULL, O_WARM},
-		{"alpha", required_argument, NULL, O_ALPHA},
-		{"min-effect", required_argument, NULL, O_MIN},
-		{"threshold", required_argument, NULL, O_THR},
-		{"title", required_argument, NULL, O_TITLE},
-		{"filter", required_argument, NULL, O_FILTER},
-		{"output", required_argument, NULL, 'o'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *db = NULL, *format = "text", *out = NULL;
 	struct report_opts o;
 	report_opts_init(&o);
 	struct lab_err e = {0};
 	double d;
+	struct cli_getopt g;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+	cli_getopt_init(&g, "report");
+	while ((c = cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case O_DB:
 			db = optarg;
@@ -103,8 +110,7 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 			out = optarg;
 			break;
 		default:
-			fprintf(stderr, "emmclab: report: unknown or incomplete option '%s'\n", argv[optind - 1]);
-			return cli_usage("report");
+			return cli_getopt_fail(&g);
 		}
 	}
 	if (optind < argc) {
@@ -116,7 +122,11 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 		return 2;
 	}
 	if (!report_renderer_find(format)) {
-		fprintf(stderr, "emmclab: report: unknown format '%s' (text|markdown|html|json|csv|junit)\n", format);
+		/* the list comes from the registry: docs_cli checks that help says the same */
+		fprintf(stderr, "emmclab: report: unknown format '%s' (", format);
+		for (size_t i = 0; report_renderers[i]; i++)
+			fprintf(stderr, "%s%s", i ? "|" : "", report_renderers[i]->name);
+		fputs(")\n", stderr);
 		return 2;
 	}
 	struct store *s;

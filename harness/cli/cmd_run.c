@@ -10,7 +10,6 @@
 #include "loop.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +51,23 @@ static char *self_path(void)
 	return xstrdup(buf);
 }
 
+enum { O_NO_REPORT = CLI_LONG_ONLY, O_NO_UPLOAD, O_WITH_SIM };
+
+const struct cli_opt cmd_run_opts[] = {
+	{"db", 'd', "PATH",
+	 "results database (default $EMMCLAB_DB, the plan's results:, results/lab.db)", 0},
+	{"report", 'r', "PATH",
+	 "HTML report of the run (default the plan's report_html:, results/report.html)", 0},
+	{"no-report", O_NO_REPORT, NULL, "write no HTML report", 0},
+	{"no-upload", O_NO_UPLOAD, NULL, "send no uploads at the end of the run", 0},
+	{"transcripts", 't', "DIR", "directory of the console transcripts (one file per boot)", 0},
+	{"with-sim", O_WITH_SIM, NULL,
+	 "start the simulated lab of the plan's lab file first, stop it after", 0},
+	{"baseline", 'b', "NAME",
+	 "check the run against this regression baseline (exit 1 on a regression)", 0},
+	{NULL, 0, NULL, NULL, 0},
+};
+
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
 	const char *db = getenv("EMMCLAB_DB");
@@ -59,29 +75,19 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	const char *tdir = NULL;
 	bool with_sim = false, no_report = false, no_upload = false;
 	const char *baseline = NULL;
-	static const struct option lo[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"report", required_argument, NULL, 'r'},
-		{"no-report", no_argument, NULL, 'R'},
-		{"no-upload", no_argument, NULL, 'U'},
-		{"transcripts", required_argument, NULL, 't'},
-		{"with-sim", no_argument, NULL, 's'},
-		{"baseline", required_argument, NULL, 'b'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
+	struct cli_getopt g;
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:r:t:b:h", lo, NULL)) != -1) {
+	cli_getopt_init(&g, "run");
+	while ((c = cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'd': db = optarg; break;
 		case 'r': report = optarg; break;
-		case 'R': no_report = true; break;
-		case 'U': no_upload = true; break;
+		case O_NO_REPORT: no_report = true; break;
+		case O_NO_UPLOAD: no_upload = true; break;
 		case 't': tdir = optarg; break;
-		case 's': with_sim = true; break;
+		case O_WITH_SIM: with_sim = true; break;
 		case 'b': baseline = optarg; break;
-		default: return cli_usage("run");
+		default: return cli_getopt_fail(&g);
 		}
 	}
 	if (optind >= argc)

@@ -186,17 +186,8 @@ static void board_field(struct lab_buf *state, size_t i, const char *key, char *
 	json_get(lab_buf_cstr(state), state->len, path, out, n, NULL);
 }
 
-static int sim_start(int argc, char **argv)
+static int sim_start(const char *lab, const char *dir_opt)
 {
-	const char *lab = NULL, *dir_opt = NULL;
-	for (int i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc)
-			dir_opt = argv[++i];
-		else if (argv[i][0] != '-' && !lab)
-			lab = argv[i];
-		else
-			return cli_usage("sim");
-	}
 	if (!lab)
 		return cli_usage("sim");
 	const char *dir = sim_dir(dir_opt);
@@ -408,28 +399,44 @@ static char *qenc(const char *s)
 	return r;
 }
 
+enum { O_STATE_DIR = CLI_LONG_ONLY, O_JSON };
+
+const struct cli_opt cmd_sim_opts[] = {
+	{"state-dir", O_STATE_DIR, "DIR",
+	 "state directory (default $EMMCLAB_SIM_DIR, else /tmp/emmclab-sim)", 0},
+	{"json", O_JSON, NULL, "status, fault, clear, power: the simulator's JSON answer", 0},
+	{NULL, 0, NULL, NULL, 0},
+};
+
 int cmd_sim(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
 	if (argc < 2)
 		return cli_usage("sim");
 	const char *sub = argv[1];
-	if (strcmp(sub, "start") == 0)
-		return sim_start(argc, argv);
 	const char *dir_opt = NULL;
 	bool json = false;
+	struct cli_getopt g;
+	int c;
+	argc--;
+	argv++;
+	cli_getopt_init(&g, "sim");
+	while ((c = cli_getopt(&g, argc, argv)) != -1) {
+		switch (c) {
+		case O_STATE_DIR: dir_opt = optarg; break;
+		case O_JSON: json = true; break;
+		default: return cli_getopt_fail(&g);
+		}
+	}
 	char *pos[4];
 	int npos = 0;
-	for (int i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc)
-			dir_opt = argv[++i];
-		else if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (argv[i][0] != '-' && npos < 4)
-			pos[npos++] = argv[i];
-		else
+	for (; optind < argc; optind++) {
+		if (npos == 4)
 			return cli_usage("sim");
+		pos[npos++] = argv[optind];
 	}
+	if (strcmp(sub, "start") == 0)
+		return npos == 1 && !json ? sim_start(pos[0], dir_opt) : cli_usage("sim");
 	const char *dir = sim_dir(dir_opt);
 	if (strcmp(sub, "stop") == 0 && npos == 0)
 		return sim_stop(dir);

@@ -3,11 +3,16 @@
 #include "cli.h"
 #include "store.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 
-enum { OPT_DB = 1000, OPT_LAST };
+enum { OPT_DB = CLI_LONG_ONLY, OPT_LAST };
+
+const struct cli_opt cmd_status_opts[] = {
+	{"db", OPT_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"last", OPT_LAST, "N", "show the newest N runs (default 10)", 0},
+	{NULL, 0, NULL, NULL, 0},
+};
 
 static const char *dash(const char *t)
 {
@@ -56,24 +61,23 @@ static void print_upload(const struct store_outbox_row *u, void *arg)
 int cmd_status(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
-	static const struct option longopts[] = {
-		{"db", required_argument, NULL, OPT_DB},
-		{"last", required_argument, NULL, OPT_LAST},
-		{NULL, 0, NULL, 0},
-	};
 	const char *db = NULL;
 	int64_t last = 10;
+	struct cli_getopt g;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	cli_getopt_init(&g, "status");
+	while ((c = cli_getopt(&g, argc, argv)) != -1) {
 		if (c == OPT_DB) {
 			db = optarg;
-		} else if (c == OPT_LAST && lab_parse_i64(optarg, &last) == LAB_OK && last > 0) {
-			continue;
+		} else if (c == OPT_LAST) {
+			if (lab_parse_i64(optarg, &last) != LAB_OK || last <= 0) {
+				fprintf(stderr,
+					"emmclab: status: --last wants a positive number, not '%s'\n",
+					optarg);
+				return cli_usage("status");
+			}
 		} else {
-			fprintf(stderr, "emmclab: status: bad option '%s'\n", argv[optind - 1]);
-			return cli_usage("status");
+			return cli_getopt_fail(&g);
 		}
 	}
 	if (optind < argc) {

@@ -15,13 +15,12 @@
 #include "store.h"
 #include "upload.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 enum {
-	O_DB = 1000, O_PENDING, O_RETRY, O_RUN, O_CONFIG, O_NOW, O_FAILED, O_MAXTIME, O_SPOOL,
+	O_DB = CLI_LONG_ONLY, O_PENDING, O_RETRY, O_RUN, O_CONFIG, O_NOW, O_FAILED, O_MAXTIME, O_SPOOL,
 	O_PARALLEL, O_ALL, O_NOSEND, O_SCHEMA,
 };
 
@@ -51,34 +50,38 @@ static void on_progress(void *arg, const struct upload_row *r, enum upload_verdi
 	fflush(stdout);
 }
 
+const struct cli_opt cmd_upload_opts[] = {
+	{"pending", O_PENDING, NULL, "list what waits in the outbox", 0},
+	{"all", O_ALL, NULL, "--pending: every row, the sent ones too", 0},
+	{"retry", O_RETRY, NULL, "send what is due, every target at once", 0},
+	{"now", O_NOW, NULL, "--retry: ignore the backoff", 0},
+	{"failed", O_FAILED, NULL, "--retry: include rows that failed for good", 0},
+	{"max-time", O_MAXTIME, "DUR", "--retry: keep retrying for this long (30s, 10m, 2h)", 0},
+	{"run", O_RUN, "ID",
+	 "queue run ID again and send it now; with --pending or --retry: only its rows", 0},
+	{"no-send", O_NOSEND, NULL, "--run: queue only", 0},
+	{"schema", O_SCHEMA, NULL, "print the key tables of docs/uploads.md and exit", 0},
+	{"db", O_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"config", O_CONFIG, "FILE",
+	 "lab or plan whose uploads: override the stored targets by name (repeatable)", 0},
+	{"spool", O_SPOOL, "DIR",
+	 "directory the bundles are rendered in (default <db dir>/uploads)", 0},
+	{"parallel", O_PARALLEL, "N", "requests in flight at once (1..256, default 8)", 0},
+	{NULL, 0, NULL, NULL, 0},
+};
+
 int cmd_upload(struct cli *cli, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"db", required_argument, NULL, O_DB},
-		{"pending", no_argument, NULL, O_PENDING},
-		{"retry", no_argument, NULL, O_RETRY},
-		{"run", required_argument, NULL, O_RUN},
-		{"config", required_argument, NULL, O_CONFIG},
-		{"now", no_argument, NULL, O_NOW},
-		{"failed", no_argument, NULL, O_FAILED},
-		{"max-time", required_argument, NULL, O_MAXTIME},
-		{"spool", required_argument, NULL, O_SPOOL},
-		{"parallel", required_argument, NULL, O_PARALLEL},
-		{"all", no_argument, NULL, O_ALL},
-		{"no-send", no_argument, NULL, O_NOSEND},
-		{"schema", no_argument, NULL, O_SCHEMA},
-		{NULL, 0, NULL, 0},
-	};
 	const char *db = NULL;
 	const char **configs = NULL;
 	size_t nconfigs = 0;
 	bool pending = false, retry = false, all = false, nosend = false;
 	struct upload_send_opts so = {0};
 	int64_t run_id = 0;
+	struct cli_getopt g;
 	int c, rc = 0;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	cli_getopt_init(&g, "upload");
+	while ((c = cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case O_DB:
 			db = optarg;
@@ -138,9 +141,8 @@ int cmd_upload(struct cli *cli, int argc, char **argv)
 			free(configs);
 			return 0;
 		default:
-			fprintf(stderr, "emmclab: upload: unknown option '%s'\n", argv[optind - 1]);
 			free(configs);
-			return cli_usage("upload");
+			return cli_getopt_fail(&g);
 		}
 	}
 	if (optind < argc || (pending + retry) > 1 || (!pending && !retry && !run_id)) {

@@ -1,5 +1,6 @@
 /* main.c - subcommand table, help and dispatch. */
 #include "cli.h"
+#include "registry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -7,8 +8,20 @@
 static int cmd_version(struct cli *cli, int argc, char **argv);
 static int cmd_help(struct cli *cli, int argc, char **argv);
 
-const struct cmd_entry cmd_table[] = {
-	{"run", "[--db PATH] [--report PATH] [--no-report] [--no-upload] [--transcripts DIR] [--with-sim] [--baseline NAME] PLAN.yaml [FILE.yaml...]",
+enum { O_MAN = CLI_LONG_ONLY, O_MARKDOWN };
+
+static const struct cli_opt cmd_version_opts[] = {
+	{NULL, 0, NULL, NULL, 0},
+};
+
+static const struct cli_opt cmd_help_opts[] = {
+	{"man", O_MAN, NULL, "print the man page (roff), as installed as emmclab.1", 0},
+	{"markdown", O_MARKDOWN, NULL, "print the command reference of docs/cli.md", 0},
+	{NULL, 0, NULL, NULL, 0},
+};
+
+static const struct cmd_entry cmd_table[] = {
+	{"run", "[OPTIONS] PLAN.yaml [FILE.yaml...]",
 	 "run a test plan on a lab and store every timing",
 	 "Loads the plan and its lab, expands jobs (board x kernel x suite x mode x iteration),\n"
 	 "drives every board on one event loop, verifies each mode on the DUT before storing\n"
@@ -17,70 +30,69 @@ const struct cmd_entry cmd_table[] = {
 	 "the plan's lab file first (emmclab sim start) and stops it afterwards.\n"
 	 "Exit 0 when the run completed, 1 when a regression against the baseline was found,\n"
 	 "3 when infrastructure failures left jobs without results.",
-	 cmd_run},
-	{"board", "[--lab LAB.yaml] [--transcripts DIR] NAME power on|off|cycle|state | NAME console | "
-	 "NAME boot [--mode M] [--kernel K] [--cmdline ARGS] [--run CMD]... [--agent ARGS] | "
-	 "NAME release [--db PATH] | list-usb",
+	 cmd_run, cmd_run_opts},
+	{"board",
+	 "[OPTIONS] NAME power on|off|cycle|state | NAME console | NAME boot | NAME release | list-usb",
 	 "drive one board by hand: power, console, boot to a shell, release from quarantine",
 	 "Uses the same drivers as `run`. The interactive console escapes with Ctrl-] and shares\n"
 	 "the board's transcript. A board quarantined by a run stays out of later runs until\n"
-	 "`emmclab board NAME release` records that an operator looked at it.", cmd_board},
-	{"check", "[--quiet] [--schema] FILE...", "validate lab, type, suite and plan files and print the resolved configuration",
+	 "`emmclab board NAME release` records that an operator looked at it.", cmd_board,
+	 cmd_board_opts},
+	{"check", "[OPTIONS] FILE...", "validate lab, type, suite and plan files and print the resolved configuration",
 	 "Every error names file:line:column; an unknown key names the nearest valid key; console,\n"
 	 "power and deploy blocks are checked with the drivers' own option tables. --quiet prints\n"
-	 "only errors; --schema prints the key tables of docs/configuration.md.", cmd_check},
-	{"compare", "[--db PATH] [--by mode|part|kernel|run] [--filter FIELD=VALUE]... [--alpha A] "
-		    "[--min-effect PCT] [--a X --b Y] [--exclude-warmup] [--baseline[=NAME]] [--run ID] "
-		    "[--format text|json]",
+	 "only errors; --schema prints the key tables of docs/configuration.md.", cmd_check,
+	 cmd_check_opts},
+	{"compare", "[OPTIONS]",
 	 "compare modes, parts, kernels or runs with confidence intervals and tests",
 	 "Welch's t-test and Mann-Whitney U per group pair, with a verdict at the given alpha and\n"
-	 "minimum effect size. Works on imported published data as on lab runs.", cmd_compare},
-	{"report", "[--db PATH] [--run ID|--all] --format text|markdown|html|json|csv|junit [-o FILE] "
-		   "[--baseline[=NAME]] [--threshold PCT] [--exclude-warmup] [--filter FIELD=VALUE]... "
-		   "[--alpha A] [--min-effect PCT] [--title TEXT]",
+	 "minimum effect size. Works on imported published data as on lab runs.", cmd_compare,
+	 cmd_compare_opts},
+	{"report", "[OPTIONS]",
 	 "render a run (or all data) as a report",
 	 "One results model, several renderers; the HTML file is self-contained with inline SVG.",
-	 cmd_report},
-	{"baseline", "set [--run ID | --last N] [--name NAME] [--db PATH] | show [--name NAME] [--db PATH]",
+	 cmd_report, cmd_report_opts},
+	{"baseline", "set [OPTIONS] | show [OPTIONS]",
 	 "pin or show the regression baseline",
 	 "Nightly runs are compared against the baseline; significant regressions exit 1.",
-	 cmd_baseline},
-	{"upload", "--pending [--all] [--run ID] | --retry [--now] [--failed] [--max-time DUR] | --run ID [--no-send] | --schema  "
-	 "(each takes --db PATH, --config FILE, --spool DIR, --parallel N)",
+	 cmd_baseline, cmd_baseline_opts},
+	{"upload", "--pending [OPTIONS] | --retry [OPTIONS] | --run ID [OPTIONS] | --schema",
 	 "send results to the configured web targets",
 	 "Uploads go through a durable outbox in the results store and are idempotent.\n"
 	 "--pending lists what waits; --retry sends what is due (all targets at once; --now ignores\n"
 	 "the backoff, --failed includes rows that failed for good, --max-time keeps retrying);\n"
 	 "--run ID queues the run for the targets of --config FILE (if given) and sends it again.\n"
-	 "Exit 3 while something is left undelivered. See docs/uploads.md.", cmd_upload},
-	{"import", "[--db PATH] [--skip-bad] [--force] FILE.csv...", "import published measurements (CSV)",
+	 "Exit 3 while something is left undelivered. See docs/uploads.md.", cmd_upload,
+	 cmd_upload_opts},
+	{"import", "[OPTIONS] FILE.csv...", "import published measurements (CSV)",
 	 "Recognises the AndroBench (board,controller,queue_fua,workload,run,mib_per_s) and ext4 copy\n"
 	 "(dut,module,mode,run,seconds) layouts by their header; each file becomes one run.\n"
 	 "Every bad line is reported as FILE:LINE: reason and nothing is imported unless --skip-bad.\n"
 	 "The same file (sha256) is imported only once unless --force. See docs/results-schema.md.",
-	 cmd_import},
-	{"db", "migrate [--to N] | info | check | export [--format csv|json] [--run ID] "
-	 "[--layout original] [-o FILE] | merge SRC.db  (each takes --db PATH)",
+	 cmd_import, cmd_import_opts},
+	{"db", "migrate|info|check|export [OPTIONS] | merge [OPTIONS] SRC.db",
 	 "manage the results database",
 	 "migrate applies numbered migrations (import and run migrate on their own); info shows\n"
 	 "the schema version, row counts and bytes per sample; check runs quick_check and\n"
 	 "foreign_key_check; export writes every sample with its context, or an imported run in\n"
 	 "its published layout, byte for byte; merge copies the runs of another database.\n"
 	 "The database is --db PATH, else $EMMCLAB_DB, else results/lab.db.",
-	 cmd_db},
-	{"status", "[--db PATH] [--last N]", "show runs, boards, quarantine and the upload outbox", NULL,
-	 cmd_status},
-	{"sim", "start LAB.yaml [--state-dir DIR] | stop | status [--json] | fault BOARD FAULT[=VALUE][:COUNT] "
-	 "| clear BOARD | power BOARD on|off|reboot",
+	 cmd_db, cmd_db_opts},
+	{"status", "[OPTIONS]", "show runs, boards, quarantine and the upload outbox", NULL,
+	 cmd_status, cmd_status_opts},
+	{"sim", "start LAB.yaml | stop | status | fault BOARD FAULT[=VALUE][:COUNT] | clear BOARD | "
+	 "power BOARD on|off|reboot  (each with [OPTIONS])",
 	 "run the simulated lab in the background", "The simulator serves every board of the lab file:\n"
 	 "console on a pseudo-terminal, power over HTTP (pdudaemon and Tasmota APIs).\n"
-	 "State dir: --state-dir DIR, $EMMCLAB_SIM_DIR or /tmp/emmclab-sim. See docs/simulator.md.", cmd_sim},
-	{"version", "", "print the version", NULL, cmd_version},
-	{"help", "[COMMAND]", "show help for emmclab or one command", NULL, cmd_help},
-	{NULL, NULL, NULL, NULL, NULL},
+	 "State dir: --state-dir DIR, $EMMCLAB_SIM_DIR or /tmp/emmclab-sim. See docs/simulator.md.",
+	 cmd_sim, cmd_sim_opts},
+	{"version", "", "print the version", NULL, cmd_version, cmd_version_opts},
+	{"help", "[OPTIONS] [COMMAND]", "show help for emmclab or one command", NULL, cmd_help,
+	 cmd_help_opts},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
-static const struct cmd_entry *find_cmd(const char *name)
+const struct cmd_entry *cli_find_cmd(const char *name)
 {
 	for (const struct cmd_entry *c = cmd_table; c->name; c++)
 		if (strcmp(c->name, name) == 0)
@@ -90,7 +102,7 @@ static const struct cmd_entry *find_cmd(const char *name)
 
 int cli_usage(const char *cmd)
 {
-	const struct cmd_entry *c = find_cmd(cmd);
+	const struct cmd_entry *c = cli_find_cmd(cmd);
 	if (c)
 		fprintf(stderr, "usage: emmclab %s %s\n", c->name, c->usage);
 	return 2;
@@ -110,10 +122,54 @@ int cli_error(const struct lab_err *e)
 static int cmd_version(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
-	LAB_UNUSED(argc);
-	LAB_UNUSED(argv);
+	if (argc > 0) { /* not when called for --version */
+		struct cli_getopt g;
+		cli_getopt_init(&g, "version");
+		if (cli_getopt(&g, argc, argv) != -1)
+			return cli_getopt_fail(&g);
+		if (optind < argc)
+			return cli_usage("version");
+	}
 	printf("emmclab %s\n", EMMCLAB_VERSION);
 	return 0;
+}
+
+/* Short-less options line up with the long names of the others. */
+static const char *opt_pad(const struct cli_opt *o)
+{
+	return o->val > 0 && o->val < CLI_LONG_ONLY ? "" : "    ";
+}
+
+/* The options list of `help CMD`: one line per option, the help text aligned. */
+static void print_opts(FILE *f, const struct cli_opt *opts)
+{
+	const struct cli_opt *all[CLI_MAX_OPTS + 1];
+	size_t n = cli_opts_all(opts, all, LAB_ARRAY_SIZE(all));
+	int w = 0;
+	char spec[96], col[100];
+	for (size_t i = 0; i < n; i++) {
+		cli_opt_spec(spec, sizeof spec, all[i]);
+		snprintf(col, sizeof col, "%s%s", opt_pad(all[i]), spec);
+		if ((int)strlen(col) > w && strlen(col) <= 30)
+			w = (int)strlen(col); /* a longer one gets its help on the next line */
+	}
+	fputs("\noptions:\n", f);
+	for (size_t i = 0; i < n; i++) {
+		cli_opt_spec(spec, sizeof spec, all[i]);
+		snprintf(col, sizeof col, "%s%s", opt_pad(all[i]), spec);
+		if ((int)strlen(col) > w)
+			fprintf(f, "  %s\n  %*s  %s\n", col, w, "", all[i]->help);
+		else
+			fprintf(f, "  %-*s  %s\n", w, col, all[i]->help);
+	}
+}
+
+void cli_help(FILE *f, const struct cmd_entry *c)
+{
+	fprintf(f, "usage: emmclab %s %s\n\n%s.\n", c->name, c->usage, c->summary);
+	if (c->help)
+		fprintf(f, "\n%s\n", c->help);
+	print_opts(f, c->opts);
 }
 
 static void usage_all(FILE *f)
@@ -167,6 +223,18 @@ static void print_man(FILE *f)
 			man_escape(f, c->help);
 			fputs("\n", f);
 		}
+		const struct cli_opt *all[CLI_MAX_OPTS + 1];
+		size_t n = cli_opts_all(c->opts, all, LAB_ARRAY_SIZE(all));
+		char spec[96];
+		fputs(".RS\n", f);
+		for (size_t k = 0; k < n; k++) {
+			fputs(".TP\n.B ", f);
+			man_escape(f, cli_opt_spec(spec, sizeof spec, all[k]));
+			fputs("\n", f);
+			man_escape(f, all[k]->help);
+			fputs("\n", f);
+		}
+		fputs(".RE\n", f);
 	}
 	fputs(".SH EXIT STATUS\n.TP\n0\nok\n.TP\n1\na regression or test failure was found\n"
 	      ".TP\n2\nusage or configuration error\n.TP\n3\ninfrastructure error\n", f);
@@ -181,6 +249,13 @@ static void print_markdown(FILE *f)
 			c->usage, c->summary);
 		if (c->help)
 			fprintf(f, "\n```\n%s\n```\n", c->help);
+		const struct cli_opt *all[CLI_MAX_OPTS + 1];
+		size_t n = cli_opts_all(c->opts, all, LAB_ARRAY_SIZE(all));
+		char spec[96];
+		fputs("\nOptions:\n\n", f);
+		for (size_t k = 0; k < n; k++)
+			fprintf(f, "- `%s`: %s\n", cli_opt_spec(spec, sizeof spec, all[k]),
+				all[k]->help);
 		fputc('\n', f);
 	}
 }
@@ -188,32 +263,39 @@ static void print_markdown(FILE *f)
 static int cmd_help(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
-	if (argc >= 2 && strcmp(argv[1], "--man") == 0) {
-		print_man(stdout);
-		return 0;
+	struct cli_getopt g;
+	int ch;
+	cli_getopt_init(&g, "help");
+	while ((ch = cli_getopt(&g, argc, argv)) != -1) {
+		switch (ch) {
+		case O_MAN: print_man(stdout); return 0;
+		case O_MARKDOWN: print_markdown(stdout); return 0;
+		default: return cli_getopt_fail(&g);
+		}
 	}
-	if (argc >= 2 && strcmp(argv[1], "--markdown") == 0) {
-		print_markdown(stdout);
-		return 0;
-	}
-	if (argc < 2) {
+	if (optind >= argc) {
 		usage_all(stdout);
 		return 0;
 	}
-	const struct cmd_entry *c = find_cmd(argv[1]);
+	const struct cmd_entry *c = cli_find_cmd(argv[optind]);
 	if (!c) {
-		fprintf(stderr, "emmclab: no command '%s'\n", argv[1]);
+		fprintf(stderr, "emmclab: no command '%s'\n", argv[optind]);
 		return 2;
 	}
-	printf("usage: emmclab %s %s\n\n%s.\n", c->name, c->usage, c->summary);
-	if (c->help)
-		printf("\n%s\n", c->help);
+	cli_help(stdout, c);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct cli cli = {.prog = argv[0]};
+	/* A driver table without its required hooks is a build mistake: refuse to
+	 * run anything rather than crash on the first board that uses it. */
+	struct lab_err re = {0};
+	if (lab_registries_check(&re) != LAB_OK) {
+		fprintf(stderr, "emmclab: %s\n", re.msg);
+		return 3;
+	}
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (strcmp(argv[i], "-v") == 0)
@@ -235,7 +317,7 @@ int main(int argc, char **argv)
 		usage_all(stderr);
 		return 2;
 	}
-	const struct cmd_entry *c = find_cmd(argv[i]);
+	const struct cmd_entry *c = cli_find_cmd(argv[i]);
 	if (!c) {
 		const char *best = NULL;
 		int bd = 3;
@@ -249,6 +331,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "emmclab: unknown command '%s'%s%s%s\n", argv[i],
 			best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
 		return 2;
+	}
+	/* `emmclab CMD --help` is `emmclab help CMD`, also for commands whose first
+	 * word is a subcommand (db, baseline, sim). */
+	if (argc - i == 2 && (strcmp(argv[i + 1], "--help") == 0 || strcmp(argv[i + 1], "-h") == 0)) {
+		cli_help(stdout, c);
+		return 0;
 	}
 	/* Handlers see argv[0] == command name. */
 	int rc = c->exec(&cli, argc - i, argv + i);

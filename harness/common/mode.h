@@ -1,5 +1,5 @@
 /*
- * mode.h - the write modes (DESIGN.md "The four modes"), shared by the
+ * mode.h - the write modes (docs/running.md), shared by the
  * controller, the DUT agent and the simulator.  Plain libc: the static agent
  * links it without the rest of the library.
  *

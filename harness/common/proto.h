@@ -1,5 +1,5 @@
 /*
- * proto.h - the DUT agent line protocol (DESIGN.md), shared by the agent,
+ * proto.h - the DUT agent line protocol (docs/agent.md), shared by the agent,
  * the simulated boards and the controller.  Self-contained: libc only, so
  * the static agent can link it without the rest of the library.
  *

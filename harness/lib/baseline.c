@@ -91,8 +91,10 @@ int baseline_list(struct store *s, struct baseline_info **out, size_t *n, struct
 	return LAB_OK;
 }
 
-int baseline_runs(struct store *s, const struct baseline_info *bi, int64_t test_run,
-		  int64_t **ids, size_t *n, struct lab_err *e)
+/* The runs the baseline stands for when judging run `test_run` (never
+ * test_run itself); caller frees *ids.  LAB_EUSAGE when it resolves to none. */
+static int baseline_runs(struct store *s, const struct baseline_info *bi, int64_t test_run,
+			 int64_t **ids, size_t *n, struct lab_err *e)
 {
 	*ids = NULL;
 	*n = 0;

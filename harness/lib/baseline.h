@@ -36,10 +36,6 @@ int baseline_set(struct store *s, const char *name, int64_t run_id, int last_n, 
 int baseline_get(struct store *s, const char *name, struct baseline_info *bi, struct lab_err *e);
 /* Every baseline, by name; caller frees *out. */
 int baseline_list(struct store *s, struct baseline_info **out, size_t *n, struct lab_err *e);
-/* The runs the baseline stands for when judging run `test_run` (never
- * test_run itself); caller frees *ids.  LAB_EUSAGE when it resolves to none. */
-int baseline_runs(struct store *s, const struct baseline_info *bi, int64_t test_run,
-		  int64_t **ids, size_t *n, struct lab_err *e);
 
 struct regress_opts {
 	double alpha;          /* default 0.05 */

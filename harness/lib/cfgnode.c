@@ -551,7 +551,8 @@ static bool looks_numeric(const char *s)
 	return (*p >= '0' && *p <= '9');
 }
 
-bool cfg_plain_safe(const char *s)
+/* True when s can be written as a plain (unquoted) scalar without changing the syntax. */
+static bool cfg_plain_safe(const char *s)
 {
 	if (s == NULL || s[0] == '\0')
 		return false;

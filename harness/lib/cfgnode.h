@@ -48,7 +48,5 @@ void cfg_print(FILE *f, const struct cfg_node *n, int indent);
 void cfg_print_value(FILE *f, const char *key, const struct cfg_node *n, int indent);
 /* Emit a string as a YAML scalar that re-reads as that string (quoted when needed). */
 void cfg_print_string(FILE *f, const char *s);
-/* True when s can be written as a plain (unquoted) scalar without changing the syntax. */
-bool cfg_plain_safe(const char *s);
 
 #endif

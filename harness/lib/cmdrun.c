@@ -134,11 +134,6 @@ void cmdrun_kill(struct cmdrun *c)
 	cmdrun_free(c);
 }
 
-pid_t cmdrun_pid(const struct cmdrun *c)
-{
-	return c->pid;
-}
-
 int cmdrun_expand(const struct opt_strlist *tmpl, const char *const keys[],
 		  const char *const vals[], size_t n, char ***out, struct lab_err *e)
 {

@@ -28,7 +28,6 @@ typedef void (*cmdrun_cb)(struct cmdrun *c, int wstatus, const char *out, const 
 int cmdrun_start(struct loop *l, char *const argv[], size_t cap, cmdrun_cb cb, void *arg,
 		 struct cmdrun **out, struct lab_err *e);
 void cmdrun_kill(struct cmdrun *c);
-pid_t cmdrun_pid(const struct cmdrun *c);
 
 /*
  * Expand a template: every "{name}" in every element is replaced by the value

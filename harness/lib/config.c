@@ -19,7 +19,7 @@
 
 #define CONFIG_MAX_FILES 256
 
-/* Workloads the agent implements (agent-contract.md). */
+/* Workloads the agent implements (docs/agent.md). */
 static const char *const workload_names[] = {"androbench", "fscopy", "powerfail", "fio", NULL};
 static const char *const order_names[] = {"interleave", "random", "sequential", NULL};
 

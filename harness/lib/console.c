@@ -21,26 +21,17 @@
 #define CONSOLE_READ_MAX 65536
 #define CONSOLE_CONNECT_DEFAULT_MS 10000
 
-/* Strong references: the core is a static archive, so the list is what pulls each
- * driver object into a program. */
 extern const struct console_driver console_serial, console_tcp, console_pty, console_exec;
 
-static const void *const all_console[] = {
-	&console_serial, &console_tcp, &console_pty, &console_exec,
+DRIVER_HEAD_ASSERT(struct console_driver);
+
+const struct console_driver *const console_drivers[] = {
+	&console_serial,
+	&console_tcp,
+	&console_pty,
+	&console_exec,
+	NULL,
 };
-static const void *console_slots[LAB_ARRAY_SIZE(all_console) + 1];
-static struct driver_registry console_reg = {"console", all_console, LAB_ARRAY_SIZE(all_console),
-					     console_slots};
-
-const struct console_driver *const *console_driver_list(void)
-{
-	return (const struct console_driver *const *)driver_list(&console_reg);
-}
-
-const struct console_driver *console_driver_find(const char *name)
-{
-	return driver_find(&console_reg, name);
-}
 
 struct console_common {
 	char *driver;
@@ -63,6 +54,29 @@ static const struct opt console_common_opts[] = {
 	 .help = "bytes typed before each char_delay pause (0 = no pacing)"},
 	{0},
 };
+
+static const struct driver_kind console_kind = {"console", (const void *const *)console_drivers,
+						console_common_opts};
+
+int console_ops_check(const struct console_driver *d, struct lab_err *e)
+{
+	int rc = driver_check_head("console", d, CONSOLE_OPS_VERSION, e);
+	if (!rc)
+		rc = driver_check_hook("console", d->name, d->open != NULL, "open", e);
+	if (!rc)
+		rc = driver_check_hook("console", d->name, d->close != NULL, "close", e);
+	return rc;
+}
+
+int console_registry_check(struct lab_err *e)
+{
+	for (size_t i = 0; console_drivers[i]; i++) {
+		int rc = console_ops_check(console_drivers[i], e);
+		if (rc)
+			return rc;
+	}
+	return LAB_OK;
+}
 
 /* A byte queue consumed from the front without memmove per write. */
 struct wqueue {
@@ -154,16 +168,11 @@ int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
 {
 	struct console_common cc;
 	const void *ops;
-	int rc = driver_parse_common(&console_reg, console_common_opts, cfg, &cc, &ops, e);
+	void *dcfg;
+	int rc = driver_from_cfg(&console_kind, cfg, &cc, &ops, &dcfg, e);
 	if (rc)
 		return rc;
 	const struct console_driver *d = ops;
-	void *dcfg;
-	rc = driver_parse_own(d->options, d->cfg_size, console_common_opts, cfg, &dcfg, e);
-	if (rc) {
-		opt_free(console_common_opts, &cc);
-		return rc;
-	}
 	struct console *c = xcalloc(1, sizeof *c);
 	c->loop = l;
 	c->board = xstrdup(board ? board : "?");

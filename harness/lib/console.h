@@ -1,6 +1,6 @@
 /*
- * console.h - board consoles as drivers (console_<name>.c each exporting
- * `const struct console_driver console_<name>`, listed in console.c):
+ * console.h - board consoles as drivers (console/<name>.c each exporting
+ * `const struct console_driver console_<name>`, one row in console_drivers[]):
  * serial (libserialport), tcp (raw / telnet RFC 2217, as ser2net offers),
  * pty (simulated boards), exec (a child's stdio, e.g. QEMU).
  *
@@ -31,11 +31,16 @@ struct console_events {
 	void (*state)(struct console *c, bool up, const char *msg, void *arg);
 };
 
+/* Bumped when struct console_driver changes; every ops table sets .version to it. */
+#define CONSOLE_OPS_VERSION 1
+
 struct console_driver {
-	const char *name;
+	const char *name;          /* first: the registry finds drivers by it */
+	int version;               /* CONSOLE_OPS_VERSION */
 	const char *help;
 	const struct opt *options;
 	size_t cfg_size;
+	/* Required: open, close.  Optional: rx_filter, tx_filter, connected. */
 	/* Open the transport; returns the fd to watch (non-blocking, O_CLOEXEC) or -1 with e set.
 	 * A driver may return LAB_OK with *fd == -1 and *pending == true when connecting async. */
 	int (*open)(struct console *c, int *fd, struct lab_err *e);
@@ -79,8 +84,12 @@ const char *console_board(const struct console *c);
 void *console_cfg(struct console *c);   /* driver config (for drivers) */
 void **console_priv(struct console *c); /* driver private slot (for drivers) */
 struct loop *console_loop(struct console *c);
-const struct console_driver *const *console_driver_list(void);
-const struct console_driver *console_driver_find(const char *name);
+/* Every console driver, one row each, NULL-terminated. */
+extern const struct console_driver *const console_drivers[];
+/* Check one ops table (version, name, help, required hooks). */
+int console_ops_check(const struct console_driver *d, struct lab_err *e);
+/* console_ops_check on every row of console_drivers. */
+int console_registry_check(struct lab_err *e);
 /* For drivers, from open(): the fd is connecting; wait for writability (at most timeout_ms,
  * 0 = 10 s) and then call the driver's connected() hook. */
 void console_connect_pending(struct console *c, uint64_t timeout_ms);

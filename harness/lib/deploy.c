@@ -8,26 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define W(name) extern const struct deploy_driver name;
-W(deploy_none) W(deploy_uboot_tftp) W(deploy_fastboot) W(deploy_ums) W(deploy_exec) W(deploy_qemu)
-#undef W
+extern const struct deploy_driver deploy_none, deploy_uboot_tftp, deploy_fastboot, deploy_ums,
+	deploy_exec, deploy_qemu;
 
-static const void *const all_deploy[] = {
-	&deploy_none, &deploy_uboot_tftp, &deploy_fastboot, &deploy_ums, &deploy_exec, &deploy_qemu,
+DRIVER_HEAD_ASSERT(struct deploy_driver);
+
+const struct deploy_driver *const deploy_drivers[] = {
+	&deploy_none,
+	&deploy_uboot_tftp,
+	&deploy_fastboot,
+	&deploy_ums,
+	&deploy_exec,
+	&deploy_qemu,
+	NULL,
 };
-static const void *deploy_slots[LAB_ARRAY_SIZE(all_deploy) + 1];
-static struct driver_registry deploy_reg = {"deploy", all_deploy, LAB_ARRAY_SIZE(all_deploy),
-					    deploy_slots};
-
-const struct deploy_driver *const *deploy_driver_list(void)
-{
-	return (const struct deploy_driver *const *)driver_list(&deploy_reg);
-}
-
-const struct deploy_driver *deploy_driver_find(const char *name)
-{
-	return driver_find(&deploy_reg, name);
-}
 
 struct deploy_common {
 	char *driver;
@@ -42,23 +36,47 @@ static const struct opt deploy_common_opts[] = {
 	{0},
 };
 
+static const struct driver_kind deploy_kind = {"deploy", (const void *const *)deploy_drivers,
+					       deploy_common_opts};
+
+const struct deploy_driver *deploy_driver_find(const char *name)
+{
+	return driver_find(&deploy_kind, name);
+}
+
+int deploy_ops_check(const struct deploy_driver *d, struct lab_err *e)
+{
+	int rc = driver_check_head("deploy", d, DEPLOY_OPS_VERSION, e);
+	if (!rc)
+		rc = driver_check_hook("deploy", d->name, d->run != NULL, "run", e);
+	return rc;
+}
+
+int deploy_registry_check(struct lab_err *e)
+{
+	for (size_t i = 0; deploy_drivers[i]; i++) {
+		int rc = deploy_ops_check(deploy_drivers[i], e);
+		if (rc)
+			return rc;
+	}
+	return LAB_OK;
+}
+
 static int deploy_create(struct loop *l, const char *board, const struct cfg_node *cfg, bool run_init,
 			 struct deploy **out, struct lab_err *e)
 {
 	struct deploy_common dc;
 	const void *ops;
-	int rc = driver_parse_common(&deploy_reg, deploy_common_opts, cfg, &dc, &ops, e);
+	void *dcfg;
+	int rc = driver_from_cfg(&deploy_kind, cfg, &dc, &ops, &dcfg, e);
 	if (rc)
 		return rc;
 	const struct deploy_driver *d = ops;
-	void *dcfg;
-	rc = driver_parse_own(d->options, d->cfg_size, deploy_common_opts, cfg, &dcfg, e);
-	if (rc || !run_init) {
-		/* Failed, or only checking the options: nothing to initialise. */
-		if (!rc)
-			driver_free_own(d->options, dcfg);
+	if (!run_init) {
+		/* Only checking the options: nothing to initialise. */
+		driver_free_own(d->options, dcfg);
 		opt_free(deploy_common_opts, &dc);
-		return rc;
+		return LAB_OK;
 	}
 	struct deploy *dp = xcalloc(1, sizeof *dp);
 	dp->drv = d;

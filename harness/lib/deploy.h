@@ -1,6 +1,7 @@
 /*
- * deploy.h - deploy/flash methods: one file per method (deploy_<name>.c),
- * each exporting `const struct deploy_driver deploy_<name>`, listed in deploy.c.
+ * deploy.h - deploy/flash methods: one file per method (deploy/<name>.c),
+ * each exporting `const struct deploy_driver deploy_<name>`, one row in
+ * deploy_drivers[] (deploy.c).
  * Asynchronous like power drivers: run() returns at once, completion through
  * deploy_complete() from a loop callback.  Artifacts are sha256-verified
  * before use (deploy.c) and the hashes reported back for the results store.
@@ -31,15 +32,20 @@ struct deploy_ctx {
 	const char *workdir;             /* scratch directory for this job */
 };
 
+/* Bumped when struct deploy_driver changes; every ops table sets .version to it. */
+#define DEPLOY_OPS_VERSION 1
+
 struct deploy;
 typedef void (*deploy_done_cb)(struct deploy *d, int rc, const char *msg, void *arg);
 
 struct deploy_driver {
-	const char *name;
+	const char *name;          /* first: the registry finds drivers by it */
+	int version;               /* DEPLOY_OPS_VERSION */
 	const char *help;
 	const struct opt *options;
 	size_t cfg_size;
 	unsigned flags;
+	/* Required: run.  Optional: init, fini, cancel. */
 	int (*init)(struct deploy *d, struct lab_err *e);
 	void (*fini)(struct deploy *d);
 	int (*run)(struct deploy *d, const struct deploy_ctx *ctx);
@@ -61,8 +67,13 @@ struct deploy {
 	char kernel_sha256[65], initrd_sha256[65], dtb_sha256[65], image_sha256[65];
 };
 
-const struct deploy_driver *const *deploy_driver_list(void); /* NULL-terminated */
+/* Every deploy method, one row each, NULL-terminated. */
+extern const struct deploy_driver *const deploy_drivers[];
 const struct deploy_driver *deploy_driver_find(const char *name);
+/* Check one ops table (version, name, help, required hooks). */
+int deploy_ops_check(const struct deploy_driver *d, struct lab_err *e);
+/* deploy_ops_check on every row of deploy_drivers. */
+int deploy_registry_check(struct lab_err *e);
 int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct deploy **out,
 	       struct lab_err *e);
 /* Validate a `deploy:` block (method name and every key) without creating it. */

@@ -4,50 +4,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *name_of(const void *ops)
+static const struct driver_head *head_of(const void *ops)
 {
-	return *(const char *const *)ops; /* every ops table starts with its name */
+	return ops;
 }
 
-const void *const *driver_list(struct driver_registry *r)
+const void *driver_find(const struct driver_kind *k, const char *name)
 {
-	if (!r->list[0]) {
-		size_t n = 0;
-		for (size_t i = 0; i < r->nall; i++)
-			if (r->all[i])
-				r->list[n++] = r->all[i];
-		r->list[n] = NULL;
-	}
-	return r->list;
-}
-
-const void *driver_find(struct driver_registry *r, const char *name)
-{
-	const void *const *l = driver_list(r);
-	for (size_t i = 0; l[i]; i++)
-		if (strcmp(name_of(l[i]), name) == 0)
-			return l[i];
+	for (size_t i = 0; k->list[i]; i++)
+		if (strcmp(head_of(k->list[i])->name, name) == 0)
+			return k->list[i];
 	return NULL;
 }
 
-int driver_unknown(struct driver_registry *r, const char *name, const struct cfg_node *at,
-		   struct lab_err *e)
+/* "unknown power driver 'x' (did you mean 'y'?)" at the `driver:` node. */
+static int driver_unknown(const struct driver_kind *k, const char *name, const struct cfg_node *at,
+			  struct lab_err *e)
 {
-	const void *const *l = driver_list(r);
 	const char *best = NULL;
 	int bd = 4;
-	for (size_t i = 0; l[i]; i++) {
-		int d = lab_edit_distance(name, name_of(l[i]));
+	for (size_t i = 0; k->list[i]; i++) {
+		const char *cand = head_of(k->list[i])->name;
+		int d = lab_edit_distance(name, cand);
 		if (d < bd) {
 			bd = d;
-			best = name_of(l[i]);
+			best = cand;
 		}
 	}
-	return cfg_error(e, at, "unknown %s driver '%s'%s%s%s", r->kind, name,
+	return cfg_error(e, at, "unknown %s driver '%s'%s%s%s", k->kind, name,
 			 best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
 }
 
-struct cfg_node *driver_cfg_subset(const struct cfg_node *map, const struct opt *table, bool in_table)
+/* The entries of map whose key is (in_table) or is not (!in_table) in table. */
+static struct cfg_node *driver_cfg_subset(const struct cfg_node *map, const struct opt *table,
+					  bool in_table)
 {
 	struct cfg_node *n = xcalloc(1, sizeof *n);
 	n->kind = CFG_MAP;
@@ -70,42 +60,42 @@ struct cfg_node *driver_cfg_subset(const struct cfg_node *map, const struct opt 
 	return n;
 }
 
-int driver_parse_common(struct driver_registry *r, const struct opt *common_opts,
-			const struct cfg_node *cfg, void *common, const void **ops, struct lab_err *e)
+static int parse_common(const struct driver_kind *k, const struct cfg_node *cfg, void *common,
+			const void **ops, struct lab_err *e)
 {
 	if (cfg == NULL || cfg->kind != CFG_MAP)
-		return cfg_error(e, cfg, "%s: expected a map with 'driver:'", r->kind);
-	struct cfg_node *sub = driver_cfg_subset(cfg, common_opts, true);
-	int rc = opt_defaults(common_opts, common, e);
+		return cfg_error(e, cfg, "%s: expected a map with 'driver:'", k->kind);
+	struct cfg_node *sub = driver_cfg_subset(cfg, k->common_opts, true);
+	int rc = opt_defaults(k->common_opts, common, e);
 	if (!rc)
-		rc = opt_parse(common_opts, sub, common, e);
+		rc = opt_parse(k->common_opts, sub, common, e);
 	cfg_free(sub);
 	if (rc) {
-		opt_free(common_opts, common);
+		opt_free(k->common_opts, common);
 		return rc;
 	}
 	const char *name = *(char **)common; /* first member: char *driver */
-	*ops = driver_find(r, name);
+	*ops = driver_find(k, name);
 	if (!*ops) {
-		rc = driver_unknown(r, name, cfg_map_get(cfg, "driver"), e);
-		opt_free(common_opts, common);
+		rc = driver_unknown(k, name, cfg_map_get(cfg, "driver"), e);
+		opt_free(k->common_opts, common);
 		return rc;
 	}
 	return LAB_OK;
 }
 
-int driver_parse_own(const struct opt *options, size_t cfg_size, const struct opt *common_opts,
+static int parse_own(const struct driver_kind *k, const struct driver_head *h,
 		     const struct cfg_node *cfg, void **out, struct lab_err *e)
 {
-	void *obj = xcalloc(1, cfg_size ? cfg_size : 1);
-	if (options) {
-		struct cfg_node *own = driver_cfg_subset(cfg, common_opts, false);
-		int rc = opt_defaults(options, obj, e);
+	void *obj = xcalloc(1, h->cfg_size ? h->cfg_size : 1);
+	if (h->options) {
+		struct cfg_node *own = driver_cfg_subset(cfg, k->common_opts, false);
+		int rc = opt_defaults(h->options, obj, e);
 		if (!rc)
-			rc = opt_parse(options, own, obj, e);
+			rc = opt_parse(h->options, own, obj, e);
 		cfg_free(own);
 		if (rc) {
-			driver_free_own(options, obj);
+			driver_free_own(h->options, obj);
 			return rc;
 		}
 	}
@@ -113,9 +103,42 @@ int driver_parse_own(const struct opt *options, size_t cfg_size, const struct op
 	return LAB_OK;
 }
 
+int driver_from_cfg(const struct driver_kind *k, const struct cfg_node *cfg, void *common,
+		    const void **ops, void **own, struct lab_err *e)
+{
+	int rc = parse_common(k, cfg, common, ops, e);
+	if (rc)
+		return rc;
+	rc = parse_own(k, head_of(*ops), cfg, own, e);
+	if (rc)
+		opt_free(k->common_opts, common);
+	return rc;
+}
+
 void driver_free_own(const struct opt *options, void *cfg)
 {
 	if (cfg && options)
 		opt_free(options, cfg);
 	free(cfg);
+}
+
+int driver_check_head(const char *kind, const void *ops, int version, struct lab_err *e)
+{
+	const struct driver_head *h = head_of(ops);
+	if (!h->name || !h->name[0])
+		return LAB_ERR(e, LAB_EINFRA, "%s driver without a name", kind);
+	if (h->version != version)
+		return LAB_ERR(e, LAB_EINFRA, "%s driver '%s': ops version %d, expected %d", kind,
+			       h->name, h->version, version);
+	if (!h->help || !h->help[0])
+		return LAB_ERR(e, LAB_EINFRA, "%s driver '%s': no help line", kind, h->name);
+	return LAB_OK;
+}
+
+int driver_check_hook(const char *kind, const char *name, bool present, const char *hook_name,
+		      struct lab_err *e)
+{
+	if (!present)
+		return LAB_ERR(e, LAB_EINFRA, "%s driver '%s': no %s hook", kind, name, hook_name);
+	return LAB_OK;
 }

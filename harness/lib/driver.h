@@ -1,8 +1,11 @@
 /*
- * driver.h - what every kind of driver shares (console, power, deploy):
- * a registry over the kind's ops tables, the split of a driver block into
- * the kind's generic keys and the driver's own, and "did you mean" for an
- * unknown driver name.  Every ops table starts with `const char *name`.
+ * driver.h - what every kind of driver shares (console, power, deploy): the
+ * kind's explicit list of ops tables, creating a driver from its config
+ * block (the kind's generic keys, then the driver's own), "did you mean" for
+ * an unknown driver name, and the checks of an ops table's common head.
+ *
+ * Every ops table of these kinds starts with the members of struct
+ * driver_head, in that order (each kind asserts it at compile time).
  */
 #ifndef EMMCLAB_DRIVER_H
 #define EMMCLAB_DRIVER_H
@@ -13,31 +16,46 @@
 #include "opt.h"
 #include "util.h"
 
-struct driver_registry {
-	const char *kind;         /* "power", "console", "deploy": for messages */
-	const void *const *all;   /* the ops tables; weakly linked ones may be NULL */
-	size_t nall;
-	const void **list;        /* nall + 1 slots: the present ones, NULL-terminated */
+/* The first members of every console, power and deploy ops table. */
+struct driver_head {
+	const char *name;
+	int version; /* the kind's <KIND>_OPS_VERSION */
+	const char *help;
+	const struct opt *options; /* driver's own keys; NULL: none */
+	size_t cfg_size;           /* size of the struct the options fill */
 };
 
-/* The ops tables present, NULL-terminated (built on first use). */
-const void *const *driver_list(struct driver_registry *r);
-const void *driver_find(struct driver_registry *r, const char *name);
-/* "unknown power driver 'x' (did you mean 'y'?)" at the `driver:` node. */
-int driver_unknown(struct driver_registry *r, const char *name, const struct cfg_node *at,
-		   struct lab_err *e);
-/* Parse the kind's generic keys of a driver block into `common` (a struct
- * whose first member is `char *driver`, filled by the `common_opts` table) and
- * find the ops table it names.  On error nothing is left allocated. */
-int driver_parse_common(struct driver_registry *r, const struct opt *common_opts,
-			const struct cfg_node *cfg, void *common, const void **ops, struct lab_err *e);
-/* Parse the driver's own keys (those not in common_opts) into a new struct of
- * cfg_size bytes through `options` (may be NULL: an empty struct).  *out is
- * freed with driver_free_own. */
-int driver_parse_own(const struct opt *options, size_t cfg_size, const struct opt *common_opts,
-		     const struct cfg_node *cfg, void **out, struct lab_err *e);
+/* Compile-time proof that ops type T starts like struct driver_head. */
+#define DRIVER_HEAD_ASSERT(T)                                                                      \
+	_Static_assert(offsetof(T, name) == offsetof(struct driver_head, name) &&                  \
+			   offsetof(T, version) == offsetof(struct driver_head, version) &&        \
+			   offsetof(T, help) == offsetof(struct driver_head, help) &&              \
+			   offsetof(T, options) == offsetof(struct driver_head, options) &&        \
+			   offsetof(T, cfg_size) == offsetof(struct driver_head, cfg_size),        \
+		       #T " must start like struct driver_head")
+
+struct driver_kind {
+	const char *kind;              /* "power", "console", "deploy": for messages */
+	const void *const *list;       /* the kind's NULL-terminated const array */
+	const struct opt *common_opts; /* the kind's generic keys; first member char *driver */
+};
+
+const void *driver_find(const struct driver_kind *k, const char *name);
+/* Create from a driver block: parse the kind's generic keys into `common` (a
+ * struct whose first member is `char *driver`, filled by k->common_opts), find
+ * the ops table it names (*ops; else "unknown power driver 'x' (did you mean
+ * 'y'?)" at the `driver:` node) and parse the driver's own keys into a new
+ * struct (*own, freed with driver_free_own).  On error nothing is left
+ * allocated; on success the caller frees `common` with opt_free(k->common_opts). */
+int driver_from_cfg(const struct driver_kind *k, const struct cfg_node *cfg, void *common,
+		    const void **ops, void **own, struct lab_err *e);
 void driver_free_own(const struct opt *options, void *cfg);
-/* The entries of map whose key is (in_table) or is not (!in_table) in table. */
-struct cfg_node *driver_cfg_subset(const struct cfg_node *map, const struct opt *table, bool in_table);
+
+/* Registry checks, fio's check_engine_ops(): the head of ops (a name, the
+ * expected version, a help line), then one call per required hook. */
+int driver_check_head(const char *kind, const void *ops, int version, struct lab_err *e);
+/* "power driver 'x': no start hook" unless present (the hook is not NULL). */
+int driver_check_hook(const char *kind, const char *name, bool present, const char *hook_name,
+		      struct lab_err *e);
 
 #endif

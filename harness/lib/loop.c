@@ -447,7 +447,7 @@ bool loop_stopped(const struct loop *l)
 	return l->stopped;
 }
 
-uint64_t loop_now_ns(struct loop *l)
+static uint64_t loop_now_ns(struct loop *l)
 {
 	LAB_UNUSED(l);
 	return lab_now_ns();

@@ -1,7 +1,7 @@
 /*
  * loop.h - the one event loop (epoll + monotonic timers + signalfd).
  *
- * Rules (STYLE.md): every fd, timer, child process and signal of the
+ * Rules: every fd, timer, child process and signal of the
  * controller is owned by one struct loop, run on one thread.  Nothing blocks
  * inside a callback; every wait is a timer.  Callbacks may add or remove any
  * watch, including their own.  Objects must not be freed inside their own
@@ -74,7 +74,6 @@ bool loop_stopped(const struct loop *l);
 bool loop_idle(const struct loop *l);
 
 uint64_t loop_now_ms(struct loop *l);
-uint64_t loop_now_ns(struct loop *l);
 
 /*
  * Spawn argv[0] (PATH searched) with no shell.  stdin/stdout/stderr: pass

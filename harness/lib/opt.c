@@ -575,7 +575,7 @@ void opt_print(FILE *f, const struct opt *table, const void *obj, int indent)
 
 /* ---- help and schema ---- */
 
-const char *opt_type_name(const struct opt *o)
+static const char *opt_type_name(const struct opt *o)
 {
 	static const char *const names[] = {
 		[OPT_STR] = "string", [OPT_INT] = "integer", [OPT_DOUBLE] = "number",

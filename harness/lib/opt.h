@@ -69,7 +69,6 @@ void opt_free(const struct opt *table, void *obj);
 void opt_print_value(FILE *f, const struct opt *o, const void *obj, int indent);
 /* Markdown table of a table's keys (docs/configuration.md is generated from it). */
 void opt_schema_md(FILE *f, const struct opt *table, const char *prefix);
-const char *opt_type_name(const struct opt *o);
 /* Shortest exact spellings ("1h30m", "64MiB") that opt_parse_* read back. */
 void opt_format_duration(char *buf, size_t n, uint64_t ms);
 void opt_format_size(char *buf, size_t n, uint64_t bytes);

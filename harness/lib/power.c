@@ -7,28 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The built-in drivers (one file each under power/). */
-#define W(name) extern const struct power_driver name;
-W(power_pdudaemon) W(power_tasmota) W(power_shelly) W(power_esphome) W(power_exec)
-W(power_manual) W(power_usb_relay) W(power_usb_hub) W(power_ykush) W(power_qemu)
-#undef W
+extern const struct power_driver power_pdudaemon, power_tasmota, power_shelly, power_esphome,
+	power_exec, power_manual, power_usb_relay, power_usb_hub, power_ykush, power_qemu;
 
-static const void *const all_power[] = {
-	&power_pdudaemon, &power_tasmota, &power_shelly, &power_esphome, &power_exec,
-	&power_manual, &power_usb_relay, &power_usb_hub, &power_ykush, &power_qemu,
+DRIVER_HEAD_ASSERT(struct power_driver);
+
+const struct power_driver *const power_drivers[] = {
+	&power_pdudaemon,
+	&power_tasmota,
+	&power_shelly,
+	&power_esphome,
+	&power_exec,
+	&power_manual,
+	&power_usb_relay,
+	&power_usb_hub,
+	&power_ykush,
+	&power_qemu,
+	NULL,
 };
-static const void *power_slots[LAB_ARRAY_SIZE(all_power) + 1];
-static struct driver_registry power_reg = {"power", all_power, LAB_ARRAY_SIZE(all_power), power_slots};
-
-const struct power_driver *const *power_driver_list(void)
-{
-	return (const struct power_driver *const *)driver_list(&power_reg);
-}
-
-const struct power_driver *power_driver_find(const char *name)
-{
-	return driver_find(&power_reg, name);
-}
 
 struct power_common {
 	char *driver;
@@ -46,23 +42,47 @@ static const struct opt power_common_opts[] = {
 	{0},
 };
 
+static const struct driver_kind power_kind = {"power", (const void *const *)power_drivers,
+					      power_common_opts};
+
+const struct power_driver *power_driver_find(const char *name)
+{
+	return driver_find(&power_kind, name);
+}
+
+int power_ops_check(const struct power_driver *d, struct lab_err *e)
+{
+	int rc = driver_check_head("power", d, POWER_OPS_VERSION, e);
+	if (!rc)
+		rc = driver_check_hook("power", d->name, d->start != NULL, "start", e);
+	return rc;
+}
+
+int power_registry_check(struct lab_err *e)
+{
+	for (size_t i = 0; power_drivers[i]; i++) {
+		int rc = power_ops_check(power_drivers[i], e);
+		if (rc)
+			return rc;
+	}
+	return LAB_OK;
+}
+
 static int power_create(struct loop *l, const char *board, const struct cfg_node *cfg, bool run_init,
 			struct power **out, struct lab_err *e)
 {
 	struct power_common pc;
 	const void *ops;
-	int rc = driver_parse_common(&power_reg, power_common_opts, cfg, &pc, &ops, e);
+	void *dcfg;
+	int rc = driver_from_cfg(&power_kind, cfg, &pc, &ops, &dcfg, e);
 	if (rc)
 		return rc;
 	const struct power_driver *d = ops;
-	void *dcfg;
-	rc = driver_parse_own(d->options, d->cfg_size, power_common_opts, cfg, &dcfg, e);
-	if (rc || !run_init) {
-		/* Failed, or only checking the options: nothing to initialise. */
-		if (!rc)
-			driver_free_own(d->options, dcfg);
+	if (!run_init) {
+		/* Only checking the options: nothing to initialise. */
+		driver_free_own(d->options, dcfg);
 		opt_free(power_common_opts, &pc);
-		return rc;
+		return LAB_OK;
 	}
 	struct power *p = xcalloc(1, sizeof *p);
 	p->drv = d;

@@ -1,6 +1,7 @@
 /*
- * power.h - power drivers: one file per driver (power_<name>.c), each
- * exporting `const struct power_driver power_<name>`, listed in power.c.
+ * power.h - power drivers: one file per driver (power/<name>.c), each
+ * exporting `const struct power_driver power_<name>`, one row in
+ * power_drivers[] (power.c).
  *
  * All operations are asynchronous on the loop: a request returns at once and
  * completes by calling power_complete() exactly once (from a loop callback,
@@ -20,14 +21,19 @@
 enum power_op { POWER_ON, POWER_OFF, POWER_CYCLE, POWER_STATE };
 enum power_state { POWER_UNKNOWN = -1, POWER_IS_OFF = 0, POWER_IS_ON = 1 };
 
+/* Bumped when struct power_driver changes; every ops table sets .version to it. */
+#define POWER_OPS_VERSION 1
+
 struct power;
 typedef void (*power_done_cb)(struct power *p, int rc, int state, const char *msg, void *arg);
 
 struct power_driver {
-	const char *name;
+	const char *name;          /* first: the registry finds drivers by it */
+	int version;               /* POWER_OPS_VERSION */
 	const char *help;
 	const struct opt *options; /* driver's own keys (besides driver/off_time) */
 	size_t cfg_size;           /* size of the struct the options fill */
+	/* Required: start.  Optional: init, fini, cancel. */
 	int (*init)(struct power *p, struct lab_err *e);
 	void (*fini)(struct power *p);
 	/* Start an operation; complete later with power_complete().  POWER_CYCLE
@@ -59,9 +65,14 @@ struct power {
 	int last_state;
 };
 
-/* The drivers built in, NULL-terminated (weakly linked: a missing file is simply absent). */
-const struct power_driver *const *power_driver_list(void);
+/* Every power driver, one row each, NULL-terminated. */
+extern const struct power_driver *const power_drivers[];
 const struct power_driver *power_driver_find(const char *name);
+/* Check one ops table (version, name, help, required hooks); the error names
+ * the driver and what is wrong. */
+int power_ops_check(const struct power_driver *d, struct lab_err *e);
+/* power_ops_check on every row of power_drivers. */
+int power_registry_check(struct lab_err *e);
 
 /* Create from a `power:` block ({driver: NAME, off_time:, timeout:, ...driver keys}). */
 int power_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct power **out,

@@ -8,9 +8,43 @@
 #include <string.h>
 #include <time.h>
 
+extern const struct report_renderer report_text, report_markdown, report_html, report_json,
+	report_csv, report_junit;
+
 const struct report_renderer *const report_renderers[] = {
-	&report_text, &report_markdown, &report_html, &report_json, &report_csv, &report_junit, NULL,
+	&report_text,
+	&report_markdown,
+	&report_html,
+	&report_json,
+	&report_csv,
+	&report_junit,
+	NULL,
 };
+
+int report_ops_check(const struct report_renderer *r, struct lab_err *e)
+{
+	if (!r->name || !r->name[0])
+		return LAB_ERR(e, LAB_EINFRA, "report renderer without a name");
+	if (r->version != REPORT_OPS_VERSION)
+		return LAB_ERR(e, LAB_EINFRA, "report renderer '%s': ops version %d, expected %d",
+			       r->name, r->version, REPORT_OPS_VERSION);
+	if (!r->ext || !r->ext[0] || !r->mime || !r->mime[0])
+		return LAB_ERR(e, LAB_EINFRA, "report renderer '%s': no file extension or MIME type",
+			       r->name);
+	if (!r->render)
+		return LAB_ERR(e, LAB_EINFRA, "report renderer '%s': no render hook", r->name);
+	return LAB_OK;
+}
+
+int report_registry_check(struct lab_err *e)
+{
+	for (size_t i = 0; report_renderers[i]; i++) {
+		int rc = report_ops_check(report_renderers[i], e);
+		if (rc)
+			return rc;
+	}
+	return LAB_OK;
+}
 
 const struct report_renderer *report_renderer_find(const char *name)
 {
@@ -367,9 +401,4 @@ const char *report_context(char *buf, size_t n, const struct compare_row *w)
 		lab_strlcat(buf, parts[i], n);
 	}
 	return buf;
-}
-
-const struct results_run *report_group_run(const struct results *r, const struct results_group *g)
-{
-	return &r->runs[g->run];
 }

@@ -6,7 +6,8 @@
  * optionally checks against a regression baseline, and gathers the summary
  * (regressions, infrastructure errors, jobs ok/failed, mode mismatches) that
  * every renderer puts at the top.  Renderers are `const struct
- * report_renderer` tables, one per file report_<name>.c, listed in report.c.
+ * report_renderer` tables, one per file report/<name>.c, one row each in
+ * report_renderers[] (report.c).
  * Library code: renderers write only to the FILE * they are given.
  */
 #ifndef EMMCLAB_REPORT_H
@@ -63,14 +64,23 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 		 struct lab_err *e);
 void report_free(struct report_model *m);
 
+/* Bumped when struct report_renderer changes; every table sets .version to it. */
+#define REPORT_OPS_VERSION 1
+
 struct report_renderer {
-	const char *name;  /* --format value */
+	const char *name;  /* --format value; first: the registry finds renderers by it */
+	int version;       /* REPORT_OPS_VERSION */
 	const char *ext;   /* file extension */
 	const char *mime;
-	int (*render)(const struct report_model *m, FILE *f, struct lab_err *e);
+	int (*render)(const struct report_model *m, FILE *f, struct lab_err *e); /* required */
 };
-extern const struct report_renderer *const report_renderers[]; /* NULL-terminated */
+/* Every renderer, one row each, NULL-terminated. */
+extern const struct report_renderer *const report_renderers[];
 const struct report_renderer *report_renderer_find(const char *name);
+/* Check one renderer table (version, name, ext, mime, render). */
+int report_ops_check(const struct report_renderer *r, struct lab_err *e);
+/* report_ops_check on every row of report_renderers. */
+int report_registry_check(struct lab_err *e);
 int report_render(const struct report_model *m, const char *format, FILE *f, struct lab_err *e);
 
 /* Build and render run_id (0: newest) into `path` atomically (tmp + rename). */
@@ -97,11 +107,6 @@ const char *report_direction_text(int direction); /* "higher is better" ... */
 size_t report_summary_lines(const struct report_model *m, char lines[][128], size_t max);
 /* Group label "part / board / kernel" skipping empty parts. */
 const char *report_context(char *buf, size_t n, const struct compare_row *w);
-/* The run a group belongs to. */
-const struct results_run *report_group_run(const struct results *r, const struct results_group *g);
-
-extern const struct report_renderer report_text, report_markdown, report_html, report_json,
-	report_csv, report_junit;
 
 /* The comparisons as a JSON array (report schema emmclab-report/1). */
 void report_json_comparisons(FILE *f, const struct compare_result *cr);

@@ -312,7 +312,7 @@ static void on_workload_done(struct board *b, int rc, enum board_fail fail, cons
 		free(m);
 		return;
 	}
-	/* The reliable-write count is part of mode verification (DESIGN.md). */
+	/* The reliable-write count is part of mode verification (docs/running.md). */
 	for (size_t i = 0; i < c->ncounters; i++) {
 		if (strcmp(c->counters[i].name, "reliable_writes") != 0)
 			continue;

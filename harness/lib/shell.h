@@ -14,7 +14,7 @@
  * exactly once, unless shell_cancel()/shell_free() come first.  One operation
  * at a time (LAB_EUSAGE when busy).
  *
- * Command wrapping (agent-contract.md):
+ * Command wrapping (docs/agent.md):
  *     echo @@BEGIN-<n>@@; <cmd>; echo @@END-<n>@@ $?
  * A BEGIN marker counts only when nothing but blanks follows it on its line,
  * an END marker only when followed by a number, so the echo of the command
@@ -62,6 +62,7 @@ struct shell *shell_new(struct loop *l, struct console *c, struct expect *x,
 			const struct shell_cfg *cfg, const char *board);
 void shell_free(struct shell *s);
 void shell_cancel(struct shell *s);
+/* An operation (attach, run, put, get) is in flight. */
 bool shell_busy(const struct shell *s);
 enum shell_fail shell_failure(const struct shell *s);
 const char *shell_errmsg(const struct shell *s);

@@ -305,7 +305,9 @@ int stats_direction(const char *metric, const char *unit)
 	return 0;
 }
 
-int stats_welch(const double *a, size_t na, const double *b, size_t nb, struct stats_welch *w)
+/* Returns 0, or -1 when undefined (n < 2 or both variances zero). */
+static int stats_welch(const double *a, size_t na, const double *b, size_t nb,
+		       struct stats_welch *w)
 {
 	w->t = w->df = w->p = NAN;
 	if (na < 2 || nb < 2 || !all_finite(a, na) || !all_finite(b, nb))

@@ -63,8 +63,6 @@ int stats_direction(const char *metric, const char *unit);
 struct stats_welch {
 	double t, df, p; /* NaN when undefined */
 };
-/* Returns 0, or -1 when undefined (n < 2 or both variances zero). */
-int stats_welch(const double *a, size_t na, const double *b, size_t nb, struct stats_welch *w);
 
 struct stats_mwu {
 	double u;   /* U of sample a: R_a - na(na+1)/2 */

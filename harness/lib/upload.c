@@ -9,6 +9,7 @@
  * (report files to send), sender.c (draining the outbox on the loop).
  */
 #include "upload.h"
+#include "driver.h"
 
 #include <string.h>
 
@@ -27,31 +28,27 @@ const struct upload_kind *upload_kind_find(const char *name)
 	return NULL;
 }
 
+DRIVER_HEAD_ASSERT(struct upload_kind);
+
 int upload_kinds_check(const struct upload_kind *const *kinds, struct lab_err *e)
 {
 	for (size_t i = 0; kinds[i]; i++) {
 		const struct upload_kind *k = kinds[i];
 		if (i >= UPLOAD_KINDS_MAX)
-			return lab_err_set(e, LAB_EUSAGE, "more than %d upload kinds: raise UPLOAD_KINDS_MAX",
-					   UPLOAD_KINDS_MAX);
-		const char *name = k->name && *k->name ? k->name : NULL;
-		if (k->version != UPLOAD_OPS_VERSION)
-			return lab_err_set(e, LAB_EUSAGE,
-					   "upload kind %s (entry %zu): ops version %d, this emmclab wants %d",
-					   name ? name : "?", i, k->version, UPLOAD_OPS_VERSION);
-		if (!name)
-			return lab_err_set(e, LAB_EUSAGE, "upload kind entry %zu: no name", i);
-		const char *missing = !k->options ? "options"
-				      : !k->help  ? "help"
-				      : !k->items ? "items"
-				      : !k->request ? "request"
-						    : NULL;
-		if (missing)
-			return lab_err_set(e, LAB_EUSAGE, "upload kind %s: required hook '%s' is NULL",
-					   name, missing);
+			return LAB_ERR(e, LAB_EINFRA, "more than %d upload kinds: raise UPLOAD_KINDS_MAX",
+				       UPLOAD_KINDS_MAX);
+		int rc = driver_check_head("upload", k, UPLOAD_OPS_VERSION, e);
+		if (!rc)
+			rc = driver_check_hook("upload", k->name, k->options != NULL, "options", e);
+		if (!rc)
+			rc = driver_check_hook("upload", k->name, k->items != NULL, "items", e);
+		if (!rc)
+			rc = driver_check_hook("upload", k->name, k->request != NULL, "request", e);
+		if (rc)
+			return rc;
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(kinds[j]->name, name) == 0)
-				return lab_err_set(e, LAB_EUSAGE, "upload kind %s: listed twice", name);
+			if (strcmp(kinds[j]->name, k->name) == 0)
+				return LAB_ERR(e, LAB_EINFRA, "upload driver '%s': listed twice", k->name);
 	}
 	return LAB_OK;
 }

@@ -187,12 +187,13 @@ struct upload_job {
 #define UPLOAD_KINDS_MAX 16
 
 struct upload_kind {
+	/* The head every driver kind shares (struct driver_head, driver.h). */
 	const char *name;
 	int version;                 /* UPLOAD_OPS_VERSION */
+	const char *help;
 	const struct opt *options;   /* the kind's keys (common keys are upload.c's) */
 	size_t cfg_size;
-	const char *help;
-	/* Required: name, options (may be empty: {0}), help, items, request. */
+	/* Required: name, help, options (may be empty: {0}), items, request. */
 	/* Check the parsed options together (optional). */
 	int (*check)(struct upload_target *t, struct lab_err *e);
 	/* The rows this target sends for a run. */

@@ -531,24 +531,11 @@ const struct usb_info *usb_dev_info(const struct usb_dev *d)
 	return &d->info;
 }
 
-libusb_device_handle *usb_dev_handle(struct usb_dev *d)
-{
-	return d->h;
-}
-
 uint8_t usb_dev_ep(const struct usb_dev *d, bool in, int type)
 {
 	for (size_t i = 0; i < d->neps; i++)
 		if (d->eps[i].type == type && !!(d->eps[i].addr & 0x80) == in)
 			return d->eps[i].addr;
-	return 0;
-}
-
-uint16_t usb_dev_ep_maxpacket(const struct usb_dev *d, uint8_t ep)
-{
-	for (size_t i = 0; i < d->neps; i++)
-		if (d->eps[i].addr == ep)
-			return d->eps[i].maxp;
 	return 0;
 }
 

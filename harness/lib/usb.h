@@ -88,10 +88,8 @@ int usb_dev_open(struct usb_ctx *u, struct usb_match *m, int iface, struct usb_d
 		 struct lab_err *e);
 void usb_dev_close(struct usb_dev *d);
 const struct usb_info *usb_dev_info(const struct usb_dev *d);
-libusb_device_handle *usb_dev_handle(struct usb_dev *d);
 /* The bulk/interrupt endpoint addresses of the claimed interface (0 if none). */
 uint8_t usb_dev_ep(const struct usb_dev *d, bool in, int type /* LIBUSB_TRANSFER_TYPE_* */);
-uint16_t usb_dev_ep_maxpacket(const struct usb_dev *d, uint8_t ep);
 
 /* Completion: status is a LIBUSB_TRANSFER_* code (COMPLETED on success);
  * data/len the bytes received (IN) or sent (OUT).  Runs on the loop. */

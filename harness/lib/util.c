@@ -24,7 +24,6 @@ const char *lab_strerror(int rc)
 	case LAB_EINFRA: return "infrastructure error";
 	case LAB_ETIMEOUT: return "timed out";
 	case LAB_EPROTO: return "protocol error";
-	case LAB_ENOTBUILT: return "not built yet";
 	default: return "unknown error";
 	}
 }
@@ -34,8 +33,7 @@ int lab_exit_code(int rc)
 	switch (rc) {
 	case LAB_OK: return 0;
 	case LAB_EFOUND: return 1;
-	case LAB_EUSAGE:
-	case LAB_ENOTBUILT: return 2;
+	case LAB_EUSAGE: return 2;
 	default: return 3;
 	}
 }

@@ -22,8 +22,7 @@ enum lab_rc {
 	LAB_EUSAGE = 2,   /* bad command line, bad configuration, bad input file */
 	LAB_EINFRA = 3,   /* infrastructure: I/O, database, device, network, board */
 	LAB_ETIMEOUT = 4, /* internal: a wait ran out (maps to exit 3) */
-	LAB_EPROTO = 5,   /* internal: a peer spoke nonsense (maps to exit 3) */
-	LAB_ENOTBUILT = 6 /* internal: capability not built yet (maps to exit 2) */
+	LAB_EPROTO = 5    /* internal: a peer spoke nonsense (maps to exit 3) */
 };
 
 const char *lab_strerror(int rc);
@@ -63,7 +62,7 @@ int lab_parse_i64(const char *s, int64_t *out);
 int lab_parse_u64(const char *s, uint64_t *out);
 int lab_parse_double(const char *s, double *out);
 
-/* Growable byte buffer with a hard cap (every buffer has one, STYLE.md). */
+/* Growable byte buffer with a hard cap. */
 struct lab_buf {
 	char *data;
 	size_t len, cap, max; /* max == 0: unlimited */

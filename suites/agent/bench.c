@@ -1,5 +1,5 @@
 /*
- * bench.c - the AndroBench-style storage workload (DOMAIN.md):
+ * bench.c - the AndroBench-style storage workload (docs/suites.md):
  *   seq write : seq_mib MiB file, req_mib MiB requests, O_DIRECT, fdatasync timed
  *   seq read  : the same file back, O_DIRECT
  *   rand read : rand_ios x 4 KiB at random aligned offsets of the first rand_mib MiB, O_DIRECT

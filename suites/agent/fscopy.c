@@ -1,5 +1,5 @@
 /*
- * fscopy.c - the published ext4 copy benchmark (DOMAIN.md): per iteration
+ * fscopy.c - the published ext4 copy benchmark (docs/suites.md): per iteration
  * mkfs.ext4, mount, copy a source tree three times, remove the three
  * copies, copy three times again, sync; wall time and per-phase times on
  * CLOCK_MONOTONIC.

@@ -37,7 +37,7 @@
 #define EXT_CSD_CMDQ_DEPTH 307
 #define EXT_CSD_CMDQ_SUPPORT 308
 
-/* MMC_RSP_SPI_R1 | MMC_RSP_R1 | MMC_CMD_ADTC (DOMAIN.md) */
+/* MMC_RSP_SPI_R1 | MMC_RSP_R1 | MMC_CMD_ADTC (the kernel's mmc core) */
 #define AGENT_MMC_FLAGS_R1_ADTC 0xB5
 #define MMC_SEND_EXT_CSD 8
 

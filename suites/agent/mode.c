@@ -1,6 +1,6 @@
 /*
  * mode.c - verify which mode of the mode table (harness/common/mode.h) the
- * running kernel is in (DOMAIN.md "Verifying a mode on the running DUT").
+ * running kernel is in (docs/running.md "Every sample is verified").
  */
 #include "agent.h"
 #include "mode.h"

@@ -1,5 +1,5 @@
 /*
- * powerfail.c - data integrity across a power cut (DOMAIN.md "Integrity").
+ * powerfail.c - data integrity across a power cut (docs/suites.md "powerfail").
  *
  * powerfail-write appends fixed-size records, each fsync'd before it is
  * acknowledged with `counter name=acked value=SEQ`; the controller cuts the

@@ -214,6 +214,7 @@ static void exec_close(struct console *c)
 
 const struct console_driver console_exec = {
 	.name = "exec",
+	.version = CONSOLE_OPS_VERSION,
 	.help = "a child process's stdio (socketpair) or a pty given to it (pty: true)",
 	.options = exec_opts,
 	.cfg_size = sizeof(struct exec_cfg),

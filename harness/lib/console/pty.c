@@ -67,6 +67,7 @@ static void pty_close(struct console *c)
 
 const struct console_driver console_pty = {
 	.name = "pty",
+	.version = CONSOLE_OPS_VERSION,
 	.help = "pseudo-terminal of a simulated board (path to /dev/pts/N or a link to it)",
 	.options = pty_opts,
 	.cfg_size = sizeof(struct pty_cfg),

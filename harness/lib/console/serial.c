@@ -170,6 +170,7 @@ static void serial_close(struct console *c)
 
 const struct console_driver console_serial = {
 	.name = "serial",
+	.version = CONSOLE_OPS_VERSION,
 	.help = "a UART through libserialport (by-id links are resolved with realpath)",
 	.options = serial_opts,
 	.cfg_size = sizeof(struct serial_cfg),

@@ -429,6 +429,7 @@ uint32_t console_tcp_comport(struct console *c, int cmd)
 
 const struct console_driver console_tcp = {
 	.name = "tcp",
+	.version = CONSOLE_OPS_VERSION,
 	.help = "TCP console server (ser2net): raw, telnet or telnet with RFC 2217",
 	.options = tcp_opts,
 	.cfg_size = sizeof(struct tcp_cfg),

@@ -126,6 +126,7 @@ static int dexec_run(struct deploy *d, const struct deploy_ctx *ctx)
 
 const struct deploy_driver deploy_exec = {
 	.name = "exec",
+	.version = DEPLOY_OPS_VERSION,
 	.help = "run a command (argv template) before power-on",
 	.options = dexec_opts,
 	.cfg_size = sizeof(struct dexec_cfg),

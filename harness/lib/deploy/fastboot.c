@@ -783,6 +783,7 @@ static int fb_run(struct deploy *d, const struct deploy_ctx *ctx)
 
 const struct deploy_driver deploy_fastboot = {
 	.name = "fastboot",
+	.version = DEPLOY_OPS_VERSION,
 	.help = "flash partitions with the fastboot protocol over USB (raw or sparse, split to fit)",
 	.options = fb_opts,
 	.cfg_size = sizeof(struct fb_cfg),

@@ -54,6 +54,7 @@ static int none_run(struct deploy *d, const struct deploy_ctx *ctx)
 
 const struct deploy_driver deploy_none = {
 	.name = "none",
+	.version = DEPLOY_OPS_VERSION,
 	.help = "nothing to deploy: boot what the board has",
 	.options = NULL,
 	.cfg_size = 0,

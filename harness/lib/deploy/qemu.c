@@ -102,6 +102,7 @@ static void dqemu_cancel(struct deploy *d)
 
 const struct deploy_driver deploy_qemu = {
 	.name = "qemu",
+	.version = DEPLOY_OPS_VERSION,
 	.help = "virtual board: hand kernel, initrd and command line to the qemu power driver",
 	.options = dqemu_opts,
 	.cfg_size = sizeof(struct dqemu_cfg),

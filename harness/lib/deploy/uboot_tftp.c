@@ -379,6 +379,7 @@ static int tftp_run(struct deploy *d, const struct deploy_ctx *ctx)
 
 const struct deploy_driver deploy_uboot_tftp = {
 	.name = "uboot-tftp",
+	.version = DEPLOY_OPS_VERSION,
 	.help = "stage kernel/initrd/DTB in a TFTP root and netboot them from U-Boot",
 	.options = tftp_opts,
 	.cfg_size = sizeof(struct tftp_cfg),

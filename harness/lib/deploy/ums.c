@@ -411,6 +411,7 @@ static int ums_run(struct deploy *d, const struct deploy_ctx *ctx)
 
 const struct deploy_driver deploy_ums = {
 	.name = "ums",
+	.version = DEPLOY_OPS_VERSION,
 	.help = "write a disk image through U-Boot's `ums` USB mass storage, verified by read-back",
 	.options = ums_opts,
 	.cfg_size = sizeof(struct ums_cfg),

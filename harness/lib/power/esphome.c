@@ -129,6 +129,7 @@ static void esphome_cancel(struct power *p)
 
 const struct power_driver power_esphome = {
 	.name = "esphome",
+	.version = POWER_OPS_VERSION,
 	.help = "an ESPHome switch over its REST API, state read back",
 	.options = esphome_opts,
 	.cfg_size = sizeof(struct esphome_cfg),

@@ -222,6 +222,7 @@ static int exec_start(struct power *p, enum power_op op)
 
 const struct power_driver power_exec = {
 	.name = "exec",
+	.version = POWER_OPS_VERSION,
 	.help = "external commands (argv, no shell) for on/off[/cycle/state]",
 	.options = exec_opts,
 	.cfg_size = sizeof(struct exec_cfg),

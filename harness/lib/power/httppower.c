@@ -105,6 +105,10 @@ static void on_done(struct http_req *r, const struct http_result *res, void *arg
 	hp->cb(hp, res);
 }
 
+/* httppower_fail on the next loop pass (from inside drv->start). */
+static void httppower_fail_later(struct httppower *hp, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 void httppower_send(struct httppower *hp, const char *what, const char *method,
 		    const char *path_query, uint64_t extra_ms, httppower_cb cb)
 {
@@ -136,7 +140,7 @@ void httppower_fail(struct httppower *hp, int rc, const char *fmt, ...)
 	power_complete(hp->p, rc, POWER_UNKNOWN, "%s: %s", hp->p->device, msg);
 }
 
-void httppower_fail_later(struct httppower *hp, int rc, const char *fmt, ...)
+static void httppower_fail_later(struct httppower *hp, int rc, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

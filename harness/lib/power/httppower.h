@@ -47,9 +47,6 @@ void httppower_cancel(struct httppower *hp);
 /* Complete the power operation with an error "<device>: <msg>" (from a loop callback). */
 void httppower_fail(struct httppower *hp, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* The same, on the next loop pass (for use inside drv->start). */
-void httppower_fail_later(struct httppower *hp, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 /* Look up a JSON scalar in res->body; on failure completes the op with a message and returns false. */
 bool httppower_json(struct httppower *hp, const struct http_result *res, const char *key,
 		    char *out, size_t outsz);

@@ -204,6 +204,7 @@ static int manual_start(struct power *p, enum power_op op)
 
 const struct power_driver power_manual = {
 	.name = "manual",
+	.version = POWER_OPS_VERSION,
 	.help = "ask the operator on the terminal to switch the power and press Enter",
 	.options = manual_opts,
 	.cfg_size = sizeof(struct manual_cfg),

@@ -128,6 +128,7 @@ static void pdu_cancel(struct power *p)
 
 const struct power_driver power_pdudaemon = {
 	.name = "pdudaemon",
+	.version = POWER_OPS_VERSION,
 	.help = "an outlet of a PDU driven by pdudaemon (HTTP listener)",
 	.options = pdu_opts,
 	.cfg_size = sizeof(struct pdu_cfg),

@@ -433,6 +433,7 @@ static void qemu_fini(struct power *p)
 
 const struct power_driver power_qemu = {
 	.name = "qemu",
+	.version = POWER_OPS_VERSION,
 	.help = "virtual board: on starts QEMU (serial on a local TCP port), off stops it",
 	.options = qemu_opts,
 	.cfg_size = sizeof(struct qemu_cfg),

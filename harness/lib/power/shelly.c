@@ -154,6 +154,7 @@ static void shelly_cancel(struct power *p)
 
 const struct power_driver power_shelly = {
 	.name = "shelly",
+	.version = POWER_OPS_VERSION,
 	.help = "a Shelly relay over HTTP (Gen1 relay/ or Gen2 rpc/Switch.*), state read back",
 	.options = shelly_opts,
 	.cfg_size = sizeof(struct shelly_cfg),

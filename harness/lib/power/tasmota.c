@@ -140,6 +140,7 @@ static void tasmota_cancel(struct power *p)
 
 const struct power_driver power_tasmota = {
 	.name = "tasmota",
+	.version = POWER_OPS_VERSION,
 	.help = "a Tasmota relay over HTTP (cm?cmnd=Power...), state read back",
 	.options = tasmota_opts,
 	.cfg_size = sizeof(struct tasmota_cfg),

@@ -469,6 +469,7 @@ static int hub_start(struct power *p, enum power_op op)
 
 const struct power_driver power_usb_hub = {
 	.name = "usb-hub",
+	.version = POWER_OPS_VERSION,
 	.help = "per-port power of a USB hub that supports it (both halves of USB3 hubs), read back",
 	.options = hub_opts,
 	.cfg_size = sizeof(struct hub_cfg),

@@ -426,6 +426,7 @@ static int relay_start(struct power *p, enum power_op op)
 
 const struct power_driver power_usb_relay = {
 	.name = "usb-relay",
+	.version = POWER_OPS_VERSION,
 	.help = "USB HID relay board: dcttech USBRelayN (state read back), LCUS, Ucreatefun",
 	.options = relay_opts,
 	.cfg_size = sizeof(struct relay_cfg),

@@ -222,6 +222,7 @@ static int yk_start(struct power *p, enum power_op op)
 
 const struct power_driver power_ykush = {
 	.name = "ykush",
+	.version = POWER_OPS_VERSION,
 	.help = "Yepkit YKUSH / YKUSH3 / YKUSH XS switchable USB hub port, read back",
 	.options = yk_opts,
 	.cfg_size = sizeof(struct yk_cfg),

@@ -50,4 +50,10 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	return LAB_OK;
 }
 
-const struct report_renderer report_csv = {"csv", "csv", "text/csv", render};
+const struct report_renderer report_csv = {
+	.name = "csv",
+	.version = REPORT_OPS_VERSION,
+	.ext = "csv",
+	.mime = "text/csv",
+	.render = render,
+};

@@ -602,4 +602,10 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	return LAB_OK;
 }
 
-const struct report_renderer report_html = {"html", "html", "text/html", render};
+const struct report_renderer report_html = {
+	.name = "html",
+	.version = REPORT_OPS_VERSION,
+	.ext = "html",
+	.mime = "text/html",
+	.render = render,
+};

@@ -191,4 +191,10 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	return LAB_OK;
 }
 
-const struct report_renderer report_json = {"json", "json", "application/json", render};
+const struct report_renderer report_json = {
+	.name = "json",
+	.version = REPORT_OPS_VERSION,
+	.ext = "json",
+	.mime = "application/json",
+	.render = render,
+};

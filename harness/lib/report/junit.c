@@ -104,4 +104,10 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	return LAB_OK;
 }
 
-const struct report_renderer report_junit = {"junit", "xml", "application/xml", render};
+const struct report_renderer report_junit = {
+	.name = "junit",
+	.version = REPORT_OPS_VERSION,
+	.ext = "xml",
+	.mime = "application/xml",
+	.render = render,
+};

@@ -129,4 +129,10 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	return LAB_OK;
 }
 
-const struct report_renderer report_markdown = {"markdown", "md", "text/markdown", render};
+const struct report_renderer report_markdown = {
+	.name = "markdown",
+	.version = REPORT_OPS_VERSION,
+	.ext = "md",
+	.mime = "text/markdown",
+	.render = render,
+};

@@ -281,4 +281,10 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	return LAB_OK;
 }
 
-const struct report_renderer report_text = {"text", "txt", "text/plain", render};
+const struct report_renderer report_text = {
+	.name = "text",
+	.version = REPORT_OPS_VERSION,
+	.ext = "txt",
+	.mime = "text/plain",
+	.render = render,
+};

@@ -1,4 +1,4 @@
-# testlib.sh - shared set-up for the simulator scenario tests
+# simlib.sh - shared set-up for the simulator scenario tests
 # (harness/tests/scenario/sim_*.sh).  Source it after `set -euo pipefail`.
 #
 # sim_setup [SIM_EXTRA_B5] [SIM_EXTRA_SPRD] [SIM_EXTRA_NOAGENT]

@@ -1,4 +1,4 @@
-# testlib.sh - shared prelude of the virtual-board scenarios
+# virtlib.sh - shared prelude of the virtual-board scenarios
 # (harness/tests/scenario/virt_*.sh).  Source it after `set -euo pipefail`.
 #
 # Sets SRC, BIN, EMMCLAB, AGENT; exits 0 with "SKIP: not installed: ..." when a

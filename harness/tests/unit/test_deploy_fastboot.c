@@ -8,9 +8,6 @@
 
 #include <fcntl.h>
 
-extern const struct deploy_driver deploy_fastboot;
-__attribute__((used)) static const void *keep = &deploy_fastboot;
-
 /* ---- the emulated fastboot device ---------------------------------------- */
 
 struct fbdev {

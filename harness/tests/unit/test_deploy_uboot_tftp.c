@@ -19,7 +19,6 @@
 #include <sys/wait.h>
 
 extern const struct deploy_driver deploy_none, deploy_exec, deploy_uboot_tftp;
-extern const struct console_driver console_pty;
 
 static char dir[] = "/tmp/emmclab-deploy-XXXXXX";
 static struct loop *L;

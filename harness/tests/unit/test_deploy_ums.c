@@ -11,9 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-extern const struct deploy_driver deploy_ums;
-__attribute__((used)) static const void *keep = &deploy_ums;
-
 struct res {
 	int done, rc;
 	char msg[700];

@@ -15,7 +15,6 @@
 #include "qemu_boot.h"
 #include "tap.h"
 
-/* strong references: the core is a static archive, the lists refer weakly */
 extern const struct power_driver power_qemu;
 extern const struct deploy_driver deploy_qemu;
 

@@ -5,9 +5,6 @@
 #include "usb.h"
 #include "usbmock.h"
 
-extern const struct power_driver power_usb_hub, power_ykush;
-__attribute__((used)) static const void *keep[] = {&power_usb_hub, &power_ykush};
-
 struct hubm {
 	uint8_t nports;
 	uint16_t chars;

@@ -7,10 +7,6 @@
 
 int board_list_usb(FILE *out, struct lab_err *e);
 
-/* Pull the driver object out of the static core archive. */
-extern const struct power_driver power_usb_relay;
-__attribute__((used)) static const void *keep = &power_usb_relay;
-
 struct dct {
 	char id[6];
 	uint8_t mask;
@@ -87,7 +83,6 @@ static struct power *mk(struct loop *l, const char *yaml, struct lab_err *e)
 int main(int argc, char **argv)
 {
 	(void)argc;
-	(void)keep;
 	mock_reexec(argv);
 	mock_start();
 	struct loop *l = loop_new();

@@ -21,15 +21,23 @@
 #define CONSOLE_READ_MAX 65536
 #define CONSOLE_CONNECT_DEFAULT_MS 10000
 
-extern const struct console_driver console_serial, console_tcp, console_pty, console_exec;
-
 DRIVER_HEAD_ASSERT(struct console_driver);
 
+/* The console drivers (console/<name>.c, each exporting console_<name>): one row
+ * each.  A new one is its file, one row here and its line in harness/CMakeLists.txt. */
+#define CONSOLE_DRIVERS(X)                                                                         \
+	X(console_serial)                                                                          \
+	X(console_tcp)                                                                             \
+	X(console_pty)                                                                             \
+	X(console_exec)
+#define X(d) extern const struct console_driver d;
+CONSOLE_DRIVERS(X)
+#undef X
+
 const struct console_driver *const console_drivers[] = {
-	&console_serial,
-	&console_tcp,
-	&console_pty,
-	&console_exec,
+#define X(d) &d,
+	CONSOLE_DRIVERS(X)
+#undef X
 	NULL,
 };
 

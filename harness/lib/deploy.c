@@ -8,18 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const struct deploy_driver deploy_none, deploy_uboot_tftp, deploy_fastboot, deploy_ums,
-	deploy_exec, deploy_qemu;
-
 DRIVER_HEAD_ASSERT(struct deploy_driver);
 
+/* The deploy methods (deploy/<name>.c, each exporting deploy_<name>): one row
+ * each.  A new one is its file, one row here and its line in harness/CMakeLists.txt. */
+#define DEPLOY_DRIVERS(X)                                                                          \
+	X(deploy_none)                                                                             \
+	X(deploy_uboot_tftp)                                                                       \
+	X(deploy_fastboot)                                                                         \
+	X(deploy_ums)                                                                              \
+	X(deploy_exec)                                                                             \
+	X(deploy_qemu)
+#define X(d) extern const struct deploy_driver d;
+DEPLOY_DRIVERS(X)
+#undef X
+
 const struct deploy_driver *const deploy_drivers[] = {
-	&deploy_none,
-	&deploy_uboot_tftp,
-	&deploy_fastboot,
-	&deploy_ums,
-	&deploy_exec,
-	&deploy_qemu,
+#define X(d) &d,
+	DEPLOY_DRIVERS(X)
+#undef X
 	NULL,
 };
 

@@ -7,22 +7,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const struct power_driver power_pdudaemon, power_tasmota, power_shelly, power_esphome,
-	power_exec, power_manual, power_usb_relay, power_usb_hub, power_ykush, power_qemu;
-
 DRIVER_HEAD_ASSERT(struct power_driver);
 
+/* The power drivers (power/<name>.c, each exporting power_<name>): one row
+ * each.  A new one is its file, one row here and its line in harness/CMakeLists.txt. */
+#define POWER_DRIVERS(X)                                                                           \
+	X(power_pdudaemon)                                                                         \
+	X(power_tasmota)                                                                           \
+	X(power_shelly)                                                                            \
+	X(power_esphome)                                                                           \
+	X(power_exec)                                                                              \
+	X(power_manual)                                                                            \
+	X(power_usb_relay)                                                                         \
+	X(power_usb_hub)                                                                           \
+	X(power_ykush)                                                                             \
+	X(power_qemu)
+#define X(d) extern const struct power_driver d;
+POWER_DRIVERS(X)
+#undef X
+
 const struct power_driver *const power_drivers[] = {
-	&power_pdudaemon,
-	&power_tasmota,
-	&power_shelly,
-	&power_esphome,
-	&power_exec,
-	&power_manual,
-	&power_usb_relay,
-	&power_usb_hub,
-	&power_ykush,
-	&power_qemu,
+#define X(d) &d,
+	POWER_DRIVERS(X)
+#undef X
 	NULL,
 };
 

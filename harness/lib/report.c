@@ -8,16 +8,23 @@
 #include <string.h>
 #include <time.h>
 
-extern const struct report_renderer report_text, report_markdown, report_html, report_json,
-	report_csv, report_junit;
+/* The report renderers (report/<format>.c, each exporting report_<format>): one row
+ * each.  A new one is its file, one row here and its line in harness/CMakeLists.txt. */
+#define REPORT_RENDERERS(X)                                                                        \
+	X(report_text)                                                                             \
+	X(report_markdown)                                                                         \
+	X(report_html)                                                                             \
+	X(report_json)                                                                             \
+	X(report_csv)                                                                              \
+	X(report_junit)
+#define X(d) extern const struct report_renderer d;
+REPORT_RENDERERS(X)
+#undef X
 
 const struct report_renderer *const report_renderers[] = {
-	&report_text,
-	&report_markdown,
-	&report_html,
-	&report_json,
-	&report_csv,
-	&report_junit,
+#define X(d) &d,
+	REPORT_RENDERERS(X)
+#undef X
 	NULL,
 };
 

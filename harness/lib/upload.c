@@ -13,10 +13,20 @@
 
 #include <string.h>
 
+/* The upload kinds (upload/<kind>.c, each exporting upload_<kind>): one row
+ * each.  A new one is its file, one row here and its line in harness/CMakeLists.txt. */
+#define UPLOAD_KINDS(X)                                                                            \
+	X(upload_squad)                                                                            \
+	X(upload_http_put)                                                                         \
+	X(upload_webhook)
+#define X(d) extern const struct upload_kind d;
+UPLOAD_KINDS(X)
+#undef X
+
 const struct upload_kind *const upload_kinds[] = {
-	&upload_squad,
-	&upload_http_put,
-	&upload_webhook,
+#define X(d) &d,
+	UPLOAD_KINDS(X)
+#undef X
 	NULL,
 };
 

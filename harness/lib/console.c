@@ -76,14 +76,14 @@ int console_ops_check(const struct console_driver *d, struct lab_err *e)
 	return rc;
 }
 
+static int console_check_one(const void *ops, struct lab_err *e)
+{
+	return console_ops_check(ops, e);
+}
+
 int console_registry_check(struct lab_err *e)
 {
-	for (size_t i = 0; console_drivers[i]; i++) {
-		int rc = console_ops_check(console_drivers[i], e);
-		if (rc)
-			return rc;
-	}
-	return LAB_OK;
+	return driver_check_list(&console_kind, console_check_one, e);
 }
 
 /* A byte queue consumed from the front without memmove per write. */

@@ -59,18 +59,18 @@ int deploy_ops_check(const struct deploy_driver *d, struct lab_err *e)
 	return rc;
 }
 
-int deploy_registry_check(struct lab_err *e)
+static int deploy_check_one(const void *ops, struct lab_err *e)
 {
-	for (size_t i = 0; deploy_drivers[i]; i++) {
-		int rc = deploy_ops_check(deploy_drivers[i], e);
-		if (rc)
-			return rc;
-	}
-	return LAB_OK;
+	return deploy_ops_check(ops, e);
 }
 
-static int deploy_create(struct loop *l, const char *board, const struct cfg_node *cfg, bool run_init,
-			 struct deploy **out, struct lab_err *e)
+int deploy_registry_check(struct lab_err *e)
+{
+	return driver_check_list(&deploy_kind, deploy_check_one, e);
+}
+
+int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct deploy **out,
+	       struct lab_err *e)
 {
 	struct deploy_common dc;
 	const void *ops;
@@ -79,12 +79,6 @@ static int deploy_create(struct loop *l, const char *board, const struct cfg_nod
 	if (rc)
 		return rc;
 	const struct deploy_driver *d = ops;
-	if (!run_init) {
-		/* Only checking the options: nothing to initialise. */
-		driver_free_own(d->options, dcfg);
-		opt_free(deploy_common_opts, &dc);
-		return LAB_OK;
-	}
 	struct deploy *dp = xcalloc(1, sizeof *dp);
 	dp->drv = d;
 	dp->loop = l;
@@ -103,15 +97,12 @@ static int deploy_create(struct loop *l, const char *board, const struct cfg_nod
 	return LAB_OK;
 }
 
-int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct deploy **out,
-	       struct lab_err *e)
-{
-	return deploy_create(l, board, cfg, true, out, e);
-}
-
 int deploy_check_cfg(const char *board, const struct cfg_node *cfg, struct lab_err *e)
 {
-	return deploy_create(NULL, board, cfg, false, NULL, e);
+	LAB_UNUSED(board);
+	struct deploy_common dc;
+	const void *ops;
+	return driver_from_cfg(&deploy_kind, cfg, &dc, &ops, NULL, e);
 }
 
 void deploy_free(struct deploy *d)

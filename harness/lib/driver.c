@@ -109,10 +109,16 @@ int driver_from_cfg(const struct driver_kind *k, const struct cfg_node *cfg, voi
 	int rc = parse_common(k, cfg, common, ops, e);
 	if (rc)
 		return rc;
-	rc = parse_own(k, head_of(*ops), cfg, own, e);
-	if (rc)
+	void *parsed = NULL;
+	rc = parse_own(k, head_of(*ops), cfg, &parsed, e);
+	if (rc || !own) {
+		if (!rc)
+			driver_free_own(head_of(*ops)->options, parsed);
 		opt_free(k->common_opts, common);
-	return rc;
+		return rc;
+	}
+	*own = parsed;
+	return LAB_OK;
 }
 
 void driver_free_own(const struct opt *options, void *cfg)
@@ -132,6 +138,17 @@ int driver_check_head(const char *kind, const void *ops, int version, struct lab
 			       h->name, h->version, version);
 	if (!h->help || !h->help[0])
 		return LAB_ERR(e, LAB_EINFRA, "%s driver '%s': no help line", kind, h->name);
+	return LAB_OK;
+}
+
+int driver_check_list(const struct driver_kind *k, int (*check)(const void *ops, struct lab_err *e),
+		      struct lab_err *e)
+{
+	for (size_t i = 0; k->list[i]; i++) {
+		int rc = check(k->list[i], e);
+		if (rc)
+			return rc;
+	}
 	return LAB_OK;
 }
 

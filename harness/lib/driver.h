@@ -46,7 +46,8 @@ const void *driver_find(const struct driver_kind *k, const char *name);
  * the ops table it names (*ops; else "unknown power driver 'x' (did you mean
  * 'y'?)" at the `driver:` node) and parse the driver's own keys into a new
  * struct (*own, freed with driver_free_own).  On error nothing is left
- * allocated; on success the caller frees `common` with opt_free(k->common_opts). */
+ * allocated; on success the caller frees `common` with opt_free(k->common_opts).
+ * With own == NULL the block is only checked: everything parsed is freed. */
 int driver_from_cfg(const struct driver_kind *k, const struct cfg_node *cfg, void *common,
 		    const void **ops, void **own, struct lab_err *e);
 void driver_free_own(const struct opt *options, void *cfg);
@@ -54,6 +55,9 @@ void driver_free_own(const struct opt *options, void *cfg);
 /* Registry checks, fio's check_engine_ops(): the head of ops (a name, the
  * expected version, a help line), then one call per required hook. */
 int driver_check_head(const char *kind, const void *ops, int version, struct lab_err *e);
+/* Every entry of k->list through the kind's check (first failure wins). */
+int driver_check_list(const struct driver_kind *k, int (*check)(const void *ops, struct lab_err *e),
+		      struct lab_err *e);
 /* "power driver 'x': no start hook" unless present (the hook is not NULL). */
 int driver_check_hook(const char *kind, const char *name, bool present, const char *hook_name,
 		      struct lab_err *e);

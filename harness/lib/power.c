@@ -65,18 +65,18 @@ int power_ops_check(const struct power_driver *d, struct lab_err *e)
 	return rc;
 }
 
-int power_registry_check(struct lab_err *e)
+static int power_check_one(const void *ops, struct lab_err *e)
 {
-	for (size_t i = 0; power_drivers[i]; i++) {
-		int rc = power_ops_check(power_drivers[i], e);
-		if (rc)
-			return rc;
-	}
-	return LAB_OK;
+	return power_ops_check(ops, e);
 }
 
-static int power_create(struct loop *l, const char *board, const struct cfg_node *cfg, bool run_init,
-			struct power **out, struct lab_err *e)
+int power_registry_check(struct lab_err *e)
+{
+	return driver_check_list(&power_kind, power_check_one, e);
+}
+
+int power_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct power **out,
+	       struct lab_err *e)
 {
 	struct power_common pc;
 	const void *ops;
@@ -85,12 +85,6 @@ static int power_create(struct loop *l, const char *board, const struct cfg_node
 	if (rc)
 		return rc;
 	const struct power_driver *d = ops;
-	if (!run_init) {
-		/* Only checking the options: nothing to initialise. */
-		driver_free_own(d->options, dcfg);
-		opt_free(power_common_opts, &pc);
-		return LAB_OK;
-	}
 	struct power *p = xcalloc(1, sizeof *p);
 	p->drv = d;
 	p->loop = l;
@@ -114,15 +108,12 @@ static int power_create(struct loop *l, const char *board, const struct cfg_node
 	return LAB_OK;
 }
 
-int power_new(struct loop *l, const char *board, const struct cfg_node *cfg, struct power **out,
-	      struct lab_err *e)
-{
-	return power_create(l, board, cfg, true, out, e);
-}
-
 int power_check_cfg(const char *board, const struct cfg_node *cfg, struct lab_err *e)
 {
-	return power_create(NULL, board, cfg, false, NULL, e);
+	LAB_UNUSED(board);
+	struct power_common pc;
+	const void *ops;
+	return driver_from_cfg(&power_kind, cfg, &pc, &ops, NULL, e);
 }
 
 void power_free(struct power *p)

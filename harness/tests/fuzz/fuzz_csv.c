@@ -1,5 +1,5 @@
 /*
- * fuzz_csv.c - libFuzzer target for the CSV importer (store_csv.c).
+ * fuzz_csv.c - libFuzzer target for the CSV importer (csv.c reads, store_import.c stores).
  *
  * Every input is parsed; a parse must never crash, leak or read out of
  * bounds.  When the parser says a file is reproducible (f->exact), the input

@@ -502,7 +502,10 @@ static void test_queries(void)
 {
 	struct lab_err e = {0};
 	struct store *s;
-	if (store_open(tpath("queries.db"), 0, &s, &e) != LAB_OK) {
+	char *path = tpath("queries.db");
+	int orc = store_open(path, 0, &s, &e);
+	free(path);
+	if (orc != LAB_OK) {
 		ok(0, "open: %s", e.msg);
 		return;
 	}

@@ -2,8 +2,9 @@
  * agent_session.c - one emmclab-agent invocation over the shell (see
  * agent_session.h).
  *
- * Lines are kept by seq until their turn: a line whose CRC failed marks its
- * seq bad, a duplicate is dropped, and delivery stops at the first gap.  When
+ * Lines are kept by seq until their turn: a line whose CRC failed only counts
+ * as seen (its seq is asked for again), a duplicate is dropped, and delivery
+ * stops at the first gap.  When
  * the shell command ends, the seqs still missing up to `done` (or past the
  * highest seen when `done` itself is missing) are asked for again with
  * `resend`, in batches of AGENT_RESEND_BATCH.
@@ -28,14 +29,12 @@ struct agent_session {
 	char *agent_path;    /* for `resend` */
 
 	char **lines;        /* by seq: raw protocol line, until delivered */
-	bool *bad;           /* seq seen with a bad CRC */
 	uint64_t nlines_cap;
 	uint64_t next_seq;   /* next seq to deliver */
 	uint64_t max_seen;
 	uint64_t done_seq;   /* 0 until the done line arrived (parsed OK) */
 	bool done_ok;
 	int resend_tries;
-	unsigned corrupt;
 	uint64_t deadline_ms;
 	char err[256];       /* the first `error` line */
 	char cmd[32];        /* the agent command asked for (hello's cmd= must match) */
@@ -50,16 +49,13 @@ static void reset(struct agent_session *s)
 		for (uint64_t i = 0; i < s->nlines_cap; i++)
 			free(s->lines[i]);
 	free(s->lines);
-	free(s->bad);
 	s->lines = NULL;
-	s->bad = NULL;
 	s->nlines_cap = 0;
 	s->next_seq = 1;
 	s->max_seen = 0;
 	s->done_seq = 0;
 	s->done_ok = false;
 	s->resend_tries = 0;
-	s->corrupt = 0;
 	s->err[0] = '\0';
 	s->seen = false;
 	s->stale = false;
@@ -91,9 +87,7 @@ static bool seq_room(struct agent_session *s, uint64_t seq)
 		while (n <= seq)
 			n *= 2;
 		s->lines = xreallocarray(s->lines, n, sizeof *s->lines);
-		s->bad = xreallocarray(s->bad, n, sizeof *s->bad);
 		memset(s->lines + s->nlines_cap, 0, (n - s->nlines_cap) * sizeof *s->lines);
-		memset(s->bad + s->nlines_cap, 0, (n - s->nlines_cap) * sizeof *s->bad);
 		s->nlines_cap = n;
 	}
 	return true;
@@ -128,35 +122,28 @@ static void on_line(struct shell *sh, const char *line, size_t len, void *arg)
 {
 	LAB_UNUSED(sh);
 	struct agent_session *s = arg;
-	if (!memmem(line, len, PROTO_MAGIC, strlen(PROTO_MAGIC)))
+	const char *m = memmem(line, len, PROTO_MAGIC, strlen(PROTO_MAGIC));
+	if (!m)
 		return;
 	s->seen = true;
 	int st = proto_parse(line, len, &s->pm);
-	if (st == PROTO_BAD_CRC && s->pm.seq > 0 && seq_room(s, s->pm.seq)) {
-		s->bad[s->pm.seq] = true;
-		if (s->pm.seq > s->max_seen)
-			s->max_seen = s->pm.seq;
-		s->corrupt++;
+	/* a bad CRC still says how far the agent got: missing() asks for it again */
+	if (st == PROTO_BAD_CRC && s->pm.seq > 0 && s->pm.seq <= AGENT_MAX_SEQ &&
+	    s->pm.seq > s->max_seen)
+		s->max_seen = s->pm.seq;
+	if (st != PROTO_OK)
 		return;
-	}
-	if (st != PROTO_OK) {
-		s->corrupt++;
-		return;
-	}
 	uint64_t seq = s->pm.seq;
 	if (!seq_room(s, seq) || seq < s->next_seq || s->lines[seq])
 		return; /* duplicate (a resend of a line we have) or absurd */
 	if (seq > s->max_seen)
 		s->max_seen = seq;
 	if (strcmp(s->pm.kind, "done") == 0) {
-		int64_t n = -1;
+		const char *status = proto_get(&s->pm, "status");
 		s->done_seq = seq;
-		s->done_ok = proto_get(&s->pm, "status") && strcmp(proto_get(&s->pm, "status"), "ok") == 0;
-		if (proto_get_i64(&s->pm, "lines", &n) == 0 && n >= 0 && (uint64_t)n + 1 != seq)
-			s->corrupt++; /* inconsistent: the missing check below decides */
+		s->done_ok = status && strcmp(status, "ok") == 0;
 	}
 	/* keep the line (without anything before the magic) until its turn */
-	const char *m = memmem(line, len, PROTO_MAGIC, strlen(PROTO_MAGIC));
 	s->lines[seq] = xstrndup(m, len - (size_t)(m - line));
 	deliver_ready(s);
 }

@@ -87,7 +87,7 @@ struct board {
 	bool offline_phase;      /* deploy before power is running */
 	bool at_uboot;           /* this attempt stopped at the U-Boot prompt */
 
-	struct agent_session *agent; /* the agent invocation in flight, if any */
+	struct agent_session *agent; /* runs board_agent's invocations, one at a time */
 };
 
 static const char *const state_names[BOARD_STATE_COUNT] = {

@@ -119,9 +119,13 @@ enum collect_note collect_msg(struct collect *c, const struct proto_msg *m, bool
 
 bool collect_is_counter(const struct proto_msg *m, const char *name, int64_t *v)
 {
+	if (strcmp(m->kind, "counter") != 0)
+		return false;
 	const char *n = proto_get(m, "name");
+	if (!n || strcmp(n, name) != 0)
+		return false;
 	*v = geti64(m, "value");
-	return strcmp(m->kind, "counter") == 0 && n && strcmp(n, name) == 0 && *v >= 0;
+	return *v >= 0;
 }
 
 int64_t collect_counter(const struct collect *c, const char *name)

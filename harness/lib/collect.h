@@ -29,7 +29,7 @@ struct collect {
 	char *strs[64]; /* strings owned for part fields */
 	size_t nstrs;
 	char kernel[128];
-	char error[256]; /* the first reason this invocation failed, "" when none */
+	char error[256]; /* why it failed: the latest error line or bad sample, "" if none */
 	double wall_time; /* the wall_time sample, -1 when none */
 };
 

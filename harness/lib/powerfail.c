@@ -2,7 +2,6 @@
 #include "powerfail.h"
 #include "util.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 static const char *const phase_names[POWERFAIL_PHASE_COUNT] = {

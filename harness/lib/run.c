@@ -953,15 +953,6 @@ static void on_budget(struct loop *l, struct loop_timer *t, void *arg)
 	logf_(r, "time budget exhausted: no new iterations are started");
 }
 
-static char *json_escape(const char *s)
-{
-	struct lab_buf b;
-	lab_buf_init(&b, 0);
-	json_buf_escape(&b, s);
-	lab_buf_append(&b, "", 0);
-	return b.data;
-}
-
 int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, struct run_result *res,
 	     struct lab_err *e)
 {
@@ -1019,21 +1010,23 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 			      rb->cfg->name, rb->cfg->name);
 		}
 	}
-	char *name = json_escape(lab->plan->name), *labname = json_escape(lab->name);
 	char host[128] = "";
 	gethostname(host, sizeof host - 1);
-	char *hostj = json_escape(host);
-	char *cfg = xasprintf("{\"plan\":\"%s\",\"lab\":\"%s\",\"boards\":%zu,\"jobs\":%zu,"
-			      "\"host\":\"%s\",\"pid\":%ld}",
-			      name, labname, r.plan->nboards, r.plan->njobs, hostj, (long)getpid());
-	free(hostj);
-	free(name);
-	free(labname);
+	struct lab_buf cfg;
+	lab_buf_init(&cfg, 0);
+	lab_buf_printf(&cfg, "{\"plan\":");
+	json_buf_str(&cfg, lab->plan->name);
+	lab_buf_printf(&cfg, ",\"lab\":");
+	json_buf_str(&cfg, lab->name);
+	lab_buf_printf(&cfg, ",\"boards\":%zu,\"jobs\":%zu,\"host\":", r.plan->nboards,
+		       r.plan->njobs);
+	json_buf_str(&cfg, host);
+	lab_buf_printf(&cfg, ",\"pid\":%ld}", (long)getpid());
 	reap_dead_runs(&r, host);
 	struct store_run_info ri = {.plan = lab->plan->name, .lab = lab->name, .source = "lab",
-				    .config_json = cfg};
+				    .config_json = lab_buf_cstr(&cfg)};
 	rc = store_run_begin(s, &ri, &res->run_id, e);
-	free(cfg);
+	lab_buf_free(&cfg);
 	if (rc)
 		goto out_boards;
 	res->jobs = (int)r.plan->njobs;

@@ -55,6 +55,7 @@ con b5 "$off5" "$on5" 'expect:Hit any key to stop autoboot:  1 ' 'send: ' 'expec
 	'send:emmclab-agent mode expect=cache-nofua-cqe\r' 'expect:mode fua=0 write_cache=1 cqe=1 cmdq_en=1 nr_tags=32 knob_fua=off knob_disable_cqe=0 mode=cache-nofua-cqe expect=cache-nofua-cqe match=1' \
 	'expect:done status=ok' \
 	'send:emmclab-agent androbench iter=2 count=1\r' 'expect:iter=2 metric=write_lat_p99.*done status=ok lines=' \
+	'send:emmclab-agent androbench iter=3 iterations=2 seed=7\r' 'expect:iter=4 metric=write_lat_p99.*done status=ok lines=' \
 	'send:emmclab-agent bogus\r' 'expect:error code=bad-command.*done status=error' \
 	'send:echo $?\r' 'expect:abc123\$ 1\r\n' \
 	'send:emmclab-agent resend 1 2\r' 'expect:@@emmclab 1 1 hello .*cmd=bogus.*@@emmclab 1 2 error' \

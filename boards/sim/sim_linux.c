@@ -1319,12 +1319,15 @@ static int sh_false(struct sim_board *b, int argc, char **argv, struct sh_io *io
 	return 1;
 }
 
-/* `command -v NAME...` is which; any other `command` runs as a program. */
+static int sh_command(struct sim_board *b, int argc, char **argv, struct sh_io *io);
+
+/* `command -v NAME...` is which; `command NAME ARGS` runs NAME (there are no
+ * shell functions to skip); a bare `command` does nothing. */
 static int sh_command_v(struct sim_board *b, int argc, char **argv, struct sh_io *io)
 {
-	if (argc > 2 && strcmp(argv[1], "-v") == 0)
+	if (argc > 1 && strcmp(argv[1], "-v") == 0)
 		return sh_which(b, argc, argv, io);
-	return sh_external(b, argc, argv, io);
+	return argc > 1 ? sh_command(b, argc - 1, argv + 1, io) : 0;
 }
 
 /* The shell's builtins and the busybox applets the controller uses: one

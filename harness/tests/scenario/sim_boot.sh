@@ -49,6 +49,7 @@ con b5 "$off5" "$on5" 'expect:Hit any key to stop autoboot:  1 ' 'send: ' 'expec
 	'send:echo @@BEGIN-2@@; cat /sys/block/mmcblk0/queue/fua /sys/block/mmcblk0/queue/write_cache /sys/block/mmcblk0/device/cmdq_en; echo @@END-2@@ $?\r' \
 	'expect:@@BEGIN-2@@\r\n0\r\nwrite back\r\n1\r\n@@END-2@@ 0' \
 	'send:echo @@BEGIN-3@@; nosuchcmd; echo @@END-3@@ $?\r' 'expect:sh: nosuchcmd: not found\r\n@@END-3@@ 127' \
+	'send:echo @@BEGIN-C@@; command echo hi; command -v emmclab-agent; echo @@END-C@@ $?\r' 'expect:@@BEGIN-C@@\r\nhi\r\n/usr/local/bin/emmclab-agent\r\n@@END-C@@ 0' \
 	'send:echo @@BEGIN-4@@; dmesg | grep -i "queue engine"; echo @@END-4@@ $?\r' 'expect:Command Queue Engine enabled\r\n@@END-4@@ 0' \
 	'send:uname -r\r' 'expect:6\.1\.0-emmclab' \
 	'send:emmclab-agent identify\r' 'expect:identity cid=13014e.* name=Q2J55L .*ext_csd=0' 'expect:done status=ok lines=2' \

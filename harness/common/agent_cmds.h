@@ -29,7 +29,8 @@
 	  "[records=N] [file=PATH] [record_size=4096]: fsync'd, CRC'd records, acked as counters") \
 	X(powerfail_check, "powerfail-check", "file acked record_size iter",                       \
 	  "[file=PATH] [acked=N]: verify every acknowledged record")                               \
-	X(fio, "fio", "job iter", "job=PATH: run fio --output-format=json and report figures")     \
+	X(fio, "fio", "job iter count",                                                            \
+	  "job=PATH [count=1]: run fio --output-format=json and report figures")                   \
 	X(parse_trace, "parse-trace", "file host",                                                 \
 	  "file=PATH [host=mmcN]: count reliable writes and flushes in a saved tracefs `trace`")
 

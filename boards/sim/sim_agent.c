@@ -6,6 +6,7 @@
  * logged (correct) line.
  */
 #include "sim_board.h"
+#include "agent_cmds.h"
 #include "mode.h"
 #include "proto.h"
 
@@ -596,35 +597,27 @@ static int cmd_resend(struct agent_run *r, int argc, char **argv)
 	return 0;
 }
 
+/* fio and parse-trace: what a board without fio or a saved trace answers. */
+static int cmd_fio(struct agent_run *r)
+{
+	emit_error(r, "no-fio", "fio is not installed on this board");
+	return -1;
+}
+
+static int cmd_parse_trace(struct agent_run *r)
+{
+	emit_error(r, "bad-command", "parse-trace is not simulated (no saved tracefs trace)");
+	return -1;
+}
+
+/* The contract's commands (harness/common/agent_cmds.h): the real agent's
+ * names and keys, a handler each. */
+#define SIM_AGENT_CMD_(id, name, keys, usage) {name, keys, cmd_##id},
 static const struct {
 	const char *name, *keys;
 	int (*run)(struct agent_run *r);
-} cmds[] = {
-	{"identify", "", cmd_identify},
-	{"mode", "expect", cmd_mode},
-	{"precondition", "passes", cmd_precondition},
-	{"androbench", "iter dir seq_mib req_mib rand_mib rand_ios count", cmd_androbench},
-	{"fscopy", "iter tree scale count seed dir", cmd_fscopy},
-	{"powerfail-write", "records file record_size iter", cmd_powerfail_write},
-	{"powerfail-check", "file acked record_size iter", cmd_powerfail_check},
-};
-
-static bool key_allowed(const char *keys, const char *kv)
-{
-	size_t kl = strcspn(kv, "=");
-	if (kv[kl] != '=')
-		return false;
-	const char *p = keys;
-	while (*p) {
-		size_t l = strcspn(p, " ");
-		if (l == kl && strncmp(p, kv, kl) == 0)
-			return true;
-		p += l;
-		while (*p == ' ')
-			p++;
-	}
-	return false;
-}
+} cmds[] = {AGENT_COMMANDS(SIM_AGENT_CMD_)};
+#undef SIM_AGENT_CMD_
 
 int sim_agent_run(struct sim_board *b, int argc, char **argv, double *t_ms, bool to_console,
 		  struct lab_buf *capture)
@@ -683,15 +676,12 @@ int sim_agent_run(struct sim_board *b, int argc, char **argv, double *t_ms, bool
 	for (size_t c = 0; c < LAB_ARRAY_SIZE(cmds); c++)
 		if (strcmp(cmds[c].name, cmd) == 0)
 			found = (int)c;
-	if (strcmp(cmd, "fio") == 0) {
-		emit_error(&r, "no-fio", "fio is not installed on this board");
-		rc = -1;
-	} else if (found < 0) {
+	if (found < 0) {
 		emit_error(&r, "bad-command", "unknown command '%s' (see --help)", cmd);
 		rc = -1;
 	} else {
 		for (int k = 0; k < r.argc; k++)
-			if (!key_allowed(cmds[found].keys, r.argv[k])) {
+			if (!agent_cmd_key_allowed(cmds[found].keys, r.argv[k])) {
 				emit_error(&r, "bad-arg", "%s: unknown argument '%s' (keys: %s)", cmd, r.argv[k],
 					   cmds[found].keys);
 				rc = -1;

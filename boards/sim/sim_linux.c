@@ -906,20 +906,26 @@ static int sh_printf(struct sim_board *b, int argc, char **argv, struct sh_io *i
 	return 0;
 }
 
+/* export and local: NAME=VALUE sets (there is one scope); a bare NAME is kept as it is. */
 static int sh_export(struct sim_board *b, int argc, char **argv, struct sh_io *io)
 {
-	const char *c = argv[0];
 	LAB_UNUSED(io);
 	for (int i = 1; i < argc; i++) {
 		char *eq = strchr(argv[i], '=');
-		if (strcmp(c, "unset") == 0) {
-			sim_kv_set(&b->vars, argv[i], NULL);
-		} else if (eq) {
+		if (eq) {
 			*eq = '\0';
 			sim_kv_set(&b->vars, argv[i], eq + 1);
 			*eq = '=';
 		}
 	}
+	return 0;
+}
+
+static int sh_unset(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	LAB_UNUSED(io);
+	for (int i = 1; i < argc; i++)
+		sim_kv_set(&b->vars, argv[i], NULL);
 	return 0;
 }
 
@@ -1231,11 +1237,11 @@ static int sh_mount(struct sim_board *b, int argc, char **argv, struct sh_io *io
 	return 0;
 }
 
-static int sh_which(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+/* The path of each of argv[first..argc); 1 when one is not found. */
+static int which_names(struct sim_board *b, int argc, char **argv, int first, struct sh_io *io)
 {
-	const char *c = argv[0];
 	int rc = 0;
-	for (int i = strcmp(c, "which") == 0 ? 1 : 2; i < argc; i++) {
+	for (int i = first; i < argc; i++) {
 		char path[512];
 		if (find_exec(b, argv[i], path, sizeof path))
 			lab_buf_printf(io->out, "%s\n", path);
@@ -1243,6 +1249,11 @@ static int sh_which(struct sim_board *b, int argc, char **argv, struct sh_io *io
 			rc = 1;
 	}
 	return rc;
+}
+
+static int sh_which(struct sim_board *b, int argc, char **argv, struct sh_io *io)
+{
+	return which_names(b, argc, argv, 1, io);
 }
 
 static int sh_poweroff(struct sim_board *b, int argc, char **argv, struct sh_io *io)
@@ -1319,12 +1330,15 @@ static int sh_false(struct sim_board *b, int argc, char **argv, struct sh_io *io
 	return 1;
 }
 
-/* `command -v NAME...` is which; any other `command` runs as a program. */
+static int sh_command(struct sim_board *b, int argc, char **argv, struct sh_io *io);
+
+/* `command -v NAME...` is which; `command NAME ARGS` runs NAME (there are no
+ * shell functions to skip); a bare `command` does nothing. */
 static int sh_command_v(struct sim_board *b, int argc, char **argv, struct sh_io *io)
 {
-	if (argc > 2 && strcmp(argv[1], "-v") == 0)
-		return sh_which(b, argc, argv, io);
-	return sh_external(b, argc, argv, io);
+	if (argc > 1 && strcmp(argv[1], "-v") == 0)
+		return which_names(b, argc, argv, 2, io);
+	return argc > 1 ? sh_command(b, argc - 1, argv + 1, io) : 0;
 }
 
 /* The shell's builtins and the busybox applets the controller uses: one
@@ -1339,7 +1353,7 @@ static const struct sh_builtin sh_builtins[] = {
 	{"echo", sh_echo},
 	{"printf", sh_printf},
 	{"export", sh_export},
-	{"unset", sh_export},
+	{"unset", sh_unset},
 	{"local", sh_export},
 	{"true", sh_true},
 	{":", sh_true},

@@ -557,7 +557,6 @@ static int cmd_dhcp(struct sim_board *b, int argc, char **argv, int depth)
 {
 	LAB_UNUSED(argc);
 	LAB_UNUSED(argv);
-	LAB_UNUSED(depth);
 	char ip[32];
 	snprintf(ip, sizeof ip, "192.168.0.%d", 40 + board_index(b) % 200);
 	sim_emit(b, 1500, "ethernet@fe300000 Waiting for PHY auto negotiation to complete. done\n"

@@ -3,6 +3,7 @@
  * resend, and the small helpers every command uses.
  */
 #include "agent.h"
+#include "agent_cmds.h"
 #include "proto.h"
 
 #include <dirent.h>
@@ -32,29 +33,11 @@ struct agent_cmd {
 	const char *usage;
 };
 
-/* One table feeds dispatch, key checking and --help. */
-static const struct agent_cmd agent_cmds[] = {
-	{ "identify", cmd_identify, "ext_csd",
-	  "CID, EXT_CSD and sysfs identity of the eMMC (ext_csd=FILE: decode a 512-byte dump)" },
-	{ "mode", cmd_mode, "expect",
-	  "verified fua / write_cache / cqe state; expect=MODE compares" },
-	{ "precondition", cmd_precondition, "passes target seed",
-	  "passes=N full-device writes of random data (target=PATH: file or block device)" },
-	{ "androbench", cmd_androbench,
-	  "iter iterations dir seq_mib req_mib rand_mib rand_ios seed count",
-	  "iter=N [iterations=1] [dir=PATH] [seq_mib=64] [req_mib=32] [rand_mib=64] "
-	  "[rand_ios=2048] [count=1]" },
-	{ "fscopy", cmd_fscopy, "iter iterations tree scale count dir target seed",
-	  "iter=N [iterations=1] [tree=synthetic|PATH] [scale=1.0] [count=1] "
-	  "[dir=PATH | target=BLOCKDEV]" },
-	{ "powerfail-write", cmd_powerfail_write, "records file record_size iter",
-	  "[records=N] [file=PATH] [record_size=4096]: fsync'd, CRC'd records, acked as counters" },
-	{ "powerfail-check", cmd_powerfail_check, "file acked record_size iter",
-	  "[file=PATH] [acked=N]: verify every acknowledged record" },
-	{ "fio", cmd_fio, "job iter", "job=PATH: run fio --output-format=json and report figures" },
-	{ "parse-trace", cmd_parse_trace, "file host",
-	  "file=PATH [host=mmcN]: count reliable writes and flushes in a saved tracefs `trace`" },
-};
+/* One table (the contract's, harness/common/agent_cmds.h) feeds dispatch,
+ * key checking and --help. */
+#define AGENT_CMD_ROW_(id, name, keys, usage) { name, cmd_##id, keys, usage },
+static const struct agent_cmd agent_cmds[] = { AGENT_COMMANDS(AGENT_CMD_ROW_) };
+#undef AGENT_CMD_ROW_
 
 #define NCMDS (sizeof(agent_cmds) / sizeof(agent_cmds[0]))
 
@@ -671,26 +654,6 @@ static void agent_usage(FILE *f)
 		AGENT_DEFAULT_LOG);
 }
 
-static int agent_key_allowed(const struct agent_cmd *c, const char *arg)
-{
-	const char *eq = strchr(arg, '='), *p = c->keys;
-	size_t kl;
-
-	if (!eq || eq == arg)
-		return 0;
-	kl = (size_t)(eq - arg);
-	while (*p) {
-		size_t l = strcspn(p, " ");
-
-		if (l == kl && strncmp(p, arg, kl) == 0)
-			return 1;
-		p += l;
-		while (*p == ' ')
-			p++;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static struct agent ag;
@@ -771,7 +734,7 @@ int main(int argc, char **argv)
 		rc = -1;
 	} else {
 		for (i = 0; i < a->nargs; i++) {
-			if (!agent_key_allowed(cmd, a->args[i])) {
+			if (!agent_cmd_key_allowed(cmd->keys, a->args[i])) {
 				agent_error(a, "bad-arg", "%s: unknown argument '%s' (keys: %s)",
 					    cmd->name, a->args[i], cmd->keys);
 				rc = -1;

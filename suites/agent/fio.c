@@ -172,10 +172,12 @@ int cmd_fio(struct agent *a)
 	static char out[4 << 20];
 	const char *job = agent_arg(a, "job");
 	char tmpl[] = "/tmp/emmclab-fio.XXXXXX", err[512], path[4096];
-	uint64_t iter;
-	int fd, st, n;
+	struct agent_count c;
+	uint64_t iter, count;
+	int fd, st, n, rc = 0;
 
-	if (agent_arg_u64(a, "iter", 1, 1, 1000000, &iter))
+	if (agent_arg_u64(a, "iter", 1, 1, 1000000, &iter) ||
+	    agent_arg_u64(a, "count", 0, 0, 1, &count))
 		return -1;
 	if (!job) {
 		agent_error(a, "bad-arg", "fio needs job=PATH");
@@ -195,6 +197,9 @@ int cmd_fio(struct agent *a)
 		return -1;
 	}
 	unlink(tmpl);
+	/* the job's files are on the eMMC: count its commands while fio runs */
+	if (count)
+		agent_count_begin(a, &c, a->device);
 	{
 		char *argv[] = { "fio", "--output-format=json", (char *)job, NULL };
 
@@ -202,14 +207,16 @@ int cmd_fio(struct agent *a)
 	}
 	if (st != 0) {
 		agent_error(a, "fio", "fio exited with %d: %s", st, err);
-		close(fd);
-		return -1;
+		rc = -1;
+	} else {
+		n = lseek(fd, 0, SEEK_SET) == 0 ? agent_read_all(fd, out, sizeof(out)) : -1;
+		if (n < 0 || agent_fio_report(a, out, (unsigned)iter) != 0) {
+			agent_error(a, "fio", "no fio JSON with jobs in the output");
+			rc = -1;
+		}
 	}
-	n = lseek(fd, 0, SEEK_SET) == 0 ? agent_read_all(fd, out, sizeof(out)) : -1;
 	close(fd);
-	if (n < 0 || agent_fio_report(a, out, (unsigned)iter) != 0) {
-		agent_error(a, "fio", "no fio JSON with jobs in the output");
-		return -1;
-	}
-	return 0;
+	if (count)
+		agent_count_end(a, &c, "fio", (unsigned)iter);
+	return rc;
 }

@@ -113,7 +113,7 @@ int cmd_mode(struct agent *a)
 	char host[32], wc[64];
 	struct klog_scan s;
 	long fua = -1, cmdq = -1, tags = -1;
-	int have_wc, cqe, m;
+	int write_back, cqe, m;
 	const char *mode;
 
 	if (expect && lab_mode_parse(expect) < 0) {
@@ -144,7 +144,9 @@ int cmd_mode(struct agent *a)
 
 	if (read_int(a, "queue/fua", &fua) != 0)
 		fua = -1;
-	have_wc = agent_readf(a, wc, sizeof(wc), "/sys/block/%s/queue/write_cache", a->device) > 0;
+	/* -1 when queue/write_cache is missing */
+	write_back = agent_readf(a, wc, sizeof(wc), "/sys/block/%s/queue/write_cache", a->device) > 0 ?
+		     strcmp(wc, "write back") == 0 : -1;
 	if (read_int(a, "device/cmdq_en", &cmdq) != 0)
 		cmdq = -1;
 	if (read_int(a, "mq/0/nr_tags", &tags) != 0)
@@ -155,16 +157,15 @@ int cmd_mode(struct agent *a)
 
 	if (fua >= 0)
 		agent_kv_add(&k, "fua", "%ld", fua);
-	if (have_wc)
-		agent_kv_add(&k, "write_cache", "%d", strcmp(wc, "write back") == 0);
+	if (write_back >= 0)
+		agent_kv_add(&k, "write_cache", "%d", write_back);
 	agent_kv_add(&k, "cqe", "%d", cqe);
 	agent_kv_add(&k, "cmdq_en", "%ld", cmdq < 0 ? 0 : cmdq);
 	if (tags >= 0)
 		agent_kv_add(&k, "nr_tags", "%ld", tags);
 	agent_knobs(a, &k);
 	/* queue/fua other than 0 or 1 is not a value we know */
-	m = lab_mode_from_verified(fua == 0 || fua == 1 ? (int)fua : -1,
-				   have_wc ? strcmp(wc, "write back") == 0 : -1, cqe);
+	m = lab_mode_from_verified(fua == 0 || fua == 1 ? (int)fua : -1, write_back, cqe);
 	mode = m >= 0 ? lab_mode_name(m) : "unknown";
 	agent_kv_add(&k, "mode", "%s", mode);
 	if (expect) {

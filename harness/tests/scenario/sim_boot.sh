@@ -49,12 +49,14 @@ con b5 "$off5" "$on5" 'expect:Hit any key to stop autoboot:  1 ' 'send: ' 'expec
 	'send:echo @@BEGIN-2@@; cat /sys/block/mmcblk0/queue/fua /sys/block/mmcblk0/queue/write_cache /sys/block/mmcblk0/device/cmdq_en; echo @@END-2@@ $?\r' \
 	'expect:@@BEGIN-2@@\r\n0\r\nwrite back\r\n1\r\n@@END-2@@ 0' \
 	'send:echo @@BEGIN-3@@; nosuchcmd; echo @@END-3@@ $?\r' 'expect:sh: nosuchcmd: not found\r\n@@END-3@@ 127' \
+	'send:echo @@BEGIN-C@@; command echo hi; command -v emmclab-agent; echo @@END-C@@ $?\r' 'expect:@@BEGIN-C@@\r\nhi\r\n/usr/local/bin/emmclab-agent\r\n@@END-C@@ 0' \
 	'send:echo @@BEGIN-4@@; dmesg | grep -i "queue engine"; echo @@END-4@@ $?\r' 'expect:Command Queue Engine enabled\r\n@@END-4@@ 0' \
 	'send:uname -r\r' 'expect:6\.1\.0-emmclab' \
 	'send:emmclab-agent identify\r' 'expect:identity cid=13014e.* name=Q2J55L .*ext_csd=0' 'expect:done status=ok lines=2' \
 	'send:emmclab-agent mode expect=cache-nofua-cqe\r' 'expect:mode fua=0 write_cache=1 cqe=1 cmdq_en=1 nr_tags=32 knob_fua=off knob_disable_cqe=0 mode=cache-nofua-cqe expect=cache-nofua-cqe match=1' \
 	'expect:done status=ok' \
 	'send:emmclab-agent androbench iter=2 count=1\r' 'expect:iter=2 metric=write_lat_p99.*done status=ok lines=' \
+	'send:emmclab-agent androbench iter=3 iterations=2 seed=7\r' 'expect:iter=4 metric=write_lat_p99.*done status=ok lines=' \
 	'send:emmclab-agent bogus\r' 'expect:error code=bad-command.*done status=error' \
 	'send:echo $?\r' 'expect:abc123\$ 1\r\n' \
 	'send:emmclab-agent resend 1 2\r' 'expect:@@emmclab 1 1 hello .*cmd=bogus.*@@emmclab 1 2 error' \

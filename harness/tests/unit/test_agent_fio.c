@@ -23,6 +23,17 @@ static void test_fio(void)
 		ok(sample(&r, "rw one.write_lat_mean", 1, "us") > 0, "write latency");
 	}
 	run_free(&r);
+	/* the controller asks every workload for counters (count=1) */
+	run_agent(&r, "--sysroot", sys_empty, "fio", jarg, "iter=2", "count=1", NULL);
+	is_int(r.bad, 0, "fio count=1: protocol");
+	ok(find_msg(&r, "error", "code", "bad-arg") == NULL, "count= is a fio key");
+	if (!find_msg(&r, "error", "code", "no-fio")) {
+		is_int(r.status, 0, "fio count=1: exit 0");
+		ok(sample(&r, "rw one.read_bw", 2, "MiB/s") > 0, "samples of iter 2");
+		ok(find_msg(&r, "error", "code", "no-tracefs") != NULL,
+		   "no tracefs in the sysroot: said, not fatal");
+	}
+	run_free(&r);
 	run_agent(&r, "fio", "job=/nonexistent.fio", NULL);
 	is_int(r.status, 1, "fio with a missing job fails");
 	run_free(&r);
@@ -31,6 +42,7 @@ static void test_fio(void)
 int main(void)
 {
 	agent_setup();
+	make_sysroot();
 	test_fio();
 	agent_cleanup();
 	return tap_done();

@@ -1,6 +1,7 @@
 /* test_agent_mode.c - emmclab-agent mode (mode.c) against a fake sysfs and
  * kernel log: the mode derived from queue/fua, write_cache, cmdq_en and the
  * CQE log line, expect=, the knobs. */
+#include "mode.h"
 #include "test_agent.h"
 
 static void set_mode_files(const char *fua, const char *wc, const char *cmdq, const char *kmsg)
@@ -79,11 +80,34 @@ static void test_mode(const char *root)
 	}
 }
 
+/* Every row of the mode table: the sysfs values it names, found and matched. */
+static void test_mode_table(const char *root)
+{
+	struct run r;
+	int m;
+
+	for (m = 0; m < MODE_COUNT; m++) {
+		const struct lab_mode_info *mi = &lab_modes[m];
+		char expect[64];
+
+		set_mode_files(mi->fua ? "1\n" : "0\n", mi->write_cache ? "write back\n" : "write through\n",
+			       mi->cqe ? "1\n" : "0\n",
+			       mi->cqe ? "mmc1: Command Queue Engine enabled\n" : "");
+		snprintf(expect, sizeof(expect), "expect=%s", mi->name);
+		run_agent(&r, "--sysroot", root, "mode", expect, NULL);
+		ok(r.bad == 0 && r.status == 0, "mode %s: protocol, exit 0", mi->name);
+		is_str(get_kv(&r, "mode", "mode"), mi->name, "derived from the row's values");
+		is_str(get_kv(&r, "mode", "match"), "1", "and matches expect=");
+		run_free(&r);
+	}
+}
+
 int main(void)
 {
 	agent_setup();
 	make_sysroot();
 	test_mode(sys_root);
+	test_mode_table(sys_root);
 	agent_cleanup();
 	return tap_done();
 }

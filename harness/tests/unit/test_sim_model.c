@@ -4,6 +4,7 @@
  * was fitted to).  If a constant of the model drifts,
  * the simulated means leave the published spread and this test fails.
  */
+#include "mode.h"
 #include "sim.h"
 #include "tap.h"
 #include "util.h"
@@ -15,12 +16,16 @@
 
 #define NSEEDS 60
 
+/* The state a mode of the mode table puts the card in. */
 static struct sim_effmode mode_of(const char *name)
 {
-	struct sim_effmode m = {.cache = true};
-	m.fua = strcmp(name, "fua") == 0 || strcmp(name, "fua-cqe") == 0;
-	m.cqe = strstr(name, "cqe") != NULL;
-	return m;
+	int i = lab_mode_parse(name);
+	if (i < 0) {
+		printf("Bail out! unknown mode %s\n", name);
+		exit(1);
+	}
+	return (struct sim_effmode){.fua = lab_modes[i].fua, .cache = lab_modes[i].write_cache,
+				    .cqe = lab_modes[i].cqe};
 }
 
 static void test_prng(void)

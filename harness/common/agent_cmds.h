@@ -1,0 +1,40 @@
+/*
+ * agent_cmds.h - the agent contract's commands (docs/agent.md): each row is
+ *   X(id, name, keys, usage)
+ * where keys are the key=value arguments the command accepts (space
+ * separated) and usage is its --help line.  emmclab-agent and the simulated
+ * agent (boards/sim/sim_agent.c) both build their command tables from it, a
+ * handler cmd_<id> each, so their names and argument checks cannot drift.
+ * `resend SEQ...` is not a row: it prints logged lines, no hello or done.
+ * Plain libc: the static agent links it.
+ */
+#ifndef EMMCLAB_AGENT_CMDS_H
+#define EMMCLAB_AGENT_CMDS_H
+
+#include <stdbool.h>
+
+#define AGENT_COMMANDS(X)                                                                          \
+	X(identify, "identify", "ext_csd",                                                         \
+	  "CID, EXT_CSD and sysfs identity of the eMMC (ext_csd=FILE: decode a 512-byte dump)")    \
+	X(mode, "mode", "expect", "verified fua / write_cache / cqe state; expect=MODE compares")  \
+	X(precondition, "precondition", "passes target seed",                                      \
+	  "passes=N full-device writes of random data (target=PATH: file or block device)")        \
+	X(androbench, "androbench", "iter iterations dir seq_mib req_mib rand_mib rand_ios seed count", \
+	  "iter=N [iterations=1] [dir=PATH] [seq_mib=64] [req_mib=32] [rand_mib=64] "              \
+	  "[rand_ios=2048] [count=1]")                                                             \
+	X(fscopy, "fscopy", "iter iterations tree scale count dir target seed",                    \
+	  "iter=N [iterations=1] [tree=synthetic|PATH] [scale=1.0] [count=1] "                     \
+	  "[dir=PATH | target=BLOCKDEV]")                                                          \
+	X(powerfail_write, "powerfail-write", "records file record_size iter",                     \
+	  "[records=N] [file=PATH] [record_size=4096]: fsync'd, CRC'd records, acked as counters") \
+	X(powerfail_check, "powerfail-check", "file acked record_size iter",                       \
+	  "[file=PATH] [acked=N]: verify every acknowledged record")                               \
+	X(fio, "fio", "job iter count",                                                            \
+	  "job=PATH [count=1]: run fio --output-format=json and report figures")                   \
+	X(parse_trace, "parse-trace", "file host",                                                 \
+	  "file=PATH [host=mmcN]: count reliable writes and flushes in a saved tracefs `trace`")
+
+/* Whether arg ("key=value") names one of keys (space separated). */
+bool agent_cmd_key_allowed(const char *keys, const char *arg);
+
+#endif

@@ -199,9 +199,9 @@ int store_pages(struct store *s, int64_t *count, int64_t *size, int64_t *free_pa
 int store_runs_running(struct store *s, const char *host,
 		       void (*cb)(int64_t run_id, int64_t pid, void *arg), void *arg,
 		       struct lab_err *e);
-/* A run whose controller died: its unfinished jobs become infra and a
- * 'controller-died' event is written (one transaction), then the run is
- * finished as aborted.  What it committed before stays. */
+/* A run whose controller died: its unfinished jobs become infra, a
+ * 'controller-died' event is written and the run is finished as aborted,
+ * in one transaction.  What it committed before stays. */
 int store_run_abort_dead(struct store *s, int64_t run_id, struct lab_err *e);
 /* Set a run's start and finish time (benchmarks back-date generated nights). */
 int store_run_set_times(struct store *s, int64_t run_id, const char *started_at,

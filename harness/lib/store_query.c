@@ -260,12 +260,14 @@ int store_run_abort_dead(struct store *s, int64_t run_id, struct lab_err *e)
 	if (!rc)
 		rc = store_event(s, run_id, 0, 0, "controller-died", NULL,
 				 "the controller of this run died; marked aborted by a later run", e);
+	/* In the same transaction: a run left 'running' with its event written
+	 * would be reaped again, and get a second event, by the next run. */
+	if (!rc)
+		rc = store_run_finish(s, run_id, "aborted", e);
 	if (!rc)
 		rc = store_commit(s, e);
 	else
 		store_rollback(s);
-	if (!rc)
-		rc = store_run_finish(s, run_id, "aborted", e);
 	return rc;
 }
 

@@ -550,7 +550,19 @@ static void test_queries(void)
 	is_int(store_table_rows(s, "no_such_table", &rows, &e), LAB_EUSAGE, "unknown table refused");
 	lab_err_clear(&e);
 
-	/* A run whose controller died: jobs infra, one event, run aborted. */
+	/* A run whose controller died: jobs infra, one event, run aborted --
+	 * all or nothing: when finishing the run fails, neither the jobs nor
+	 * the event change (else the next run reaps it again). */
+	sqlite3_exec(store_sqlite(s),
+		     "CREATE TEMP TRIGGER no_abort BEFORE UPDATE OF status ON run"
+		     " BEGIN SELECT RAISE(ABORT, 'injected'); END",
+		     NULL, NULL, NULL);
+	ok(store_run_abort_dead(s, run, &e) != LAB_OK, "abort refused when the run cannot finish");
+	lab_err_clear(&e);
+	is_int(q_int(s, "SELECT count(*) FROM job WHERE status = 'infra'"), 0, "its job unchanged");
+	is_int(q_int(s, "SELECT count(*) FROM event WHERE kind = 'controller-died'"), 0, "no event");
+	ok(!store_in_transaction(s), "no transaction left open");
+	sqlite3_exec(store_sqlite(s), "DROP TRIGGER no_abort", NULL, NULL, NULL);
 	is_int(store_run_abort_dead(s, run, &e), LAB_OK, "abort a dead run");
 	is_int(q_int(s, "SELECT count(*) FROM job WHERE status = 'infra'"), 1, "its job is infra");
 	is_int(q_int(s, "SELECT count(*) FROM event WHERE kind = 'controller-died'"), 1, "one event");

@@ -259,9 +259,8 @@ struct store_baseline {
 	int last_n;              /* 0 for run */
 	const char *set_at;      /* "" when unknown */
 };
-/* Whether run_id exists; its status copied to status (n bytes) when given. */
-int store_run_exists(struct store *s, int64_t run_id, bool *exists, char *status, size_t n,
-		     struct lab_err *e);
+/* Whether run_id exists. */
+int store_run_exists(struct store *s, int64_t run_id, bool *exists, struct lab_err *e);
 /* Insert or replace the baseline b->name (b->id ignored). */
 int store_baseline_put(struct store *s, const struct store_baseline *b, struct lab_err *e);
 /* The baseline of that name (*found false when none), or every one by name. */

@@ -12,27 +12,19 @@ static int bl_fail(struct store *s, struct lab_err *e, const char *what)
 	return lab_err_set(e, LAB_EINFRA, "baseline: %s: %s", what, sqlite3_errmsg(store_sqlite(s)));
 }
 
-int store_run_exists(struct store *s, int64_t run_id, bool *exists, char *status, size_t n,
-		     struct lab_err *e)
+int store_run_exists(struct store *s, int64_t run_id, bool *exists, struct lab_err *e)
 {
 	sqlite3_stmt *st;
 	*exists = false;
-	if (sqlite3_prepare_v2(store_sqlite(s), "SELECT status FROM run WHERE id = ?", -1, &st,
-			       NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(store_sqlite(s), "SELECT 1 FROM run WHERE id = ?", -1, &st, NULL) !=
+	    SQLITE_OK)
 		return bl_fail(s, e, "finding a run");
 	sqlite3_bind_int64(st, 1, run_id);
 	int r = sqlite3_step(st);
-	if (r == SQLITE_ROW) {
-		*exists = true;
-		if (status) {
-			const char *t = (const char *)sqlite3_column_text(st, 0);
-			lab_strlcpy(status, t ? t : "", n);
-		}
-	}
+	*exists = r == SQLITE_ROW;
+	int rc = r == SQLITE_ROW || r == SQLITE_DONE ? LAB_OK : bl_fail(s, e, "finding a run");
 	sqlite3_finalize(st);
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		return bl_fail(s, e, "finding a run");
-	return LAB_OK;
+	return rc;
 }
 
 int store_baseline_put(struct store *s, const struct store_baseline *b, struct lab_err *e)

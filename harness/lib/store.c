@@ -1100,10 +1100,15 @@ int store_snapshot(struct store *s, const char *path, struct lab_err *e)
 		goto out;
 	}
 	/* A self-contained file: no -wal beside it. */
-	sqlite3_exec(dst, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
-	sqlite3_close(dst);
+	if (sqlite3_exec(dst, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = lab_err_set(e, LAB_EINFRA, "snapshot %s: %s", tmp, sqlite3_errmsg(dst));
+		goto out;
+	}
+	int cr = sqlite3_close(dst);
 	dst = NULL;
-	if (fsync_path(tmp) < 0 || rename(tmp, path) < 0)
+	if (cr != SQLITE_OK)
+		rc = lab_err_set(e, LAB_EINFRA, "snapshot %s: %s", tmp, sqlite3_errstr(cr));
+	else if (fsync_path(tmp) < 0 || rename(tmp, path) < 0)
 		rc = lab_err_set(e, LAB_EINFRA, "snapshot %s: %s", path, strerror(errno));
 out:
 	if (dst)

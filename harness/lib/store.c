@@ -716,7 +716,8 @@ int store_kernel_upsert(struct store *s, const char *version, const char *series
 
 /* ---- runs and jobs ---------------------------------------------------------- */
 
-int store_uuid4(char out[37], struct lab_err *e)
+/* A fresh UUID v4 from /dev/urandom, 36 chars + NUL. */
+static int store_uuid4(char out[37], struct lab_err *e)
 {
 	unsigned char b[16];
 	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);

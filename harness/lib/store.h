@@ -127,8 +127,6 @@ int store_artifact(struct store *s, int64_t run_id, int64_t job_id, const char *
 /* Additions (store.c).  store_iteration_write inside store_begin/store_commit
  * uses a savepoint, so bulk writers wrap many iterations in one transaction. */
 const char *store_path(struct store *s);
-/* A fresh UUID v4 from /dev/urandom, 36 chars + NUL. */
-int store_uuid4(char out[37], struct lab_err *e);
 /* PRAGMA quick_check + foreign_key_check; each problem appended to `report`
  * (one line each, capped); *problems = count. */
 int store_check(struct store *s, struct lab_buf *report, int *problems, struct lab_err *e);

@@ -5,7 +5,6 @@
 #include "store_internal.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 int store_run_exists(struct store *s, int64_t run_id, bool *exists, struct lab_err *e)
 {

@@ -12,7 +12,7 @@ static bool run_exists(struct store *s, int64_t id)
 {
 	struct lab_err e = {0};
 	bool found = false;
-	return store_run_exists(s, id, &found, NULL, 0, &e) == LAB_OK && found;
+	return store_run_exists(s, id, &found, &e) == LAB_OK && found;
 }
 
 int baseline_set(struct store *s, const char *name, int64_t run_id, int last_n, struct lab_err *e)

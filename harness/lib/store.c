@@ -162,23 +162,30 @@ static void now_iso(char buf[32])
 	lab_utc_iso(buf, 32, (int64_t)time(NULL));
 }
 
+/* What an operator searches the log for, from a (primary or extended) code. */
+static const char *fail_hint(int code)
+{
+	int prim = code & 0xff;
+	if (prim == SQLITE_FULL)
+		return " (disk or database size limit reached)";
+	if (prim == SQLITE_READONLY)
+		return " (database is read-only)";
+	if (prim == SQLITE_BUSY)
+		return " (another process holds the database lock)";
+	return "";
+}
+
 /* Constraint failures come from the caller's data (duplicate iteration, a
  * job that does not exist): usage.  Everything else is the machine: infra. */
 int store_fail(struct store *s, struct lab_err *e, int src, const char *what)
 {
 	int prim = src & 0xff;
 	int rc = prim == SQLITE_CONSTRAINT ? LAB_EUSAGE : LAB_EINFRA;
-	const char *hint = "";
-	if (prim == SQLITE_FULL)
-		hint = " (disk or database size limit reached)";
-	else if (prim == SQLITE_READONLY)
-		hint = " (database is read-only)";
-	else if (prim == SQLITE_BUSY)
-		hint = " (another process holds the database lock)";
-	return lab_err_set(e, rc, "%s: %s: %s%s", s->path, what, sqlite3_errmsg(s->db), hint);
+	return lab_err_set(e, rc, "%s: %s: %s%s", s->path, what, sqlite3_errmsg(s->db),
+			   fail_hint(src));
 }
 
-static int exec_sql(struct store *s, const char *sql, const char *what, struct lab_err *e)
+int store_exec(struct store *s, const char *sql, const char *what, struct lab_err *e)
 {
 	int r = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 	if (r != SQLITE_OK)
@@ -224,7 +231,8 @@ sqlite3_stmt *store_prepare(struct store *s, const char *sql, struct lab_err *e)
 
 int store_fail_infra(struct store *s, struct lab_err *e, const char *what)
 {
-	return lab_err_set(e, LAB_EINFRA, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+	return lab_err_set(e, LAB_EINFRA, "%s: %s: %s%s", s->path, what, sqlite3_errmsg(s->db),
+			   fail_hint(sqlite3_errcode(s->db)));
 }
 
 int store_prepare_rc(struct store *s, const char *sql, sqlite3_stmt **q, struct lab_err *e)
@@ -408,7 +416,7 @@ int store_open(const char *path, int flags, struct store **out, struct lab_err *
 		rc = lab_err_set(e, LAB_EINFRA, "%s: database file is read-only", path);
 		goto fail;
 	}
-	if ((rc = exec_sql(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", e)))
+	if ((rc = store_exec(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", e)))
 		goto fail;
 	if (!(flags & STORE_READONLY)) {
 		sqlite3_stmt *q;
@@ -434,7 +442,7 @@ int store_open(const char *path, int flags, struct store **out, struct lab_err *
 			goto fail;
 		}
 		/* WAL + NORMAL: durable at checkpoints, never corrupt on power loss. */
-		if ((rc = exec_sql(s, "PRAGMA synchronous = NORMAL", "setting synchronous", e)))
+		if ((rc = store_exec(s, "PRAGMA synchronous = NORMAL", "setting synchronous", e)))
 			goto fail;
 	}
 	if (ver < latest && !(flags & STORE_AS_IS)) {
@@ -487,27 +495,27 @@ int store_migrate(struct store *s, int target, struct lab_err *e)
 		if (m->version <= s->version || m->version > target)
 			continue;
 		int rc, cur = 0;
-		if ((rc = exec_sql(s, "BEGIN IMMEDIATE", "starting a migration", e)))
+		if ((rc = store_exec(s, "BEGIN IMMEDIATE", "starting a migration", e)))
 			return rc;
 		/* Another process may have migrated while we waited for the lock. */
 		if ((rc = pragma_int(s, "PRAGMA user_version", &cur, e)))
 			goto undo;
 		if (cur >= m->version) {
 			s->version = cur;
-			if ((rc = exec_sql(s, "COMMIT", "committing", e)))
+			if ((rc = store_exec(s, "COMMIT", "committing", e)))
 				goto undo;
 			continue;
 		}
 		char *what = xasprintf("migration %s", m->name);
-		rc = exec_sql(s, m->sql, what, e);
+		rc = store_exec(s, m->sql, what, e);
 		free(what);
 		if (rc)
 			goto undo;
 		char pragma[96];
 		snprintf(pragma, sizeof pragma, "PRAGMA application_id = %d; PRAGMA user_version = %d",
 			 STORE_APP_ID, m->version);
-		if ((rc = exec_sql(s, pragma, "setting the schema version", e)) ||
-		    (rc = exec_sql(s, "COMMIT", "committing a migration", e)))
+		if ((rc = store_exec(s, pragma, "setting the schema version", e)) ||
+		    (rc = store_exec(s, "COMMIT", "committing a migration", e)))
 			goto undo;
 		s->version = m->version;
 		continue;
@@ -523,7 +531,7 @@ undo:
 
 int store_begin(struct store *s, struct lab_err *e)
 {
-	return exec_sql(s, "BEGIN IMMEDIATE", "begin", e);
+	return store_exec(s, "BEGIN IMMEDIATE", "begin", e);
 }
 
 int store_commit(struct store *s, struct lab_err *e)
@@ -552,7 +560,7 @@ int store_unit_begin(struct store *s, struct store_unit *u, struct lab_err *e)
 {
 	u->nested = !sqlite3_get_autocommit(s->db);
 	if (!u->nested)
-		return exec_sql(s, "BEGIN IMMEDIATE", "begin", e);
+		return store_exec(s, "BEGIN IMMEDIATE", "begin", e);
 	sqlite3_stmt *q = stmt(s, ST_SAVEPOINT, e);
 	return q ? step_done(s, q, "begin", e) : LAB_EINFRA;
 }
@@ -708,7 +716,8 @@ int store_kernel_upsert(struct store *s, const char *version, const char *series
 
 /* ---- runs and jobs ---------------------------------------------------------- */
 
-int store_uuid4(char out[37], struct lab_err *e)
+/* A fresh UUID v4 from /dev/urandom, 36 chars + NUL. */
+static int store_uuid4(char out[37], struct lab_err *e)
 {
 	unsigned char b[16];
 	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -1092,10 +1101,15 @@ int store_snapshot(struct store *s, const char *path, struct lab_err *e)
 		goto out;
 	}
 	/* A self-contained file: no -wal beside it. */
-	sqlite3_exec(dst, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
-	sqlite3_close(dst);
+	if (sqlite3_exec(dst, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = lab_err_set(e, LAB_EINFRA, "snapshot %s: %s", tmp, sqlite3_errmsg(dst));
+		goto out;
+	}
+	int cr = sqlite3_close(dst);
 	dst = NULL;
-	if (fsync_path(tmp) < 0 || rename(tmp, path) < 0)
+	if (cr != SQLITE_OK)
+		rc = lab_err_set(e, LAB_EINFRA, "snapshot %s: %s", tmp, sqlite3_errstr(cr));
+	else if (fsync_path(tmp) < 0 || rename(tmp, path) < 0)
 		rc = lab_err_set(e, LAB_EINFRA, "snapshot %s: %s", path, strerror(errno));
 out:
 	if (dst)

@@ -127,8 +127,6 @@ int store_artifact(struct store *s, int64_t run_id, int64_t job_id, const char *
 /* Additions (store.c).  store_iteration_write inside store_begin/store_commit
  * uses a savepoint, so bulk writers wrap many iterations in one transaction. */
 const char *store_path(struct store *s);
-/* A fresh UUID v4 from /dev/urandom, 36 chars + NUL. */
-int store_uuid4(char out[37], struct lab_err *e);
 /* PRAGMA quick_check + foreign_key_check; each problem appended to `report`
  * (one line each, capped); *problems = count. */
 int store_check(struct store *s, struct lab_buf *report, int *problems, struct lab_err *e);
@@ -199,9 +197,9 @@ int store_pages(struct store *s, int64_t *count, int64_t *size, int64_t *free_pa
 int store_runs_running(struct store *s, const char *host,
 		       void (*cb)(int64_t run_id, int64_t pid, void *arg), void *arg,
 		       struct lab_err *e);
-/* A run whose controller died: its unfinished jobs become infra and a
- * 'controller-died' event is written (one transaction), then the run is
- * finished as aborted.  What it committed before stays. */
+/* A run whose controller died: its unfinished jobs become infra, a
+ * 'controller-died' event is written and the run is finished as aborted,
+ * in one transaction.  What it committed before stays. */
 int store_run_abort_dead(struct store *s, int64_t run_id, struct lab_err *e);
 /* Set a run's start and finish time (benchmarks back-date generated nights). */
 int store_run_set_times(struct store *s, int64_t run_id, const char *started_at,
@@ -259,9 +257,8 @@ struct store_baseline {
 	int last_n;              /* 0 for run */
 	const char *set_at;      /* "" when unknown */
 };
-/* Whether run_id exists; its status copied to status (n bytes) when given. */
-int store_run_exists(struct store *s, int64_t run_id, bool *exists, char *status, size_t n,
-		     struct lab_err *e);
+/* Whether run_id exists. */
+int store_run_exists(struct store *s, int64_t run_id, bool *exists, struct lab_err *e);
 /* Insert or replace the baseline b->name (b->id ignored). */
 int store_baseline_put(struct store *s, const struct store_baseline *b, struct lab_err *e);
 /* The baseline of that name (*found false when none), or every one by name. */

@@ -5,45 +5,30 @@
 #include "store_internal.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-static int bl_fail(struct store *s, struct lab_err *e, const char *what)
-{
-	return lab_err_set(e, LAB_EINFRA, "baseline: %s: %s", what, sqlite3_errmsg(store_sqlite(s)));
-}
-
-int store_run_exists(struct store *s, int64_t run_id, bool *exists, char *status, size_t n,
-		     struct lab_err *e)
+int store_run_exists(struct store *s, int64_t run_id, bool *exists, struct lab_err *e)
 {
 	sqlite3_stmt *st;
 	*exists = false;
-	if (sqlite3_prepare_v2(store_sqlite(s), "SELECT status FROM run WHERE id = ?", -1, &st,
-			       NULL) != SQLITE_OK)
-		return bl_fail(s, e, "finding a run");
+	if (!(st = store_prepare(s, "SELECT 1 FROM run WHERE id = ?", e)))
+		return LAB_EINFRA;
 	sqlite3_bind_int64(st, 1, run_id);
 	int r = sqlite3_step(st);
-	if (r == SQLITE_ROW) {
-		*exists = true;
-		if (status) {
-			const char *t = (const char *)sqlite3_column_text(st, 0);
-			lab_strlcpy(status, t ? t : "", n);
-		}
-	}
+	*exists = r == SQLITE_ROW;
+	int rc = r == SQLITE_ROW || r == SQLITE_DONE ? LAB_OK : store_fail_infra(s, e, "finding a run");
 	sqlite3_finalize(st);
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		return bl_fail(s, e, "finding a run");
-	return LAB_OK;
+	return rc;
 }
 
 int store_baseline_put(struct store *s, const struct store_baseline *b, struct lab_err *e)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(store_sqlite(s),
-			       "INSERT INTO baseline (name, kind, run_id, last_n, set_at) VALUES (?, ?, ?, ?, ?) "
-			       "ON CONFLICT(name) DO UPDATE SET kind = excluded.kind, run_id = excluded.run_id, "
-			       "last_n = excluded.last_n, set_at = excluded.set_at",
-			       -1, &st, NULL) != SQLITE_OK)
-		return bl_fail(s, e, "set");
+	if (!(st = store_prepare(s,
+				 "INSERT INTO baseline (name, kind, run_id, last_n, set_at) VALUES (?, ?, ?, ?, ?) "
+				 "ON CONFLICT(name) DO UPDATE SET kind = excluded.kind, run_id = excluded.run_id, "
+				 "last_n = excluded.last_n, set_at = excluded.set_at",
+				 e)))
+		return LAB_EINFRA;
 	sqlite3_bind_text(st, 1, b->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, b->kind, -1, SQLITE_STATIC);
 	if (b->run_id > 0)
@@ -55,11 +40,9 @@ int store_baseline_put(struct store *s, const struct store_baseline *b, struct l
 	else
 		sqlite3_bind_null(st, 4);
 	sqlite3_bind_text(st, 5, b->set_at, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
+	int rc = sqlite3_step(st) == SQLITE_DONE ? LAB_OK : store_fail_infra(s, e, "setting a baseline");
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return bl_fail(s, e, "set");
-	return LAB_OK;
+	return rc;
 }
 
 static void row(sqlite3_stmt *st, struct store_baseline *b)
@@ -83,8 +66,8 @@ static int each(struct store *s, const char *sql, const char *name, const char *
 {
 	sqlite3_stmt *st;
 	*n = 0;
-	if (sqlite3_prepare_v2(store_sqlite(s), sql, -1, &st, NULL) != SQLITE_OK)
-		return bl_fail(s, e, what);
+	if (!(st = store_prepare(s, sql, e)))
+		return LAB_EINFRA;
 	if (name)
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	int rc;
@@ -94,10 +77,9 @@ static int each(struct store *s, const char *sql, const char *name, const char *
 		cb(&b, arg);
 		(*n)++;
 	}
+	rc = rc == SQLITE_DONE ? LAB_OK : store_fail_infra(s, e, what);
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return bl_fail(s, e, what);
-	return LAB_OK;
+	return rc;
 }
 
 int store_baseline_get(struct store *s, const char *name,
@@ -106,7 +88,7 @@ int store_baseline_get(struct store *s, const char *name,
 {
 	size_t n;
 	int rc = each(s, "SELECT id, name, kind, run_id, last_n, set_at FROM baseline WHERE name = ?",
-		      name, "get", cb, arg, &n, e);
+		      name, "reading a baseline", cb, arg, &n, e);
 	*found = !rc && n > 0;
 	return rc;
 }
@@ -116,7 +98,7 @@ int store_baseline_list(struct store *s, void (*cb)(const struct store_baseline 
 {
 	size_t n;
 	return each(s, "SELECT id, name, kind, run_id, last_n, set_at FROM baseline ORDER BY name",
-		    NULL, "list", cb, arg, &n, e);
+		    NULL, "listing baselines", cb, arg, &n, e);
 }
 
 int store_runs_before(struct store *s, int64_t test_run, int limit, int64_t **ids, size_t *n,
@@ -125,13 +107,13 @@ int store_runs_before(struct store *s, int64_t test_run, int limit, int64_t **id
 	sqlite3_stmt *st;
 	*ids = NULL;
 	*n = 0;
-	if (sqlite3_prepare_v2(store_sqlite(s),
-			       "SELECT id FROM run WHERE status = 'complete' AND id != ?1 AND source = "
-			       "(SELECT source FROM run WHERE id = ?1) AND (started_at < (SELECT started_at "
-			       "FROM run WHERE id = ?1) OR (started_at = (SELECT started_at FROM run WHERE "
-			       "id = ?1) AND id < ?1)) ORDER BY started_at DESC, id DESC LIMIT ?2",
-			       -1, &st, NULL) != SQLITE_OK)
-		return bl_fail(s, e, "resolving last-n");
+	if (!(st = store_prepare(s,
+				 "SELECT id FROM run WHERE status = 'complete' AND id != ?1 AND source = "
+				 "(SELECT source FROM run WHERE id = ?1) AND (started_at < (SELECT started_at "
+				 "FROM run WHERE id = ?1) OR (started_at = (SELECT started_at FROM run WHERE "
+				 "id = ?1) AND id < ?1)) ORDER BY started_at DESC, id DESC LIMIT ?2",
+				 e)))
+		return LAB_EINFRA;
 	sqlite3_bind_int64(st, 1, test_run);
 	sqlite3_bind_int(st, 2, limit);
 	int rc;
@@ -139,12 +121,14 @@ int store_runs_before(struct store *s, int64_t test_run, int limit, int64_t **id
 		*ids = xreallocarray(*ids, *n + 1, sizeof **ids);
 		(*ids)[(*n)++] = sqlite3_column_int64(st, 0);
 	}
-	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
 		free(*ids);
 		*ids = NULL;
 		*n = 0;
-		return bl_fail(s, e, "resolving last-n");
+		rc = store_fail_infra(s, e, "resolving a last-n baseline");
+	} else {
+		rc = LAB_OK;
 	}
-	return LAB_OK;
+	sqlite3_finalize(st);
+	return rc;
 }

@@ -23,9 +23,6 @@ struct store_import_opts {
 	int force; /* import a file whose sha256 is already stored */
 };
 
-/* Run id of a previous import of a file with this sha256, 0 when none. */
-int store_import_find(struct store *s, const char sha256[65], int64_t *run_id,
-		      struct lab_err *e);
 /* Store the good rows of each file as one run (source 'import:<name>'), all
  * files in one transaction.  run_ids (n entries, may be NULL) get the new ids. */
 int store_import(struct store *s, struct csv_file *const *files, size_t n,

@@ -22,8 +22,9 @@ static int step_reset(struct store *s, sqlite3_stmt *q, const char *what, struct
 	return LAB_OK;
 }
 
-int store_import_find(struct store *s, const char sha256[65], int64_t *run_id,
-		      struct lab_err *e)
+/* Run id of a previous import of a file with this sha256, 0 when none. */
+static int store_import_find(struct store *s, const char sha256[65], int64_t *run_id,
+			     struct lab_err *e)
 {
 	sqlite3_stmt *q;
 	*run_id = 0;

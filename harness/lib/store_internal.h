@@ -22,6 +22,9 @@ sqlite3 *store_sqlite(struct store *s);
  * (LAB_EUSAGE); everything else is the machine (LAB_EINFRA).  Returns the code. */
 int store_fail(struct store *s, struct lab_err *e, int src, const char *what);
 
+/* sqlite3_exec(sql) with the error set by store_fail(). */
+int store_exec(struct store *s, const char *sql, const char *what, struct lab_err *e);
+
 /* sqlite3_bind_text with SQLITE_TRANSIENT, NULL bound as NULL. */
 void store_bind_text(sqlite3_stmt *q, int i, const char *v);
 
@@ -29,8 +32,9 @@ void store_bind_text(sqlite3_stmt *q, int i, const char *v);
 sqlite3_stmt *store_prepare(struct store *s, const char *sql, struct lab_err *e);
 /* The same as a return code (*q NULL on failure), for bulk readers and writers. */
 int store_prepare_rc(struct store *s, const char *sql, sqlite3_stmt **q, struct lab_err *e);
-/* LAB_EINFRA "path: what: message" from the connection, whatever the cause
- * (import and export: a constraint failure there is the machine's, not the data's). */
+/* LAB_EINFRA "path: what: message (hint)" from the connection, whatever the
+ * cause (import, export, the outbox: a constraint failure there is the
+ * machine's, not the data's). */
 int store_fail_infra(struct store *s, struct lab_err *e, const char *what);
 
 #endif

@@ -11,14 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int exec_sql(struct store *s, const char *sql, const char *what, struct lab_err *e)
-{
-	int r = sqlite3_exec(store_sqlite(s), sql, NULL, NULL, NULL);
-	if (r != SQLITE_OK)
-		return store_fail(s, e, r, what);
-	return LAB_OK;
-}
-
 struct merge {
 	struct store *s;
 	struct lab_err *e;
@@ -240,7 +232,7 @@ int store_merge(struct store *s, const char *src_path, int *copied, int *skipped
 	sqlite3_finalize(q);
 	if (r != SQLITE_DONE)
 		return store_fail(s, e, r, "attaching the source database");
-	rc = exec_sql(s,
+	rc = store_exec(s,
 		      "CREATE TEMP TABLE IF NOT EXISTS m_part (old INTEGER PRIMARY KEY, new INTEGER);"
 		      "CREATE TEMP TABLE IF NOT EXISTS m_board (old INTEGER PRIMARY KEY, new INTEGER);"
 		      "CREATE TEMP TABLE IF NOT EXISTS m_kernel (old INTEGER PRIMARY KEY, new INTEGER);"

@@ -6,25 +6,6 @@
 
 #include <string.h>
 
-/* "disk or database full" is what an operator searches the log for. */
-static int ob_fail(struct store *s, struct lab_err *e, const char *what)
-{
-	sqlite3 *db = store_sqlite(s);
-	int code = sqlite3_errcode(db);
-	return lab_err_set(e, LAB_EINFRA, "%s: %s: %s%s", store_path(s), what, sqlite3_errmsg(db),
-			   code == SQLITE_FULL ? " (disk or database full)" : "");
-}
-
-static sqlite3_stmt *prep(struct store *s, const char *sql, struct lab_err *e)
-{
-	sqlite3_stmt *q = NULL;
-	if (sqlite3_prepare_v2(store_sqlite(s), sql, -1, &q, NULL) != SQLITE_OK) {
-		ob_fail(s, e, "prepare");
-		return NULL;
-	}
-	return q;
-}
-
 static const char *col_str(sqlite3_stmt *q, int i)
 {
 	const char *t = (const char *)sqlite3_column_text(q, i);
@@ -35,7 +16,7 @@ int store_outbox_add(struct store *s, int64_t run_id, const char *target, const 
 		     const char *idem_key, const char *next_at, const char *created_at,
 		     const char *spec, const char *item, struct lab_err *e)
 {
-	sqlite3_stmt *q = prep(s,
+	sqlite3_stmt *q = store_prepare(s,
 			       "INSERT INTO upload (run_id, target, kind, idem_key, state, attempts,"
 			       " next_at, created_at, spec, item) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)"
 			       " ON CONFLICT (target, idem_key) DO NOTHING",
@@ -50,7 +31,7 @@ int store_outbox_add(struct store *s, int64_t run_id, const char *target, const 
 	store_bind_text(q, 6, created_at);
 	store_bind_text(q, 7, spec);
 	store_bind_text(q, 8, item);
-	int rc = sqlite3_step(q) == SQLITE_DONE ? LAB_OK : ob_fail(s, e, "queueing an upload");
+	int rc = sqlite3_step(q) == SQLITE_DONE ? LAB_OK : store_fail_infra(s, e, "queueing an upload");
 	sqlite3_finalize(q);
 	return rc;
 }
@@ -58,7 +39,7 @@ int store_outbox_add(struct store *s, int64_t run_id, const char *target, const 
 int store_outbox_requeue(struct store *s, int64_t run_id, const char *target, const char *next_at,
 			 int *changed, struct lab_err *e)
 {
-	sqlite3_stmt *q = prep(s,
+	sqlite3_stmt *q = store_prepare(s,
 			       "UPDATE upload SET state = 'pending', attempts = 0, next_at = ?1,"
 			       " last_error = NULL WHERE run_id = ?2 AND (?3 IS NULL OR target = ?3)",
 			       e);
@@ -69,7 +50,7 @@ int store_outbox_requeue(struct store *s, int64_t run_id, const char *target, co
 	store_bind_text(q, 3, target);
 	int rc = LAB_OK;
 	if (sqlite3_step(q) != SQLITE_DONE)
-		rc = ob_fail(s, e, "re-queueing");
+		rc = store_fail_infra(s, e, "re-queueing");
 	else
 		*changed += sqlite3_changes(store_sqlite(s));
 	sqlite3_finalize(q);
@@ -102,7 +83,7 @@ int store_outbox_list(struct store *s, int64_t run_id, bool all,
 		      void (*cb)(const struct store_outbox_row *r, void *arg), void *arg,
 		      struct lab_err *e)
 {
-	sqlite3_stmt *q = prep(s,
+	sqlite3_stmt *q = store_prepare(s,
 			       "SELECT " ROW_COLS " FROM upload u JOIN run r ON r.id = u.run_id"
 			       " WHERE (?1 = 0 OR u.run_id = ?1) AND (?2 OR u.state <> 'sent') ORDER BY u.id",
 			       e);
@@ -116,17 +97,16 @@ int store_outbox_list(struct store *s, int64_t run_id, bool all,
 		row_from(q, &r);
 		cb(&r, arg);
 	}
+	int rc = st == SQLITE_DONE ? LAB_OK : store_fail_infra(s, e, "listing uploads");
 	sqlite3_finalize(q);
-	if (st != SQLITE_DONE)
-		return ob_fail(s, e, "listing uploads");
-	return LAB_OK;
+	return rc;
 }
 
 int store_outbox_pending(struct store *s, int64_t run_id, bool failed_too,
 			 bool (*cb)(const struct store_outbox_row *r, void *arg), void *arg,
 			 struct lab_err *e)
 {
-	sqlite3_stmt *q = prep(s,
+	sqlite3_stmt *q = store_prepare(s,
 			       "SELECT " ROW_COLS " FROM upload u JOIN run r ON r.id = u.run_id"
 			       " WHERE (u.state = 'pending' OR (?2 AND u.state = 'failed'))"
 			       " AND (?1 = 0 OR u.run_id = ?1) ORDER BY u.id",
@@ -144,16 +124,15 @@ int store_outbox_pending(struct store *s, int64_t run_id, bool failed_too,
 			break;
 		}
 	}
+	int rc = st == SQLITE_DONE ? LAB_OK : store_fail_infra(s, e, "reading the outbox");
 	sqlite3_finalize(q);
-	if (st != SQLITE_DONE)
-		return ob_fail(s, e, "reading the outbox");
-	return LAB_OK;
+	return rc;
 }
 
 int store_outbox_charge(struct store *s, int64_t id, int64_t attempts, const char *next_at,
 			struct lab_err *e)
 {
-	sqlite3_stmt *q = prep(s,
+	sqlite3_stmt *q = store_prepare(s,
 			       "UPDATE upload SET attempts = ?2, next_at = ?3,"
 			       " state = CASE state WHEN 'failed' THEN 'pending' ELSE state END WHERE id = ?1",
 			       e);
@@ -162,7 +141,7 @@ int store_outbox_charge(struct store *s, int64_t id, int64_t attempts, const cha
 	sqlite3_bind_int64(q, 1, id);
 	sqlite3_bind_int64(q, 2, attempts);
 	store_bind_text(q, 3, next_at);
-	int rc = sqlite3_step(q) == SQLITE_DONE ? LAB_OK : ob_fail(s, e, "charging an upload attempt");
+	int rc = sqlite3_step(q) == SQLITE_DONE ? LAB_OK : store_fail_infra(s, e, "charging an upload attempt");
 	sqlite3_finalize(q);
 	return rc;
 }
@@ -171,7 +150,7 @@ int store_outbox_record(struct store *s, int64_t id, const char *state, const ch
 			const char *last_error, struct lab_err *e)
 {
 	bool sent = strcmp(state, "sent") == 0;
-	sqlite3_stmt *q = prep(s,
+	sqlite3_stmt *q = store_prepare(s,
 			       sent ? "UPDATE upload SET state = 'sent', sent_at = ?2, next_at = NULL,"
 				      " last_error = NULL WHERE id = ?1"
 				    : "UPDATE upload SET state = ?3, last_error = ?4, next_at = CASE ?3"
@@ -186,7 +165,7 @@ int store_outbox_record(struct store *s, int64_t id, const char *state, const ch
 		store_bind_text(q, 3, state);
 		store_bind_text(q, 4, last_error);
 	}
-	int rc = sqlite3_step(q) == SQLITE_DONE ? LAB_OK : ob_fail(s, e, "recording an upload");
+	int rc = sqlite3_step(q) == SQLITE_DONE ? LAB_OK : store_fail_infra(s, e, "recording an upload");
 	sqlite3_finalize(q);
 	return rc;
 }
@@ -194,15 +173,15 @@ int store_outbox_record(struct store *s, int64_t id, const char *state, const ch
 int store_outbox_is_sent(struct store *s, int64_t id, bool *sent, struct lab_err *e)
 {
 	*sent = false;
-	sqlite3_stmt *q = prep(s, "SELECT state FROM upload WHERE id = ?", e);
+	sqlite3_stmt *q = store_prepare(s, "SELECT state FROM upload WHERE id = ?", e);
 	if (!q)
 		return LAB_EINFRA;
 	sqlite3_bind_int64(q, 1, id);
 	int st = sqlite3_step(q);
 	if (st == SQLITE_ROW)
 		*sent = strcmp(col_str(q, 0), "sent") == 0;
+	int rc = st == SQLITE_ROW || st == SQLITE_DONE ? LAB_OK
+						      : store_fail_infra(s, e, "reading the outbox");
 	sqlite3_finalize(q);
-	if (st != SQLITE_ROW && st != SQLITE_DONE)
-		return ob_fail(s, e, "reading the outbox");
-	return LAB_OK;
+	return rc;
 }

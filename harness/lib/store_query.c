@@ -260,12 +260,14 @@ int store_run_abort_dead(struct store *s, int64_t run_id, struct lab_err *e)
 	if (!rc)
 		rc = store_event(s, run_id, 0, 0, "controller-died", NULL,
 				 "the controller of this run died; marked aborted by a later run", e);
+	/* In the same transaction: a run left 'running' with its event written
+	 * would be reaped again, and get a second event, by the next run. */
+	if (!rc)
+		rc = store_run_finish(s, run_id, "aborted", e);
 	if (!rc)
 		rc = store_commit(s, e);
 	else
 		store_rollback(s);
-	if (!rc)
-		rc = store_run_finish(s, run_id, "aborted", e);
 	return rc;
 }
 
@@ -393,47 +395,34 @@ int store_job_transcripts(struct store *s, int64_t run_id, int64_t job_id, int64
 	return finish(s, q, r, "reading transcripts", e);
 }
 
-static int count1(struct store *s, const char *sql, int64_t run_id, int64_t *v, struct lab_err *e)
+int store_run_counts(struct store *s, int64_t run_id, struct store_run_counts *c,
+		     struct lab_err *e)
 {
-	*v = 0;
-	sqlite3_stmt *q = store_prepare(s, sql, e);
+	memset(c, 0, sizeof *c);
+	sqlite3_stmt *q = store_prepare(
+		s,
+		"SELECT count(*), COALESCE(sum(status = 'ok'), 0), COALESCE(sum(status = 'infra'), 0),"
+		" COALESCE(sum(status = 'mode-mismatch'), 0), COALESCE(sum(status = 'skipped'), 0),"
+		" (SELECT count(*) FROM sample sm JOIN iteration i ON i.id = sm.iteration_id"
+		"  JOIN job jb ON jb.id = i.job_id WHERE jb.run_id = ?1),"
+		" (SELECT count(*) FROM event WHERE run_id = ?1 AND kind <> 'info')"
+		" FROM job WHERE run_id = ?1",
+		e);
 	if (!q)
 		return LAB_EINFRA;
 	sqlite3_bind_int64(q, 1, run_id);
 	int r = sqlite3_step(q);
 	if (r == SQLITE_ROW) {
-		*v = sqlite3_column_int64(q, 0);
+		c->jobs = sqlite3_column_int64(q, 0);
+		c->ok = sqlite3_column_int64(q, 1);
+		c->infra = sqlite3_column_int64(q, 2);
+		c->mismatch = sqlite3_column_int64(q, 3);
+		c->skipped = sqlite3_column_int64(q, 4);
+		c->samples = sqlite3_column_int64(q, 5);
+		c->infra_events = sqlite3_column_int64(q, 6);
 		r = SQLITE_DONE;
 	}
 	return finish(s, q, r, "counting", e);
-}
-
-int store_run_counts(struct store *s, int64_t run_id, struct store_run_counts *c,
-		     struct lab_err *e)
-{
-	memset(c, 0, sizeof *c);
-	int rc = count1(s, "SELECT count(*) FROM job WHERE run_id = ?", run_id, &c->jobs, e);
-	if (!rc)
-		rc = count1(s, "SELECT count(*) FROM job WHERE run_id = ? AND status = 'ok'", run_id,
-			    &c->ok, e);
-	if (!rc)
-		rc = count1(s, "SELECT count(*) FROM job WHERE run_id = ? AND status = 'infra'", run_id,
-			    &c->infra, e);
-	if (!rc)
-		rc = count1(s, "SELECT count(*) FROM job WHERE run_id = ? AND status = 'mode-mismatch'",
-			    run_id, &c->mismatch, e);
-	if (!rc)
-		rc = count1(s, "SELECT count(*) FROM job WHERE run_id = ? AND status = 'skipped'",
-			    run_id, &c->skipped, e);
-	if (!rc)
-		rc = count1(s,
-			    "SELECT count(*) FROM sample sm JOIN iteration i ON i.id = sm.iteration_id"
-			    " JOIN job jb ON jb.id = i.job_id WHERE jb.run_id = ?",
-			    run_id, &c->samples, e);
-	if (!rc)
-		rc = count1(s, "SELECT count(*) FROM event WHERE run_id = ? AND kind <> 'info'", run_id,
-			    &c->infra_events, e);
-	return rc;
 }
 
 int store_run_names(struct store *s, int64_t run_id, enum store_run_names which,

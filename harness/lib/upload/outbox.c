@@ -103,6 +103,17 @@ static int enqueue_targets(struct store *s, const struct upload_run *run,
 	return rc;
 }
 
+/* The rows of run_id for targets already parsed, in the open transaction. */
+static int enqueue_parsed(struct store *s, int64_t run_id, const struct upload_targets *tl,
+			  struct lab_err *e)
+{
+	struct upload_run run;
+	int rc = LAB_OK;
+	if (tl->n && !(rc = upload_run_load(s, run_id, &run, e)))
+		rc = enqueue_targets(s, &run, tl, e);
+	return rc;
+}
+
 int upload_enqueue_run_tx(struct store *s, int64_t run_id, const struct cfg_node *targets,
 			  struct lab_err *e)
 {
@@ -113,9 +124,7 @@ int upload_enqueue_run_tx(struct store *s, int64_t run_id, const struct cfg_node
 	int rc = upload_targets_parse(targets, &tl, e);
 	if (rc)
 		return rc;
-	struct upload_run run;
-	if (tl.n && !(rc = upload_run_load(s, run_id, &run, e)))
-		rc = enqueue_targets(s, &run, &tl, e);
+	rc = enqueue_parsed(s, run_id, &tl, e);
 	upload_targets_free(&tl);
 	return rc;
 }
@@ -135,23 +144,27 @@ int upload_finish_run(struct store *s, int64_t run_id, const char *status,
 		      const struct cfg_node *targets, struct lab_err *e)
 {
 	struct lab_err cfg_e = {0};
-	int cfg_rc = upload_check_targets(targets, &cfg_e);
+	struct upload_targets tl; /* parsed once: checked here, queued below */
+	int cfg_rc = upload_targets_parse(targets, &tl, &cfg_e);
 	int rc = store_begin(s, e);
+	if (!rc) {
+		rc = store_run_finish(s, run_id, status, e);
+		if (!rc && !cfg_rc)
+			rc = enqueue_parsed(s, run_id, &tl, e);
+		if (!rc)
+			rc = store_commit(s, e);
+		else
+			store_rollback(s);
+	}
+	upload_targets_free(&tl);
 	if (rc)
 		return rc;
-	rc = store_run_finish(s, run_id, status, e);
-	if (!rc && !cfg_rc)
-		rc = upload_enqueue_run_tx(s, run_id, targets, e);
-	if (!rc)
-		rc = store_commit(s, e);
-	else
-		store_rollback(s);
-	if (!rc && cfg_rc) {
+	if (cfg_rc) {
 		/* The run is finished and its results safe; only the uploads are missing. */
 		*e = cfg_e;
 		return cfg_rc;
 	}
-	return rc;
+	return LAB_OK;
 }
 
 int upload_requeue_run(struct store *s, int64_t run_id, const struct cfg_node *targets, int *n,

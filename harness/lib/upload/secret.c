@@ -50,7 +50,9 @@ int upload_secret_env(const char *name, char **out, struct lab_err *e)
 int upload_secret_file(const char *path, char **out, struct lab_err *e)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: opening a FIFO (or a device) must not wait on the loop; a
+	 * regular file reads the same with it, anything else is refused below. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return lab_err_set(e, LAB_EUSAGE, "secret file %s: %s", path, strerror(errno));
 	struct stat st;

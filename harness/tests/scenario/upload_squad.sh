@@ -103,9 +103,16 @@ grep -q '"action": "hang:2.5"' log.jsonl || fail "no hang happened"
 grep -q 'There is already a test run with job_id' log.jsonl || fail "the hung submission was not re-sent"
 grep -q "no answer within 1000 ms" out3.txt || fail "timeout not reported: $(cat out3.txt)"
 
-python3 - store.jsonl "$(cat server.tok)" <<'PY' || fail "receiver contents"
+# The webhook's counts are the run's (store_run_counts).
+counts=$(sqlite3 "$db" "SELECT (SELECT count(*) FROM job WHERE run_id = 1 AND status = 'ok'),
+	(SELECT count(*) FROM job WHERE run_id = 1 AND status = 'infra'),
+	(SELECT count(*) FROM sample sm JOIN iteration i ON i.id = sm.iteration_id
+	 JOIN job j ON j.id = i.job_id WHERE j.run_id = 1),
+	(SELECT count(*) FROM event WHERE run_id = 1 AND kind <> 'info')")
+python3 - store.jsonl "$(cat server.tok)" "$counts" <<'PY' || fail "receiver contents"
 import json, sys, collections
 recs = [json.loads(l) for l in open(sys.argv[1])]
+want = [int(v) for v in sys.argv[3].split("|")]
 squad = [r for r in recs if r["kind"] == "squad"]
 ids = collections.Counter(r["job_id"] for r in squad)
 assert len(ids) == 5 and set(ids.values()) == {1}, "each of 5 test runs exactly once: %r" % ids
@@ -118,6 +125,9 @@ for r in squad:
         assert k.startswith("fscopy/") and m["unit"] == "s" and len(m["value"]) == 5, (k, m)
 hooks = [r for r in recs if r["kind"] == "hook"]
 assert len({h["key"] for h in hooks}) == 1 and hooks[0]["doc"]["jobs"]["total"] == 12, hooks
+doc = hooks[0]["doc"]
+got = [doc["jobs"]["ok"], doc["jobs"]["infra"], doc["samples"], doc["infra_events"]]
+assert got == want and doc["samples"] > 0, (got, want)
 puts = {r["path"] for r in recs if r["kind"] == "put"}
 assert len(puts) == 4 and all(p.count("/") == 2 for p in puts), puts
 PY

@@ -544,13 +544,34 @@ static void test_queries(void)
 	is_int(store_run_counts(s, run, &c, &e), LAB_OK, "run counts");
 	is_int(c.jobs, 1, "one job");
 	is_int(c.infra_events, 1, "the run's non-info events counted (the release has no run)");
+	is_int(q_int(s, "SELECT count(*) FROM run"), 1, "one run, so the counts below are its own");
+	is_int(c.ok, q_int(s, "SELECT count(*) FROM job WHERE status = 'ok'"), "ok jobs counted");
+	is_int(c.infra, q_int(s, "SELECT count(*) FROM job WHERE status = 'infra'"), "infra jobs");
+	is_int(c.mismatch, 0, "no mismatched job");
+	is_int(c.skipped, 0, "no skipped job");
+	is_int(c.samples, q_int(s, "SELECT count(*) FROM sample"), "samples counted");
+	struct store_run_counts none;
+	is_int(store_run_counts(s, run + 1000, &none, &e), LAB_OK, "counts of an unknown run");
+	is_int(none.jobs + none.ok + none.samples + none.infra_events, 0, "all zero");
 	int64_t rows = 0;
 	is_int(store_table_rows(s, "job", &rows, &e), LAB_OK, "rows of a table");
 	is_int(rows, 1, "one job row");
 	is_int(store_table_rows(s, "no_such_table", &rows, &e), LAB_EUSAGE, "unknown table refused");
 	lab_err_clear(&e);
 
-	/* A run whose controller died: jobs infra, one event, run aborted. */
+	/* A run whose controller died: jobs infra, one event, run aborted --
+	 * all or nothing: when finishing the run fails, neither the jobs nor
+	 * the event change (else the next run reaps it again). */
+	sqlite3_exec(store_sqlite(s),
+		     "CREATE TEMP TRIGGER no_abort BEFORE UPDATE OF status ON run"
+		     " BEGIN SELECT RAISE(ABORT, 'injected'); END",
+		     NULL, NULL, NULL);
+	ok(store_run_abort_dead(s, run, &e) != LAB_OK, "abort refused when the run cannot finish");
+	lab_err_clear(&e);
+	is_int(q_int(s, "SELECT count(*) FROM job WHERE status = 'infra'"), 0, "its job unchanged");
+	is_int(q_int(s, "SELECT count(*) FROM event WHERE kind = 'controller-died'"), 0, "no event");
+	ok(!store_in_transaction(s), "no transaction left open");
+	sqlite3_exec(store_sqlite(s), "DROP TRIGGER no_abort", NULL, NULL, NULL);
 	is_int(store_run_abort_dead(s, run, &e), LAB_OK, "abort a dead run");
 	is_int(q_int(s, "SELECT count(*) FROM job WHERE status = 'infra'"), 1, "its job is infra");
 	is_int(q_int(s, "SELECT count(*) FROM event WHERE kind = 'controller-died'"), 1, "one event");

@@ -180,6 +180,16 @@ static void test_secrets(void)
 	free(v);
 	lab_err_clear(&e);
 	is_int(upload_secret_file(tmpdir, &v, &e), LAB_EUSAGE, "a directory is not a secret file");
+	lab_err_clear(&e);
+	/* A FIFO with no writer: refused at once, not an open() that blocks the loop
+	 * (the alarm kills the test if it does). */
+	char *fifo = xasprintf("%s/token.fifo", tmpdir);
+	ok(mkfifo(fifo, 0600) == 0, "fifo made");
+	alarm(10);
+	is_int(upload_secret_file(fifo, &v, &e), LAB_EUSAGE, "a FIFO is not a secret file");
+	alarm(0);
+	unlink(fifo);
+	free(fifo);
 	unsetenv("EMMCLAB_T_TOKEN");
 	lab_err_clear(&e);
 	is_int(upload_secret_env("EMMCLAB_T_TOKEN", &v, &e), LAB_EUSAGE, "unset env");

@@ -6,16 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Shortest decimal text that reads back as the same double. */
-static void fmt_real(char *buf, size_t n, double v)
-{
-	for (int p = 1; p <= 17; p++) {
-		snprintf(buf, n, "%.*g", p, v);
-		if (strtod(buf, NULL) == v)
-			return;
-	}
-}
-
 static int scalar_text(const json_t *v, const char *path, char *out, size_t outsz,
 		       struct lab_err *e)
 {
@@ -33,7 +23,7 @@ static int scalar_text(const json_t *v, const char *path, char *out, size_t outs
 		n = strlen(num);
 		break;
 	case JSON_REAL:
-		fmt_real(num, sizeof num, json_real_value(v));
+		lab_fmt_double(num, sizeof num, json_real_value(v));
 		s = num;
 		n = strlen(num);
 		break;

@@ -13,16 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Shortest decimal text that reads back as the same double. */
-static void fmt_double(char *buf, size_t n, double v)
-{
-	for (int p = 1; p <= 17; p++) {
-		snprintf(buf, n, "%.*g", p, v);
-		if (strtod(buf, NULL) == v)
-			return;
-	}
-}
-
 static void json_str(struct lab_buf *b, const char *v)
 {
 	if (!v) {
@@ -71,7 +61,7 @@ int store_export(struct store *s, int64_t run_id, enum store_export_format fmt, 
 		char num[40];
 		const char *vt = (const char *)sqlite3_column_text(q, 15);
 		if (!vt || fmt == EXPORT_JSON) {
-			fmt_double(num, sizeof num, sqlite3_column_double(q, 12));
+			lab_fmt_double(num, sizeof num, sqlite3_column_double(q, 12));
 			vt = num;
 		}
 		if (fmt == EXPORT_CSV) {
@@ -163,7 +153,7 @@ int store_export_original(struct store *s, int64_t run_id, FILE *f, int *exact,
 		const char *key = (const char *)sqlite3_column_text(q, 0);
 		const char *vt = (const char *)sqlite3_column_text(q, 3);
 		if (!vt) {
-			fmt_double(num, sizeof num, sqlite3_column_double(q, 4));
+			lab_fmt_double(num, sizeof num, sqlite3_column_double(q, 4));
 			vt = num;
 		}
 		csv_render_row(&rd, l, key ? key : "", (const char *)sqlite3_column_text(q, 1),

@@ -163,6 +163,15 @@ size_t lab_strlcat(char *dst, const char *src, size_t size)
 	return d + lab_strlcpy(dst + d, src, size - d);
 }
 
+void lab_fmt_double(char *buf, size_t n, double v)
+{
+	for (int p = 1; p <= 17; p++) {
+		snprintf(buf, n, "%.*g", p, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
 int lab_parse_i64(const char *s, int64_t *out)
 {
 	char *end;

@@ -57,6 +57,9 @@ char *xvasprintf(const char *fmt, va_list ap);
 size_t lab_strlcpy(char *dst, const char *src, size_t size);
 size_t lab_strlcat(char *dst, const char *src, size_t size);
 
+/* The shortest "%.*g" text that reads back as exactly v (at most 17 digits). */
+void lab_fmt_double(char *buf, size_t n, double v);
+
 /* Strict number parsing: whole string must be consumed, range checked. */
 int lab_parse_i64(const char *s, int64_t *out);
 int lab_parse_u64(const char *s, uint64_t *out);

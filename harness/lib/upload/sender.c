@@ -5,6 +5,7 @@
  * upload.h for the states and the retry policy.
  */
 #include "upload_internal.h"
+#include "rand.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -12,17 +13,16 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t jitter_state;
-
-/* Uniform in [0, 1): xorshift64*, seeded from the clock and pid once. */
+/* Uniform in [0, 1) from the shared generator, seeded from the clock and pid once. */
 static double jitter01(void)
 {
-	if (!jitter_state)
-		jitter_state = lab_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ull;
-	jitter_state ^= jitter_state >> 12;
-	jitter_state ^= jitter_state << 25;
-	jitter_state ^= jitter_state >> 27;
-	return (double)((jitter_state * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
+	static struct rand_gen g;
+	static bool seeded;
+	if (!seeded) {
+		rand_seed(&g, lab_now_ns() ^ ((uint64_t)getpid() << 32));
+		seeded = true;
+	}
+	return rand_uniform(&g);
 }
 
 /* Wait before attempt number `attempts + 1`: backoff * 2^(attempts-1),

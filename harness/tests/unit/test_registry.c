@@ -1,10 +1,12 @@
 /* test_registry.c - the driver registries: every shipped ops table passes the
  * start-up check, and a hand-made table with a wrong version, no help or a
- * missing required hook is rejected with the driver and the hook named. */
+ * missing required hook, or a name listed twice, is rejected with the driver
+ * and the hook named. */
 #include <string.h>
 
 #include "console.h"
 #include "deploy.h"
+#include "driver.h"
 #include "power.h"
 #include "registry.h"
 #include "report.h"
@@ -44,6 +46,11 @@ static int render_fake(const struct report_model *m, FILE *f, struct lab_err *e)
 	(void)f;
 	(void)e;
 	return LAB_OK;
+}
+
+static int power_check_fake(const void *ops, struct lab_err *e)
+{
+	return power_ops_check(ops, e);
 }
 
 /* Runs `call`, which reports into the macro's own `ce`: rejected with exactly msg_want,
@@ -106,6 +113,14 @@ int main(void)
 	pw.help = "a fake";
 	pw.name = NULL;
 	CHECK(power_ops_check(&pw, &ce), "power driver without a name", "power: no name");
+	pw.name = "fake";
+	/* driver_find would never reach the second row of a name */
+	const struct power_driver *twice[] = {&pw, power_drivers[0], &pw, NULL};
+	struct driver_kind dk = {"power", (const void *const *)twice, NULL};
+	CHECK(driver_check_list(&dk, power_check_fake, &ce), "power driver 'fake': listed twice",
+	      "power: a name listed twice");
+	twice[2] = NULL;
+	CHECK(driver_check_list(&dk, power_check_fake, &ce), NULL, "power: distinct names");
 
 	/* Console: both open and close are required. */
 	struct console_driver co = {.name = "fakecon", .version = CONSOLE_OPS_VERSION,

@@ -21,7 +21,7 @@ static int db_missing(const char *path)
 enum { O_DB = CLI_LONG_ONLY, O_RUN, O_LAST, O_NAME };
 
 const struct cli_opt cmd_baseline_opts[] = {
-	{"db", O_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"db", O_DB, "PATH", CLI_DB_HELP, 0},
 	{"name", O_NAME, "NAME",
 	 "the baseline's name (set: default \"default\"; show: every baseline)", 0},
 	{"run", O_RUN, "ID", "set: pin this run (default the newest)", 0},

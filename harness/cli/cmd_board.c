@@ -64,7 +64,7 @@ const struct cli_opt cmd_board_opts[] = {
 	{"run", OPT_RUN, "CMD", "boot: run CMD in the shell once booted (repeatable, in order)", 0},
 	{"agent", OPT_AGENT, "ARGS", "boot: run the agent with ARGS once booted", 0},
 	{"db", OPT_DB, "PATH",
-	 "release: results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	 "release: " CLI_DB_HELP, 0},
 	{NULL, 0, NULL, NULL, 0},
 };
 

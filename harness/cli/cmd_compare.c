@@ -137,7 +137,7 @@ static void print_text(FILE *f, const struct compare_result *cr)
 }
 
 const struct cli_opt cmd_compare_opts[] = {
-	{"db", O_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"db", O_DB, "PATH", CLI_DB_HELP, 0},
 	{"by", O_BY, "mode|part|kernel|run", "what to compare (default mode)", 0},
 	{"filter", O_FILTER, "FIELD=VALUE",
 	 "only these samples (repeatable: part, board, kernel, mode, ...)", 0},

@@ -32,7 +32,7 @@ static int num(const char *opt, const char *v, double lo, double hi, double *out
 }
 
 const struct cli_opt cmd_report_opts[] = {
-	{"db", O_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"db", O_DB, "PATH", CLI_DB_HELP, 0},
 	{"run", O_RUN, "ID", "the run to render (default the newest)", 0},
 	{"all", O_ALL, NULL, "every run in the database", 0},
 	{"format", O_FORMAT, "text|markdown|html|json|csv|junit",

@@ -84,6 +84,9 @@ extern const struct cli_opt cmd_run_opts[], cmd_board_opts[], cmd_check_opts[],
 /* Print "emmclab: <where>: <msg>" for an error and return its exit code. */
 int cli_error(const struct lab_err *e);
 int cli_usage(const char *cmd); /* print usage of cmd to stderr, return 2 */
+/* Reading commands never create a database: 0 when path exists, else the
+ * message "emmclab: CMD: no results database at PATH ..." and 2. */
+int cli_db_missing(const char *cmd, const char *path);
 
 /* Handlers: one cmd_<name>.c each. */
 int cmd_run(struct cli *, int, char **);

@@ -5,17 +5,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-
-/* Reading commands never create a database: a missing file is a usage error. */
-static int db_missing(const char *path)
-{
-	if (access(path, F_OK) == 0)
-		return 0;
-	fprintf(stderr, "emmclab: report: no results database at %s (import data or run a plan first)\n", path);
-	return 2;
-}
 
 enum {
 	O_DB = CLI_LONG_ONLY, O_RUN, O_ALL, O_FORMAT, O_BASE, O_WARM, O_ALPHA, O_MIN, O_THR, O_TITLE,
@@ -130,7 +119,7 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 		return 2;
 	}
 	struct store *s;
-	if (db_missing(store_default_path(db)))
+	if (cli_db_missing("report", store_default_path(db)))
 		return 2;
 	if (store_open(store_default_path(db), STORE_NO_MIGRATE, &s, &e))
 		return cli_error(&e);

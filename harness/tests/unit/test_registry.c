@@ -7,6 +7,7 @@
 #include "console.h"
 #include "deploy.h"
 #include "driver.h"
+#include "loop.h"
 #include "power.h"
 #include "registry.h"
 #include "report.h"
@@ -18,6 +19,28 @@ static int power_start(struct power *p, enum power_op op)
 	(void)p;
 	(void)op;
 	return LAB_OK;
+}
+
+static int power_refuse(struct power *p, enum power_op op)
+{
+	(void)p;
+	(void)op;
+	return LAB_EINFRA;
+}
+
+struct refused {
+	int done, rc, state;
+	char msg[200];
+};
+
+static void on_refused(struct power *p, int rc, int state, const char *msg, void *arg)
+{
+	(void)p;
+	struct refused *r = arg;
+	r->done++;
+	r->rc = rc;
+	r->state = state;
+	lab_strlcpy(r->msg, msg ? msg : "", sizeof r->msg);
 }
 
 static int deploy_run_fake(struct deploy *d, const struct deploy_ctx *ctx)
@@ -121,6 +144,24 @@ int main(void)
 	      "power: a name listed twice");
 	twice[2] = NULL;
 	CHECK(driver_check_list(&dk, power_check_fake, &ce), NULL, "power: distinct names");
+
+	/* A start hook that refuses at once: power.c reports it from the loop, never
+	 * inside the caller's power_request(). */
+	struct loop *l = loop_new();
+	struct power_driver rf = {.name = "refuse", .version = POWER_OPS_VERSION, .help = "a fake",
+				  .start = power_refuse};
+	struct power pr = {.drv = &rf, .loop = l, .device = "refuse power of b1", .timeout_ms = 5000};
+	loop_timer_init(&pr.timer, NULL, &pr);
+	struct refused r = {0};
+	ok(power_request(&pr, POWER_ON, on_refused, &r) == LAB_OK, "power: refused request accepted");
+	ok(r.done == 0, "power: a refused start is not reported inside power_request (%d)", r.done);
+	for (int i = 0; i < 50 && !r.done; i++)
+		loop_run_once(l, 100);
+	ok(r.done == 1 && r.rc == LAB_EINFRA && r.state == POWER_UNKNOWN,
+	   "power: refused start reported once from the loop (done %d, rc %d)", r.done, r.rc);
+	is_str(r.msg, "refuse power of b1: power-on failed to start", "power: refused start message");
+	ok(!pr.busy, "power: idle again after the refusal");
+	loop_free(l);
 
 	/* Console: both open and close are required. */
 	struct console_driver co = {.name = "fakecon", .version = CONSOLE_OPS_VERSION,

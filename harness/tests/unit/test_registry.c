@@ -1,9 +1,11 @@
 /* test_registry.c - the driver registries: every shipped ops table passes the
  * start-up check, and a hand-made table with a wrong version, no help or a
  * missing required hook, or a name listed twice, is rejected with the driver
- * and the hook named. */
+ * and the hook named; a power or deploy hook that refuses to start is reported
+ * from the loop, not inside the request. */
 #include <string.h>
 
+#include "config.h"
 #include "console.h"
 #include "deploy.h"
 #include "driver.h"
@@ -48,6 +50,22 @@ static int deploy_run_fake(struct deploy *d, const struct deploy_ctx *ctx)
 	(void)d;
 	(void)ctx;
 	return LAB_OK;
+}
+
+static int deploy_refuse(struct deploy *d, const struct deploy_ctx *ctx)
+{
+	(void)d;
+	(void)ctx;
+	return LAB_EINFRA;
+}
+
+static void on_deploy_done(struct deploy *d, int rc, const char *msg, void *arg)
+{
+	(void)d;
+	struct refused *r = arg;
+	r->done++;
+	r->rc = rc;
+	lab_strlcpy(r->msg, msg ? msg : "", sizeof r->msg);
 }
 
 static int console_open_fake(struct console *c, int *fd, struct lab_err *e)
@@ -161,6 +179,37 @@ int main(void)
 	   "power: refused start reported once from the loop (done %d, rc %d)", r.done, r.rc);
 	is_str(r.msg, "refuse power of b1: power-on failed to start", "power: refused start message");
 	ok(!pr.busy, "power: idle again after the refusal");
+
+	/* The same for a deploy method that cannot start, and for a missing artifact,
+	 * whose report a deploy_free before the next pass cancels. */
+	struct deploy_driver drf = {.name = "refusedep", .version = DEPLOY_OPS_VERSION,
+				    .help = "a fake", .run = deploy_refuse};
+	struct deploy dd = {.drv = &drf, .loop = l, .board = "b1", .timeout_ms = 5000};
+	loop_timer_init(&dd.timer, NULL, &dd);
+	struct deploy_ctx dctx = {0};
+	memset(&r, 0, sizeof r);
+	ok(deploy_run(&dd, &dctx, on_deploy_done, &r) == LAB_OK, "deploy: refused run accepted");
+	ok(r.done == 0, "deploy: a refused run is not reported inside deploy_run (%d)", r.done);
+	for (int i = 0; i < 50 && !r.done; i++)
+		loop_run_once(l, 100);
+	ok(r.done == 1 && r.rc == LAB_EINFRA, "deploy: refused run reported once (done %d, rc %d)",
+	   r.done, r.rc);
+	is_str(r.msg, "refusedep deploy on b1 failed to start", "deploy: refused run message");
+	struct deploy *dn = NULL;
+	struct cfg_node *dcfg = NULL;
+	struct lab_err de_err = {0};
+	ok(cfg_parse_buffer("t.yaml", "{driver: none}", 14, &dcfg, &de_err) == LAB_OK &&
+		   deploy_new(l, "b2", dcfg, &dn, &de_err) == LAB_OK,
+	   "deploy: none method created (%s)", de_err.msg);
+	cfg_free(dcfg);
+	struct kernel_cfg kc = {.name = "k", .image = "/nonexistent/emmclab/Image"};
+	dctx.kernel = &kc;
+	memset(&r, 0, sizeof r);
+	ok(dn && deploy_run(dn, &dctx, on_deploy_done, &r) == LAB_OK, "deploy: run with a missing image");
+	deploy_free(dn);
+	for (int i = 0; i < 3; i++)
+		loop_run_once(l, 10);
+	ok(r.done == 0, "deploy: no report for a deploy freed before the next pass");
 	loop_free(l);
 
 	/* Console: both open and close are required. */

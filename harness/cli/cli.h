@@ -73,6 +73,9 @@ const char *cli_opt_spec(char *buf, size_t n, const struct cli_opt *o);
 /* Print `emmclab help CMD` to f (main.c). */
 void cli_help(FILE *f, const struct cmd_entry *c);
 
+/* The help of --db PATH where the database is store_default_path()'s. */
+#define CLI_DB_HELP "results database (default $EMMCLAB_DB, else results/lab.db)"
+
 /* The option tables, one per command, next to their handlers. */
 extern const struct cli_opt cmd_run_opts[], cmd_board_opts[], cmd_check_opts[],
 	cmd_compare_opts[], cmd_report_opts[], cmd_baseline_opts[], cmd_upload_opts[],
@@ -81,6 +84,9 @@ extern const struct cli_opt cmd_run_opts[], cmd_board_opts[], cmd_check_opts[],
 /* Print "emmclab: <where>: <msg>" for an error and return its exit code. */
 int cli_error(const struct lab_err *e);
 int cli_usage(const char *cmd); /* print usage of cmd to stderr, return 2 */
+/* Reading commands never create a database: 0 when path exists, else the
+ * message "emmclab: CMD: no results database at PATH ..." and 2. */
+int cli_db_missing(const char *cmd, const char *path);
 
 /* Handlers: one cmd_<name>.c each. */
 int cmd_run(struct cli *, int, char **);

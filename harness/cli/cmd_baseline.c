@@ -6,22 +6,11 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-
-/* Reading commands never create a database: a missing file is a usage error. */
-static int db_missing(const char *path)
-{
-	if (access(path, F_OK) == 0)
-		return 0;
-	fprintf(stderr, "emmclab: baseline: no results database at %s (import data or run a plan first)\n", path);
-	return 2;
-}
 
 enum { O_DB = CLI_LONG_ONLY, O_RUN, O_LAST, O_NAME };
 
 const struct cli_opt cmd_baseline_opts[] = {
-	{"db", O_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"db", O_DB, "PATH", CLI_DB_HELP, 0},
 	{"name", O_NAME, "NAME",
 	 "the baseline's name (set: default \"default\"; show: every baseline)", 0},
 	{"run", O_RUN, "ID", "set: pin this run (default the newest)", 0},
@@ -70,6 +59,7 @@ int cmd_baseline(struct cli *cli, int argc, char **argv)
 		fprintf(stderr, "emmclab: baseline: unexpected argument '%s'\n", argv[optind]);
 		return cli_usage("baseline");
 	}
+	const char *path = store_default_path(db);
 	struct lab_err e = {0};
 	struct store *s;
 	int rc;
@@ -78,9 +68,9 @@ int cmd_baseline(struct cli *cli, int argc, char **argv)
 			fprintf(stderr, "emmclab: baseline set: --run and --last exclude each other\n");
 			return 2;
 		}
-		if (db_missing(store_default_path(db)))
-		return 2;
-	if (store_open(store_default_path(db), STORE_NO_MIGRATE, &s, &e))
+		if (cli_db_missing("baseline", path))
+			return 2;
+		if (store_open(path, STORE_NO_MIGRATE, &s, &e))
 			return cli_error(&e);
 		rc = LAB_OK;
 		if (!run && !last && (rc = results_latest_run(s, &run, &e)) == 0 && !run)
@@ -97,9 +87,9 @@ int cmd_baseline(struct cli *cli, int argc, char **argv)
 			       (long long)last);
 		return 0;
 	}
-	if (db_missing(store_default_path(db)))
+	if (cli_db_missing("baseline", path))
 		return 2;
-	if (store_open(store_default_path(db), STORE_READONLY, &s, &e))
+	if (store_open(path, STORE_READONLY, &s, &e))
 		return cli_error(&e);
 	struct baseline_info *list = NULL;
 	size_t n = 0;

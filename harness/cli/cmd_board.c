@@ -64,8 +64,7 @@ const struct cli_opt cmd_board_opts[] = {
 	{"run", OPT_RUN, "CMD", "boot: run CMD in the shell once booted (repeatable, in order)", 0},
 	{"agent", OPT_AGENT, "ARGS", "boot: run the agent with ARGS once booted", 0},
 	{"db", OPT_DB, "PATH",
-	 "release: results database (default $EMMCLAB_DB, else results/lab.db)", 0},
-	{"help", 'h', NULL, "show this help and exit", 0},
+	 "release: " CLI_DB_HELP, 0},
 	{NULL, 0, NULL, NULL, 0},
 };
 
@@ -412,11 +411,6 @@ static int do_console(struct bctx *c, const char *tdir)
 
 /* ---- entry ---- */
 
-static int usage(void)
-{
-	return cli_usage("board");
-}
-
 int cmd_board(struct cli *cli, int argc, char **argv)
 {
 	const char *lab_path = NULL, *kernel = NULL, *mode = NULL, *cmdline = NULL, *agent = NULL;
@@ -450,7 +444,7 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 	while (optind < argc) {
 		if (npos >= 4) {
 			free(runs);
-			return usage();
+			return cli_usage("board");
 		}
 		pos[npos++] = argv[optind++];
 	}
@@ -462,7 +456,7 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 	}
 	if (npos < 2) {
 		free(runs);
-		return usage();
+		return cli_usage("board");
 	}
 	const char *name = pos[0], *verb = pos[1];
 	if (strcmp(verb, "release") == 0 && npos == 2) {
@@ -488,7 +482,7 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 	if ((!is_power && !is_console && !is_boot) || (is_power && npos != 3) ||
 	    (!is_power && npos != 2) || (!is_boot && (nruns || agent || mode || kernel || cmdline))) {
 		free(runs);
-		return usage();
+		return cli_usage("board");
 	}
 	if (!lab_path)
 		lab_path = default_lab();

@@ -12,17 +12,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-
-/* Reading commands never create a database: a missing file is a usage error. */
-static int db_missing(const char *path)
-{
-	if (access(path, F_OK) == 0)
-		return 0;
-	fprintf(stderr, "emmclab: compare: no results database at %s (import data or run a plan first)\n", path);
-	return 2;
-}
 
 enum {
 	O_DB = CLI_LONG_ONLY, O_BY, O_FILTER, O_ALPHA, O_MIN, O_A, O_B, O_FORMAT, O_WARM, O_BASE,
@@ -137,7 +126,7 @@ static void print_text(FILE *f, const struct compare_result *cr)
 }
 
 const struct cli_opt cmd_compare_opts[] = {
-	{"db", O_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"db", O_DB, "PATH", CLI_DB_HELP, 0},
 	{"by", O_BY, "mode|part|kernel|run", "what to compare (default mode)", 0},
 	{"filter", O_FILTER, "FIELD=VALUE",
 	 "only these samples (repeatable: part, board, kernel, mode, ...)", 0},
@@ -224,7 +213,7 @@ int cmd_compare(struct cli *cli, int argc, char **argv)
 		return cli_usage("compare");
 	}
 	struct store *s;
-	if (db_missing(store_default_path(db)))
+	if (cli_db_missing("compare", store_default_path(db)))
 		return 2;
 	if (store_open(store_default_path(db), STORE_NO_MIGRATE, &s, &e))
 		return cli_error(&e);

@@ -10,7 +10,7 @@
 enum { OPT_DB = CLI_LONG_ONLY, OPT_SKIP_BAD, OPT_FORCE };
 
 const struct cli_opt cmd_import_opts[] = {
-	{"db", OPT_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"db", OPT_DB, "PATH", CLI_DB_HELP, 0},
 	{"skip-bad", OPT_SKIP_BAD, NULL,
 	 "import the good lines of a file with bad ones (still reported)", 0},
 	{"force", OPT_FORCE, NULL, "import a file again that was imported before (same sha256)", 0},

@@ -5,17 +5,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-
-/* Reading commands never create a database: a missing file is a usage error. */
-static int db_missing(const char *path)
-{
-	if (access(path, F_OK) == 0)
-		return 0;
-	fprintf(stderr, "emmclab: report: no results database at %s (import data or run a plan first)\n", path);
-	return 2;
-}
 
 enum {
 	O_DB = CLI_LONG_ONLY, O_RUN, O_ALL, O_FORMAT, O_BASE, O_WARM, O_ALPHA, O_MIN, O_THR, O_TITLE,
@@ -32,7 +21,7 @@ static int num(const char *opt, const char *v, double lo, double hi, double *out
 }
 
 const struct cli_opt cmd_report_opts[] = {
-	{"db", O_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"db", O_DB, "PATH", CLI_DB_HELP, 0},
 	{"run", O_RUN, "ID", "the run to render (default the newest)", 0},
 	{"all", O_ALL, NULL, "every run in the database", 0},
 	{"format", O_FORMAT, "text|markdown|html|json|csv|junit",
@@ -130,7 +119,7 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 		return 2;
 	}
 	struct store *s;
-	if (db_missing(store_default_path(db)))
+	if (cli_db_missing("report", store_default_path(db)))
 		return 2;
 	if (store_open(store_default_path(db), STORE_NO_MIGRATE, &s, &e))
 		return cli_error(&e);

@@ -55,7 +55,7 @@ enum { O_NO_REPORT = CLI_LONG_ONLY, O_NO_UPLOAD, O_WITH_SIM };
 
 const struct cli_opt cmd_run_opts[] = {
 	{"db", 'd', "PATH",
-	 "results database (default $EMMCLAB_DB, the plan's results:, results/lab.db)", 0},
+	 "results database (default $EMMCLAB_DB, the plan's or lab's results:, results/lab.db)", 0},
 	{"report", 'r', "PATH",
 	 "HTML report of the run (default the plan's report_html:, results/report.html)", 0},
 	{"no-report", O_NO_REPORT, NULL, "write no HTML report", 0},

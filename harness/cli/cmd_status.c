@@ -9,7 +9,7 @@
 enum { OPT_DB = CLI_LONG_ONLY, OPT_LAST };
 
 const struct cli_opt cmd_status_opts[] = {
-	{"db", OPT_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"db", OPT_DB, "PATH", CLI_DB_HELP, 0},
 	{"last", OPT_LAST, "N", "show the newest N runs (default 10)", 0},
 	{NULL, 0, NULL, NULL, 0},
 };

@@ -61,7 +61,7 @@ const struct cli_opt cmd_upload_opts[] = {
 	 "queue run ID again and send it now; with --pending or --retry: only its rows", 0},
 	{"no-send", O_NOSEND, NULL, "--run: queue only", 0},
 	{"schema", O_SCHEMA, NULL, "print the key tables of docs/uploads.md and exit", 0},
-	{"db", O_DB, "PATH", "results database (default $EMMCLAB_DB, else results/lab.db)", 0},
+	{"db", O_DB, "PATH", CLI_DB_HELP, 0},
 	{"config", O_CONFIG, "FILE",
 	 "lab or plan whose uploads: override the stored targets by name (repeatable)", 0},
 	{"spool", O_SPOOL, "DIR",

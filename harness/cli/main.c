@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int cmd_version(struct cli *cli, int argc, char **argv);
 static int cmd_help(struct cli *cli, int argc, char **argv);
@@ -105,6 +106,15 @@ int cli_usage(const char *cmd)
 	const struct cmd_entry *c = cli_find_cmd(cmd);
 	if (c)
 		fprintf(stderr, "usage: emmclab %s %s\n", c->name, c->usage);
+	return 2;
+}
+
+int cli_db_missing(const char *cmd, const char *path)
+{
+	if (access(path, F_OK) == 0)
+		return 0;
+	fprintf(stderr, "emmclab: %s: no results database at %s (import data or run a plan first)\n",
+		cmd, path);
 	return 2;
 }
 

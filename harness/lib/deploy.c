@@ -150,17 +150,14 @@ static int hash_artifact(const char *path, char out[65], struct lab_err *e)
 	return lab_sha256_file(path, out, e);
 }
 
-struct deploy_fail {
-	struct deploy *d;
-	int rc;
-	char msg[600];
-};
-
-static void report_fail(void *arg)
+/* deploy_run could not start: reported from the loop on d's own timer (so
+ * deploy_free cancels it), never inside the caller's deploy_run(). */
+static void on_fail(struct loop *l, struct loop_timer *t, void *arg)
 {
-	struct deploy_fail *f = arg;
-	finish(f->d, f->rc, f->msg);
-	free(f);
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct deploy *d = arg;
+	finish(d, d->fail_rc, d->fail_msg);
 }
 
 int deploy_run(struct deploy *d, const struct deploy_ctx *ctx, deploy_done_cb cb, void *arg)
@@ -179,20 +176,21 @@ int deploy_run(struct deploy *d, const struct deploy_ctx *ctx, deploy_done_cb cb
 		if (!rc)
 			rc = hash_artifact(ctx->kernel->dtb, d->dtb_sha256, &e);
 	}
-	if (!rc) {
+	if (rc) {
+		snprintf(d->fail_msg, sizeof d->fail_msg, "artifact check: %s", e.msg);
+	} else {
 		loop_timer_init(&d->timer, on_timeout, d);
 		loop_timer_start(d->loop, &d->timer, d->timeout_ms);
 		rc = d->drv->run(d, ctx);
-		if (rc && !e.msg[0])
-			lab_err_set(&e, rc, "%s deploy on %s failed to start", d->drv->name, d->board);
+		if (rc)
+			snprintf(d->fail_msg, sizeof d->fail_msg, "%s deploy on %s failed to start",
+				 d->drv->name, d->board);
 	}
 	if (rc) {
+		d->fail_rc = rc;
 		loop_timer_stop(d->loop, &d->timer);
-		struct deploy_fail *f = xcalloc(1, sizeof *f);
-		f->d = d;
-		f->rc = rc;
-		snprintf(f->msg, sizeof f->msg, "artifact check: %s", e.msg);
-		loop_defer(d->loop, report_fail, f);
+		loop_timer_init(&d->timer, on_fail, d);
+		loop_timer_start(d->loop, &d->timer, 0);
 	}
 	return LAB_OK;
 }

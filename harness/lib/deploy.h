@@ -63,6 +63,8 @@ struct deploy {
 	void *cb_arg;
 	bool busy;
 	struct loop_timer timer;
+	int fail_rc;        /* deploy_run could not start: reported by the timer */
+	char fail_msg[600];
 	/* artifacts verified for the last run: kind -> sha256 */
 	char kernel_sha256[65], initrd_sha256[65], dtb_sha256[65], image_sha256[65];
 };

@@ -148,6 +148,12 @@ int driver_check_list(const struct driver_kind *k, int (*check)(const void *ops,
 		int rc = check(k->list[i], e);
 		if (rc)
 			return rc;
+		/* driver_find stops at the first: a second row of a name is unreachable */
+		const char *name = head_of(k->list[i])->name;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(head_of(k->list[j])->name, name) == 0)
+				return LAB_ERR(e, LAB_EINFRA, "%s driver '%s': listed twice", k->kind,
+					       name);
 	}
 	return LAB_OK;
 }

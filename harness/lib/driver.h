@@ -55,7 +55,8 @@ void driver_free_own(const struct opt *options, void *cfg);
 /* Registry checks, fio's check_engine_ops(): the head of ops (a name, the
  * expected version, a help line), then one call per required hook. */
 int driver_check_head(const char *kind, const void *ops, int version, struct lab_err *e);
-/* Every entry of k->list through the kind's check (first failure wins). */
+/* Every entry of k->list through the kind's check, and no name twice (first
+ * failure wins). */
 int driver_check_list(const struct driver_kind *k, int (*check)(const void *ops, struct lab_err *e),
 		      struct lab_err *e);
 /* "power driver 'x': no start hook" unless present (the hook is not NULL). */

@@ -165,6 +165,21 @@ static void on_timeout(struct loop *l, struct loop_timer *t, void *arg)
 
 static void start_phase(struct power *p, enum power_op phase);
 
+/* The driver's start hook refused p->phase (start_phase): the callback runs from
+ * the loop, so it never runs inside the caller's own power_request(). */
+static void on_refused(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct power *p = arg;
+	enum power_op ph = p->phase;
+	char *msg = xasprintf("%s: %s failed to start", p->device,
+			      ph == POWER_ON ? "power-on" : ph == POWER_OFF ? "power-off" :
+			      ph == POWER_CYCLE ? "cycle" : "state query");
+	finish(p, p->refused_rc, POWER_UNKNOWN, msg);
+	free(msg);
+}
+
 static void on_offtime(struct loop *l, struct loop_timer *t, void *arg)
 {
 	LAB_UNUSED(l);
@@ -188,16 +203,10 @@ static void start_phase(struct power *p, enum power_op phase)
 	int rc = p->drv->start(p, phase);
 	if (rc != LAB_OK) {
 		/* Synchronous refusal: report on the next pass, never re-entrantly. */
-		char *msg = xasprintf("%s: %s failed to start", p->device,
-				      phase == POWER_ON ? "power-on" : phase == POWER_OFF ? "power-off" :
-				      phase == POWER_CYCLE ? "cycle" : "state query");
+		p->refused_rc = rc;
 		loop_timer_stop(p->loop, &p->timer);
-		p->busy = false;
-		power_done_cb cb = p->cb;
-		p->cb = NULL;
-		if (cb)
-			cb(p, rc, POWER_UNKNOWN, msg, p->cb_arg);
-		free(msg);
+		loop_timer_init(&p->timer, on_refused, p);
+		loop_timer_start(p->loop, &p->timer, 0);
 	}
 }
 

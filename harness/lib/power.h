@@ -63,6 +63,7 @@ struct power {
 	uint64_t last_off_ns;
 	struct loop_timer timer;
 	int last_state;
+	int refused_rc; /* what the start hook returned, reported by the timer */
 };
 
 /* Every power driver, one row each, NULL-terminated. */

@@ -40,27 +40,29 @@ const struct upload_kind *upload_kind_find(const char *name)
 
 DRIVER_HEAD_ASSERT(struct upload_kind);
 
+static int upload_kind_check(const void *ops, struct lab_err *e)
+{
+	const struct upload_kind *k = ops;
+	int rc = driver_check_head("upload", k, UPLOAD_OPS_VERSION, e);
+	if (!rc)
+		rc = driver_check_hook("upload", k->name, k->options != NULL, "options", e);
+	if (!rc)
+		rc = driver_check_hook("upload", k->name, k->items != NULL, "items", e);
+	if (!rc)
+		rc = driver_check_hook("upload", k->name, k->request != NULL, "request", e);
+	return rc;
+}
+
 int upload_kinds_check(const struct upload_kind *const *kinds, struct lab_err *e)
 {
-	for (size_t i = 0; kinds[i]; i++) {
-		const struct upload_kind *k = kinds[i];
-		if (i >= UPLOAD_KINDS_MAX)
-			return LAB_ERR(e, LAB_EINFRA, "more than %d upload kinds: raise UPLOAD_KINDS_MAX",
-				       UPLOAD_KINDS_MAX);
-		int rc = driver_check_head("upload", k, UPLOAD_OPS_VERSION, e);
-		if (!rc)
-			rc = driver_check_hook("upload", k->name, k->options != NULL, "options", e);
-		if (!rc)
-			rc = driver_check_hook("upload", k->name, k->items != NULL, "items", e);
-		if (!rc)
-			rc = driver_check_hook("upload", k->name, k->request != NULL, "request", e);
-		if (rc)
-			return rc;
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(kinds[j]->name, k->name) == 0)
-				return LAB_ERR(e, LAB_EINFRA, "upload driver '%s': listed twice", k->name);
-	}
-	return LAB_OK;
+	size_t n = 0;
+	while (kinds[n])
+		n++;
+	if (n > UPLOAD_KINDS_MAX)
+		return LAB_ERR(e, LAB_EINFRA, "more than %d upload kinds: raise UPLOAD_KINDS_MAX",
+			       UPLOAD_KINDS_MAX);
+	const struct driver_kind dk = {"upload", (const void *const *)kinds, NULL};
+	return driver_check_list(&dk, upload_kind_check, e);
 }
 
 int upload_registry_check(struct lab_err *e)

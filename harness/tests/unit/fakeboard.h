@@ -17,6 +17,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "cfgnode.h"
+#include "console.h"
 #include "loop.h"
 #include "proto.h"
 #include "util.h"
@@ -761,6 +763,25 @@ static FB_UNUSED bool fb_run_until(struct loop *l, const bool *done, uint64_t ti
 	while (!*done && lab_now_ms() < end)
 		loop_run_once(l, 20);
 	return *done;
+}
+
+/* A pty console on the fake board, opened, with `ev` and `arg` for its events
+ * (the rig every shell, U-Boot and agent-session test drives); aborts on error. */
+static FB_UNUSED struct console *fb_console(struct fakeboard *f, struct loop *l,
+					     const struct console_events *ev, void *arg)
+{
+	char yaml[256];
+	snprintf(yaml, sizeof yaml, "driver: pty\npath: %s\n", f->path);
+	struct cfg_node *n = NULL;
+	struct lab_err e = {0};
+	struct console *c = NULL;
+	if (cfg_parse_buffer("test", yaml, strlen(yaml), &n, &e) ||
+	    console_new(l, "fake", n, ev, arg, &c, &e) || console_open(c, &e)) {
+		fprintf(stderr, "fake console: %s\n", e.msg);
+		abort();
+	}
+	cfg_free(n);
+	return c;
 }
 
 #endif

@@ -84,16 +84,8 @@ static void rig_init(struct rig *r)
 	if (fb_init(&r->fb, r->l))
 		abort();
 	r->fb.agent_installed = true;
-	char yaml[256];
-	snprintf(yaml, sizeof yaml, "driver: pty\npath: %s\n", r->fb.path);
-	struct cfg_node *n = NULL;
-	struct lab_err e = {0};
-	if (cfg_parse_buffer("test", yaml, strlen(yaml), &n, &e))
-		abort();
 	static const struct console_events ev = {.data = on_data};
-	if (console_new(r->l, "fake", n, &ev, r, &r->con, &e) || console_open(r->con, &e))
-		abort();
-	cfg_free(n);
+	r->con = fb_console(&r->fb, r->l, &ev, r);
 	r->x = expect_new(r->l, 0);
 	r->cfg.login_pattern = (char *)"login: *$";
 	r->cfg.prompt_pattern = (char *)"[#$] *$";

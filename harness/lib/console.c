@@ -50,7 +50,7 @@ struct console_common {
 
 static const struct opt console_common_opts[] = {
 	{.key = "driver", .type = OPT_STR, .offset = offsetof(struct console_common, driver),
-	 .flags = OPT_REQUIRED, .help = "console driver: serial, tcp, pty or exec"},
+	 .flags = OPT_REQUIRED, .help = "console driver name"},
 	{.key = "reconnect_delay", .type = OPT_DURATION,
 	 .offset = offsetof(struct console_common, reconnect_delay_ms), .def = "1s", .min = 10,
 	 .max = 600000, .help = "wait before reopening a lost console"},

@@ -8,6 +8,7 @@
 #include "store.h"
 #include "upload.h"
 #include "loop.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -51,7 +52,7 @@ static char *self_path(void)
 	return xstrdup(buf);
 }
 
-enum { O_NO_REPORT = CLI_LONG_ONLY, O_NO_UPLOAD, O_WITH_SIM };
+enum { O_NO_REPORT = CLI_LONG_ONLY, O_NO_UPLOAD, O_WITH_SIM, O_LOG_FORMAT, O_STATE_DIR };
 
 const struct cli_opt cmd_run_opts[] = {
 	{"db", 'd', "PATH",
@@ -65,8 +66,24 @@ const struct cli_opt cmd_run_opts[] = {
 	 "start the simulated lab of the plan's lab file first, stop it after", 0},
 	{"baseline", 'b', "NAME",
 	 "check the run against this regression baseline (exit 1 on a regression)", 0},
+	{"log-format", O_LOG_FORMAT, "FORMAT",
+	 "stderr log: text (default; a live per-board view on a terminal) or json (one object a line)", 0},
+	{"state-dir", O_STATE_DIR, "DIR",
+	 "directory of the live progress file `status` reads (default $EMMCLAB_STATE_DIR, else DB.live)", 0},
 	{NULL, 0, NULL, NULL, 0},
 };
+
+/* --log-format json: the closing summary as one object (docs/running.md). */
+static void print_summary_json(const struct run_result *r)
+{
+	fprintf(stderr,
+		"{\"event\":\"summary\",\"run\":%lld,\"status\":\"%s\",\"wall_s\":%.1f,\"jobs\":%d,"
+		"\"jobs_ok\":%d,\"jobs_infra\":%d,\"jobs_mismatch\":%d,\"jobs_skipped\":%d,"
+		"\"iterations\":%d,\"samples\":%d,\"events\":%d,\"boards_quarantined\":%d}\n",
+		(long long)r->run_id, r->aborted ? "aborted" : "finished", (double)r->wall_ms / 1000.0,
+		r->jobs, r->jobs_ok, r->jobs_infra, r->jobs_mismatch, r->jobs_skipped, r->iterations,
+		r->samples, r->events, r->boards_quarantined);
+}
 
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
@@ -75,6 +92,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	const char *tdir = NULL;
 	bool with_sim = false, no_report = false, no_upload = false;
 	const char *baseline = NULL;
+	const char *state_dir = NULL;
+	enum progress_format log_format = PROGRESS_TEXT;
 	struct cli_getopt g;
 	int c;
 	cli_getopt_init(&g, "run");
@@ -87,6 +106,17 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		case 't': tdir = optarg; break;
 		case O_WITH_SIM: with_sim = true; break;
 		case 'b': baseline = optarg; break;
+		case O_STATE_DIR: state_dir = optarg; break;
+		case O_LOG_FORMAT:
+			if (strcmp(optarg, "text") == 0) {
+				log_format = PROGRESS_TEXT;
+			} else if (strcmp(optarg, "json") == 0) {
+				log_format = PROGRESS_JSON;
+			} else {
+				fprintf(stderr, "emmclab: run: --log-format is text or json, not '%s'\n", optarg);
+				return cli_usage("run");
+			}
+			break;
 		default: return cli_getopt_fail(&g);
 		}
 	}
@@ -137,10 +167,16 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		config_free(lab);
 		return x;
 	}
+	char *sdir = progress_state_dir(state_dir, db);
+	struct progress_opts po = {.out = cli->quiet ? NULL : stderr, .format = log_format,
+				   .live = !cli->quiet && isatty(STDERR_FILENO), .state_dir = sdir};
+	struct progress *prog = progress_new(&po);
 	struct run_opts o = {.log = cli->quiet ? NULL : stderr, .verbose = cli->verbose,
-			     .transcript_dir = tdir, .slot_retries = 1};
+			     .transcript_dir = tdir, .slot_retries = 1, .progress = prog};
 	struct run_result res;
 	rc = run_plan(lab, s, &o, &res, &e);
+	progress_free(prog);
+	free(sdir);
 	if (with_sim)
 		sim_ctl(self, "stop", NULL);
 	free(labfile);
@@ -155,12 +191,15 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	if (rc)
 		exit_code = cli_error(&e);
 
-	fprintf(stderr,
-		"emmclab: run %lld %s in %.1f s: %d jobs (%d ok, %d infrastructure, %d mode mismatch, "
-		"%d skipped), %d iterations, %d samples stored, %d events\n",
-		(long long)res.run_id, res.aborted ? "aborted" : "finished", (double)res.wall_ms / 1000.0,
-		res.jobs, res.jobs_ok, res.jobs_infra, res.jobs_mismatch, res.jobs_skipped,
-		res.iterations, res.samples, res.events);
+	if (log_format == PROGRESS_JSON)
+		print_summary_json(&res);
+	else
+		fprintf(stderr,
+			"emmclab: run %lld %s in %.1f s: %d jobs (%d ok, %d infrastructure, %d mode mismatch, "
+			"%d skipped), %d iterations, %d samples stored, %d events\n",
+			(long long)res.run_id, res.aborted ? "aborted" : "finished",
+			(double)res.wall_ms / 1000.0, res.jobs, res.jobs_ok, res.jobs_infra,
+			res.jobs_mismatch, res.jobs_skipped, res.iterations, res.samples, res.events);
 	if (res.boards_quarantined)
 		fprintf(stderr, "emmclab: %d board(s) quarantined\n", res.boards_quarantined);
 

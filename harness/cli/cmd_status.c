@@ -1,16 +1,22 @@
-/* cmd_status.c - `emmclab status`: recent runs, events of the last run,
- * quarantined boards and the upload outbox, read-only. */
+/* cmd_status.c - `emmclab status`: runs in progress (their progress files),
+ * recent runs, events of the last run, quarantined boards and the upload
+ * outbox, read-only. */
 #include "cli.h"
+#include "progress.h"
 #include "store.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-enum { OPT_DB = CLI_LONG_ONLY, OPT_LAST };
+enum { OPT_DB = CLI_LONG_ONLY, OPT_LAST, OPT_STATE_DIR };
 
 const struct cli_opt cmd_status_opts[] = {
 	{"db", OPT_DB, "PATH", CLI_DB_HELP, 0},
 	{"last", OPT_LAST, "N", "show the newest N runs (default 10)", 0},
+	{"state-dir", OPT_STATE_DIR, "DIR",
+	 "where runs keep their live progress (default $EMMCLAB_STATE_DIR, else DB.live)", 0},
 	{NULL, 0, NULL, NULL, 0},
 };
 
@@ -58,10 +64,42 @@ static void print_upload(const struct store_outbox_row *u, void *arg)
 	       dash(u->next_at), dash(u->last_error));
 }
 
+/* One run in progress: a line for the run, one per board not done yet. */
+static void print_live(const struct progress_view *v, void *arg)
+{
+	LAB_UNUSED(arg);
+	char el[16], eta[16];
+	progress_fmt_duration(el, sizeof el, v->started > 0 ? (double)(time(NULL) - v->started) : -1);
+	progress_fmt_duration(eta, sizeof eta, v->alive ? v->eta_s : -1);
+	int pct = v->total > 0 ? (int)(v->done * 100 / v->total) : 0;
+	if (!v->alive) {
+		printf("  run %lld (plan %s, lab %s): NOT RUNNING: %s; %lld/%lld slots were done "
+		       "(continue it with emmclab run --resume %lld)\n",
+		       (long long)v->run_id, v->plan, v->lab, v->why_dead, (long long)v->done,
+		       (long long)v->total, (long long)v->run_id);
+		return;
+	}
+	printf("  run %lld (plan %s, lab %s, pid %lld): running for %s, %lld/%lld slots (%d%%), ETA %s\n",
+	       (long long)v->run_id, v->plan, v->lab, (long long)v->pid, el, (long long)v->done,
+	       (long long)v->total, pct, eta);
+	for (size_t i = 0; i < v->nboards; i++) {
+		const struct progress_board_view *b = &v->boards[i];
+		if (strcmp(b->stage, "done") == 0)
+			continue;
+		progress_fmt_duration(eta, sizeof eta, b->eta_s);
+		char job[96];
+		snprintf(job, sizeof job, "%s/%s", b->suite, b->mode);
+		printf("    %-12s %-14s %-26s it %d/%d  slot %lld/%lld  ETA %s\n", b->name, b->stage, job,
+		       b->iteration, b->iterations,
+		       (long long)(b->done < b->total ? b->done + 1 : b->total), (long long)b->total, eta);
+	}
+}
+
 int cmd_status(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
 	const char *db = NULL;
+	const char *state_dir = NULL;
 	int64_t last = 10;
 	struct cli_getopt g;
 	int c;
@@ -69,6 +107,8 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 	while ((c = cli_getopt(&g, argc, argv)) != -1) {
 		if (c == OPT_DB) {
 			db = optarg;
+		} else if (c == OPT_STATE_DIR) {
+			state_dir = optarg;
 		} else if (c == OPT_LAST) {
 			if (lab_parse_i64(optarg, &last) != LAB_OK || last <= 0) {
 				fprintf(stderr,
@@ -90,7 +130,18 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 	if (store_open(path, STORE_READONLY, &s, &e))
 		return cli_error(&e);
 	int n, rc;
-	printf("database %s (schema %d)\n\nruns (newest first):\n", path, store_schema_version(s));
+	printf("database %s (schema %d)\n", path, store_schema_version(s));
+	/* Runs in progress first: what someone in another shell wants to see. */
+	char *sdir = progress_state_dir(state_dir, path);
+	size_t nlive = 0;
+	struct lab_err pe = {0};
+	printf("\nin progress (%s):\n", sdir);
+	if (progress_scan(sdir, print_live, NULL, &nlive, &pe))
+		printf("  (cannot read: %s)\n", pe.msg);
+	else if (nlive == 0)
+		printf("  (none)\n");
+	free(sdir);
+	printf("\nruns (newest first):\n");
 	rc = store_runs_recent(s, last, print_run, NULL, &n, &e);
 	if (!rc && n == 0)
 		printf("  (none)\n");

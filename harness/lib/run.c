@@ -6,6 +6,7 @@
 #include "loop.h"
 #include "plan.h"
 #include "power.h"
+#include "progress.h"
 #include "powerfail.h"
 #include "proto.h"
 #include "upload.h"
@@ -67,9 +68,15 @@ static void run_workload(struct rboard *rb);
 static void logf_(struct runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(struct runner *r, const char *fmt, ...)
 {
+	va_list ap;
+	if (r->o->progress) {
+		va_start(ap, fmt);
+		progress_vlog(r->o->progress, fmt, ap);
+		va_end(ap);
+		return;
+	}
 	if (!r->o->log)
 		return;
-	va_list ap;
 	char ts[32];
 	time_t now = time(NULL);
 	struct tm tm;
@@ -95,6 +102,21 @@ static const struct plan_slot *cur_slot(struct rboard *rb)
 	return &rb->pb->slots[rb->cur];
 }
 
+/* progress.h: where the board is now (stage, job, iteration). */
+static void prog_stage(struct rboard *rb, const char *stage)
+{
+	struct progress *p = rb->r->o->progress;
+	if (!p)
+		return;
+	if (rb->cur >= rb->pb->nslots) { /* between jobs: powering off at the end */
+		progress_stage(p, (size_t)(rb - rb->r->rb), stage, NULL, NULL, 0, 0, rb->pb->nslots);
+		return;
+	}
+	const struct plan_job *j = cur_job(rb);
+	progress_stage(p, (size_t)(rb - rb->r->rb), stage, j->suite->name, lab_mode_names[j->mode],
+		       cur_slot(rb)->iteration, j->iterations, rb->cur);
+}
+
 static void store_fail(struct runner *r, struct lab_err *e)
 {
 	/* A store failure is fatal: stop scheduling, keep what is committed. */
@@ -113,6 +135,8 @@ static void record_event(struct rboard *rb, const char *kind, const char *stage,
 	if (store_event(r->store, r->res->run_id, job_id, rb->board_id, kind, stage, msg, &e))
 		store_fail(r, &e);
 	r->res->events++;
+	if (r->o->progress && progress_event(r->o->progress, (size_t)(rb - r->rb), kind, stage, msg))
+		return;
 	logf_(r, "%s: %s%s%s: %s", rb->cfg->name, kind, stage ? " in " : "", stage ? stage : "",
 	      msg ? msg : "");
 }
@@ -135,6 +159,9 @@ static void finish_job(struct rboard *rb, struct plan_job *j, int status, const 
 		if (store_job_finish(r->store, j->db_id, names[status], &e))
 			store_fail(r, &e);
 	}
+	if (r->o->progress && progress_job(r->o->progress, (size_t)(rb - r->rb), j->suite->name,
+					   lab_mode_names[j->mode], names[status], why))
+		return;
 	logf_(r, "%s: job %s/%s %s%s%s", rb->cfg->name, j->suite->name, lab_mode_names[j->mode],
 	      names[status], why ? ": " : "", why ? why : "");
 }
@@ -168,6 +195,8 @@ static void board_finished(struct rboard *rb)
 		return;
 	rb->done = true;
 	struct runner *r = rb->r;
+	if (r->o->progress)
+		progress_board_done(r->o->progress, (size_t)(rb - r->rb));
 	if (board_quarantined(rb->b))
 		r->res->boards_quarantined++;
 	if (--r->active == 0) {
@@ -203,6 +232,7 @@ static void end_board(struct rboard *rb)
 {
 	if (rb->r->stopping && rb->cur < rb->pb->nslots)
 		skip_rest(rb, rb->r->res->budget_exhausted ? "time budget exhausted" : "run stopped");
+	prog_stage(rb, "powering-off");
 	if (board_power_off(rb->b, on_powered_off, rb) != LAB_OK)
 		board_finished(rb);
 }
@@ -572,11 +602,14 @@ static void run_workload(struct rboard *rb)
 		if (j->done_iterations >= j->iterations)
 			finish_job(rb, j, JOB_OK, NULL);
 		board_health_ok(rb->b);
+		if (rb->r->o->progress)
+			progress_slot_done(rb->r->o->progress, (size_t)(rb - rb->r->rb), rb->cur + 1);
 		rb->cur++;
 		next_slot(rb);
 		return;
 	}
 	const struct workload_cfg *w = &j->suite->workloads[rb->wl];
+	prog_stage(rb, w->name);
 	if (strcmp(w->name, "powerfail") == 0) {
 		start_powerfail(rb);
 		return;
@@ -628,6 +661,7 @@ static void start_workloads(struct rboard *rb)
 	if (s->precondition && j->failures == 0) {
 		char *args = xasprintf("precondition passes=%lld", (long long)j->suite->precondition_passes);
 		collect_reset(&rb->col);
+		prog_stage(rb, "precondition");
 		logf_(rb->r, "%s: preconditioning (%lld passes)", rb->cfg->name,
 		      (long long)j->suite->precondition_passes);
 		int rc = board_agent(rb->b, args, job_timeout(rb), on_agent_msg, on_precondition_done, rb);
@@ -685,6 +719,7 @@ static void verify_mode(struct rboard *rb)
 	struct plan_job *j = cur_job(rb);
 	char *args = xasprintf("mode expect=%s", lab_mode_names[j->mode]);
 	collect_reset(&rb->col);
+	prog_stage(rb, "verify-mode");
 	int rc = board_agent(rb->b, args, 120000, on_agent_msg, on_mode_done, rb);
 	free(args);
 	if (rc != LAB_OK)
@@ -757,6 +792,7 @@ static void on_identify_done(struct board *b, int rc, enum board_fail fail, cons
 static void identify(struct rboard *rb)
 {
 	collect_reset(&rb->col);
+	prog_stage(rb, "identify");
 	if (board_agent(rb->b, "identify", 120000, on_agent_msg, on_identify_done, rb) != LAB_OK)
 		slot_failed(rb, "agent-protocol", "could not start the agent");
 }
@@ -795,6 +831,7 @@ static void sysfs_step(struct rboard *rb)
 		sysfs_step(rb);
 		return;
 	}
+	prog_stage(rb, "mode-recipe");
 	char *cmd = xasprintf("echo '%s' > '%.*s'", eq + 1, (int)(eq - kv), kv);
 	if (board_shell(rb->b, cmd, 30000, on_sysfs_done, rb) != LAB_OK)
 		slot_failed(rb, "command-timeout", "could not run a shell command");
@@ -869,6 +906,7 @@ static void next_slot(struct rboard *rb)
 	}
 	if (s->reboot || rb->booted_job != (int)s->job) {
 		const char *extra = rb->cfg->type ? rb->cfg->type->modes[j->mode].cmdline : NULL;
+		prog_stage(rb, "booting");
 		logf_(r, "%s: booting for %s (%s iteration %d of %d)", rb->cfg->name,
 		      lab_mode_names[j->mode], j->suite->name, s->iteration, j->iterations);
 		if (board_boot(rb->b, j->kernel, extra ? extra : "", r->transcript_dir, on_booted, rb) != LAB_OK)
@@ -953,6 +991,17 @@ static void on_budget(struct loop *l, struct loop_timer *t, void *arg)
 	logf_(r, "time budget exhausted: no new iterations are started");
 }
 
+/* progress.h: the run and its boards, with each board's slot estimate. */
+static void run_progress_begin(struct runner *r)
+{
+	struct progress *p = r->o->progress;
+	if (!p)
+		return;
+	progress_run_begin(p, r->loop, r->res->run_id, r->lab->plan->name, r->lab->name, r->plan->njobs);
+	for (size_t i = 0; i < r->nrb; i++)
+		progress_board(p, i, r->rb[i].cfg->name, r->rb[i].pb->nslots, 0);
+}
+
 int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, struct run_result *res,
 	     struct lab_err *e)
 {
@@ -1032,6 +1081,7 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 	res->jobs = (int)r.plan->njobs;
 
 	r.active = r.nrb;
+	run_progress_begin(&r);
 	logf_(&r, "run %lld: plan %s on lab %s: %zu boards, %zu jobs", (long long)res->run_id,
 	      lab->plan->name, lab->name, r.plan->nboards, r.plan->njobs);
 	loop_signal(r.loop, SIGINT, on_signal, &r);
@@ -1069,6 +1119,8 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 		if (upload_finish_run(s, res->run_id, status, upload_config_targets(lab), &fe) &&
 		    !r.err.msg[0])
 			r.err = fe;
+		if (o->progress)
+			progress_run_end(o->progress, status);
 	}
 	if (r.err.msg[0]) {
 		*e = r.err;

@@ -21,11 +21,14 @@
 #include "config.h"
 #include "store.h"
 
+struct progress;
+
 struct run_opts {
 	FILE *log;                  /* progress lines (NULL: silent) */
 	bool verbose;
 	const char *transcript_dir; /* default: lab transcripts or results/transcripts */
 	int slot_retries;           /* retries of a failed slot (default 1) */
+	struct progress *progress;  /* stages, live view, JSON log, progress file (NULL: log only) */
 };
 
 struct run_result {

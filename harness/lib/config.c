@@ -22,6 +22,7 @@
 /* Workloads the agent implements (docs/agent.md). */
 static const char *const workload_names[] = {"androbench", "fscopy", "powerfail", "fio", NULL};
 static const char *const order_names[] = {"interleave", "random", "sequential", NULL};
+static const char *const plan_order_names[] = {"suite", "interleave", "random", "sequential", NULL};
 
 /* ---- option tables ---- */
 
@@ -231,6 +232,14 @@ static const struct opt plan_base_opts[] = {
 	 .help = "HTML report written after the run, relative to the plan (empty: results/report.html; run --no-report writes none)"},
 	{.key = "uploads", .type = OPT_NODE, .offset = F(plan_cfg, uploads),
 	 .help = "upload targets for this plan (see docs/uploads.md)"},
+	{.key = "job_budget", .type = OPT_DURATION, .offset = F(plan_cfg, job_budget_ms), .def = "0s",
+	 .help = "time budget of each job (0: the board type's timeouts.job); a job past it is given up as timed out"},
+	{.key = "priorities", .type = OPT_NODE, .offset = F(plan_cfg, priorities),
+	 .help = "map of suite name to priority (integer, default 0): higher-priority suites run first on each board, so a spent budget drops the lowest"},
+	{.key = "order", .type = OPT_ENUM, .offset = F(plan_cfg, order), .def = "suite",
+	 .choices = plan_order_names, .help = "mode order on every board: suite (each suite's order), interleave, random (seeded) or sequential"},
+	{.key = "seed", .type = OPT_INT, .offset = F(plan_cfg, seed), .def = "0",
+	 .help = "seed of the random order for every suite (0: each suite's seed)"},
 	{0},
 };
 

@@ -123,6 +123,10 @@ struct plan_cfg {
 	struct opt_strlist suites;   /* suite names or paths */
 	uint64_t budget_ms;
 	int64_t parallel;            /* boards at once; 0 = all */
+	uint64_t job_budget_ms;      /* per job; 0 = the board type's timeouts.job */
+	struct cfg_node *priorities; /* suite name -> priority (higher first), checked by plan.c */
+	int order;                   /* 0 each suite's own, else 1 + the suite order (plan.h) */
+	int64_t seed;                /* random order's seed for every suite; 0: each suite's */
 	char *results;               /* database path */
 	char *report_html;           /* HTML report path */
 	struct cfg_node *uploads;    /* upload targets, parsed by upload.c */

@@ -28,6 +28,47 @@ static bool board_selected(const struct lab_cfg *lab, const struct board_cfg *b)
 	return false;
 }
 
+const char *const plan_order_label[] = {"interleave", "random", "sequential", NULL};
+
+int plan_suite_order(const struct plan_cfg *pl, const struct suite_cfg *s)
+{
+	return pl->order > 0 ? pl->order - 1 : s->order;
+}
+
+int64_t plan_suite_seed(const struct plan_cfg *pl, const struct suite_cfg *s)
+{
+	return pl->seed != 0 ? pl->seed : s->seed;
+}
+
+/* plan.priorities: {suite: N}; every key a suite of the plan, every value an integer. */
+static int check_priorities(const struct plan_cfg *pl, const struct suite_cfg *const *suites,
+			    size_t nsuites, int *prio, struct lab_err *e)
+{
+	const struct cfg_node *m = pl->priorities;
+	if (!m)
+		return LAB_OK;
+	if (m->kind != CFG_MAP)
+		return lab_err_set(e, LAB_EUSAGE, "%s:%d:%d: priorities: want a map of suite name to integer",
+				   m->file ? m->file : "plan", m->line, m->col);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct cfg_node *k = m->keys[i], *v = m->items[i];
+		size_t si = 0;
+		while (si < nsuites && strcmp(suites[si]->name, k->value) != 0)
+			si++;
+		if (si == nsuites)
+			return lab_err_set(e, LAB_EUSAGE, "%s:%d:%d: priorities: '%s' is not a suite of the plan",
+					   k->file ? k->file : "plan", k->line, k->col, k->value);
+		int64_t n;
+		if (v->kind != CFG_SCALAR || lab_parse_i64(v->value, &n) != LAB_OK || n < -1000000 ||
+		    n > 1000000)
+			return lab_err_set(e, LAB_EUSAGE,
+					   "%s:%d:%d: priorities: '%s' wants an integer (-1000000..1000000)",
+					   v->file ? v->file : "plan", v->line, v->col, k->value);
+		prio[si] = (int)n;
+	}
+	return LAB_OK;
+}
+
 static uint64_t xorshift(uint64_t *s)
 {
 	uint64_t x = *s;
@@ -46,19 +87,19 @@ static void push_slot(struct plan_board *pb, size_t job, int it)
 
 /* Append the slots of one (board, kernel, suite) group of jobs [first, first+n). */
 static void order_slots(struct plan_board *pb, const struct plan *p, size_t first, size_t n,
-			const struct suite_cfg *s)
+			const struct suite_cfg *s, int order, int64_t suite_seed)
 {
 	int maxit = 0;
 	for (size_t j = first; j < first + n; j++)
 		if (p->jobs[j].iterations > maxit)
 			maxit = p->jobs[j].iterations;
 	size_t start = pb->nslots;
-	if (s->order == 2) { /* sequential */
+	if (order == 2) { /* sequential */
 		for (size_t j = first; j < first + n; j++)
 			for (int it = 1; it <= p->jobs[j].iterations; it++)
 				push_slot(pb, j, it);
 	} else {
-		uint64_t seed = (uint64_t)s->seed * 2654435761u + 0x9E3779B97F4A7C15ull + pb->board;
+		uint64_t seed = (uint64_t)suite_seed * 2654435761u + 0x9E3779B97F4A7C15ull + pb->board;
 		if (seed == 0)
 			seed = 1;
 		size_t *idx = xcalloc(n, sizeof *idx);
@@ -67,7 +108,7 @@ static void order_slots(struct plan_board *pb, const struct plan *p, size_t firs
 			for (size_t j = first; j < first + n; j++)
 				if (it <= p->jobs[j].iterations)
 					idx[m++] = j;
-			if (s->order == 1) /* random: Fisher-Yates with the suite's seed */
+			if (order == 1) /* random: Fisher-Yates with the suite's seed */
 				for (size_t k = m; k > 1; k--) {
 					size_t r = (size_t)(xorshift(&seed) % k);
 					size_t t = idx[k - 1];
@@ -138,6 +179,24 @@ int plan_expand(const struct lab_cfg *lab, struct plan **out, struct lab_err *e)
 	}
 	if (nkernels == 0)
 		kernels[nkernels++] = lab->nkernels ? &lab->kernels[0] : NULL;
+	int *prio = xcalloc(nsuites + 1, sizeof *prio);
+	int rc = check_priorities(pl, suites, nsuites, prio, e);
+	if (rc) {
+		free(suites);
+		free(kernels);
+		free(prio);
+		return rc;
+	}
+	/* (kernel, suite) groups, highest priority first, ties in plan order. */
+	size_t ngroups = nkernels * nsuites, *groups = xcalloc(ngroups, sizeof *groups);
+	for (size_t g = 0; g < ngroups; g++) {
+		size_t at = g;
+		while (at > 0 && prio[groups[at - 1] % nsuites] < prio[g % nsuites]) {
+			groups[at] = groups[at - 1];
+			at--;
+		}
+		groups[at] = g;
+	}
 
 	struct plan *p = xcalloc(1, sizeof *p);
 	for (size_t b = 0; b < lab->nboards; b++) {
@@ -148,8 +207,9 @@ int plan_expand(const struct lab_cfg *lab, struct plan **out, struct lab_err *e)
 		struct plan_board *pb = &p->boards[p->nboards++];
 		memset(pb, 0, sizeof *pb);
 		pb->board = b;
-		for (size_t k = 0; k < nkernels; k++) {
-			for (size_t si = 0; si < nsuites; si++) {
+		for (size_t g = 0; g < ngroups; g++) {
+			size_t k = groups[g] / nsuites, si = groups[g] % nsuites;
+			{
 				const struct suite_cfg *s = suites[si];
 				size_t first = p->njobs;
 				for (size_t m = 0; m < s->modes.n; m++) {
@@ -165,15 +225,19 @@ int plan_expand(const struct lab_cfg *lab, struct plan **out, struct lab_err *e)
 					p->jobs = xreallocarray(p->jobs, p->njobs + 1, sizeof *p->jobs);
 					p->jobs[p->njobs++] = (struct plan_job){
 						.board = b, .kernel = kernels[k], .suite = s, .mode = mode,
-						.iterations = (int)(s->iterations > 0 ? s->iterations : 1)};
+						.iterations = (int)(s->iterations > 0 ? s->iterations : 1),
+						.priority = prio[si]};
 				}
 				if (p->njobs > first)
-					order_slots(pb, p, first, p->njobs - first, s);
+					order_slots(pb, p, first, p->njobs - first, s, plan_suite_order(pl, s),
+						    plan_suite_seed(pl, s));
 			}
 		}
 	}
 	free(suites);
 	free(kernels);
+	free(prio);
+	free(groups);
 	if (p->nboards == 0) {
 		plan_free(p);
 		return lab_err_set(e, LAB_EUSAGE, "%s: the plan selects no enabled board",

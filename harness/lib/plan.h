@@ -9,6 +9,10 @@
  *   interleave  A1 B1 C1 D1 A2 B2 ...  (cancels drift; a boot per slot)
  *   random      each round shuffled with the suite's seed (xorshift, deterministic)
  *   sequential  A1..An B1..Bn ...      (one boot per mode)
+ * The plan's `order` and `seed`, when set, replace every suite's.  The
+ * plan's `priorities` (suite -> integer, default 0) order the (kernel, suite)
+ * groups of each board, highest first (stable: ties keep the plan's order),
+ * so what a spent budget drops is the lowest priority.
  * Modes the board type does not support are left out and reported.
  * Pure functions: no I/O, unit-tested.
  */
@@ -25,6 +29,7 @@ struct plan_job {
 	const struct suite_cfg *suite;
 	int mode;                      /* enum lab_mode */
 	int iterations;
+	int priority;                  /* the plan's priorities: for the suite */
 	int64_t db_id;                 /* filled by the runner */
 	int status;                    /* runner bookkeeping */
 	int done_iterations;
@@ -54,7 +59,13 @@ struct plan {
 	size_t nnotes;
 };
 
-/* Expand lab->plan (which must be set).  Errors: unknown board/tag, no suites. */
+/* The order and seed a suite's slots get under this plan (plan overrides). */
+int plan_suite_order(const struct plan_cfg *pl, const struct suite_cfg *s);
+int64_t plan_suite_seed(const struct plan_cfg *pl, const struct suite_cfg *s);
+extern const char *const plan_order_label[]; /* "interleave", "random", "sequential" */
+
+/* Expand lab->plan (which must be set).  Errors: unknown board/tag, no suites,
+ * a priorities entry that is not a plan suite or not an integer (file:line:col). */
 int plan_expand(const struct lab_cfg *lab, struct plan **out, struct lab_err *e);
 void plan_free(struct plan *p);
 

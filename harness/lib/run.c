@@ -292,7 +292,9 @@ static uint64_t agent_timeout(struct rboard *rb)
 static uint64_t job_timeout(struct rboard *rb)
 {
 	const struct board_type *t = rb->cfg->type;
-	return t && t->timeouts.job_ms ? t->timeouts.job_ms : 8 * 3600000ull;
+	uint64_t ms = t && t->timeouts.job_ms ? t->timeouts.job_ms : 8 * 3600000ull;
+	uint64_t plan_ms = rb->r->lab->plan->job_budget_ms; /* plan.job_budget */
+	return plan_ms && plan_ms < ms ? plan_ms : ms;
 }
 
 static void append_arg(struct lab_buf *b, const char *k, const char *v)
@@ -887,7 +889,7 @@ static void next_slot(struct rboard *rb)
 	if (!j->started_ns)
 		j->started_ns = lab_now_ns();
 	else if ((lab_now_ns() - j->started_ns) / 1000000ull > job_timeout(rb)) {
-		char *m = xasprintf("job ran past its time limit (timeouts.job %llu ms)",
+		char *m = xasprintf("job ran past its time limit (%llu ms: the plan's job_budget or the type's timeouts.job); timed out",
 				    (unsigned long long)job_timeout(rb));
 		record_event(rb, "job-timeout", NULL, m);
 		finish_job(rb, j, JOB_INFRA, m);

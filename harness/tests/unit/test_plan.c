@@ -150,8 +150,88 @@ int main(void)
 		config_free(lab);
 	}
 
+	/* The plan's order and seed replace the suite's. */
+	p = expand(2, "sequential", 0, "  order: interleave\n", &lab);
+	ok(p != NULL, "plan order expands");
+	if (p) {
+		slots_str(p, 0, buf, sizeof buf);
+		is_str(buf, "^0.1 ^1.1 ^0.2 ^1.2", "plan order: interleave overrides the suite's sequential");
+		plan_free(p);
+		config_free(lab);
+	}
+	char seeded[512] = "";
+	p = expand(4, "interleave", 0, "  order: random\n  seed: 12345\n", &lab);
+	if (p) {
+		slots_str(p, 1, seeded, sizeof seeded);
+		is_int(plan_suite_seed(lab->plan, p->jobs[0].suite), 12345, "plan seed replaces the suite's");
+		is_int(plan_suite_order(lab->plan, p->jobs[0].suite), 1, "plan order random");
+		plan_free(p);
+		config_free(lab);
+	}
+	p = expand(4, "interleave", 0, "  order: random\n  seed: 12345\n", &lab);
+	if (p) {
+		slots_str(p, 1, buf, sizeof buf);
+		is_str(buf, seeded, "plan random order is reproducible under its seed");
+		plan_free(p);
+		config_free(lab);
+	}
+	ok(strcmp(seeded, "^0.1 ^1.1 ^2.1 ^3.1 ^0.2 ^1.2 ^2.2 ^3.2 ^0.3 ^1.3 ^2.3 ^3.3 ^0.4 ^1.4 ^2.4 ^3.4") != 0,
+	   "the seeded order is not the interleaved one");
+
+	/* Priorities: the higher suite's slots come first on each board. */
+	static const char *two =
+		"suites:\n"
+		"  - {name: low, modes: [fua], iterations: 1, workloads: [{name: androbench}]}\n"
+		"  - {name: high, modes: [cache-nofua], iterations: 1, workloads: [{name: androbench}]}\n"
+		"  - {name: mid, modes: [fua], iterations: 1, workloads: [{name: fscopy}]}\n"
+		"plan:\n  name: p\n  lab: lab.yaml\n  suites: [low, high, mid]\n%s";
 	struct lab_err e = {0};
-	char *text = xasprintf(suite_fmt, 1, "interleave", 0, "  boards: [nope]\n");
+	char *text = xasprintf(two, "  priorities: {high: 10, mid: 5}\n");
+	lab = load(text, &e);
+	free(text);
+	p = NULL;
+	ok(lab && plan_expand(lab, &p, &e) == 0, "plan with priorities expands %s", e.msg);
+	if (p) {
+		const struct plan_board *pb = &p->boards[0];
+		ok(pb->nslots == 3 && strcmp(p->jobs[pb->slots[0].job].suite->name, "high") == 0 &&
+			   strcmp(p->jobs[pb->slots[1].job].suite->name, "mid") == 0 &&
+			   strcmp(p->jobs[pb->slots[2].job].suite->name, "low") == 0,
+		   "priorities: high, then mid, then low (default 0)");
+		is_int(p->jobs[pb->slots[0].job].priority, 10, "the job carries its priority");
+		plan_free(p);
+	}
+	config_free(lab);
+	text = xasprintf(two, "");
+	e = (struct lab_err){0};
+	lab = load(text, &e);
+	free(text);
+	p = NULL;
+	if (lab && plan_expand(lab, &p, &e) == 0) {
+		ok(strcmp(p->jobs[p->boards[0].slots[0].job].suite->name, "low") == 0,
+		   "no priorities: the plan's suite order");
+		plan_free(p);
+	}
+	config_free(lab);
+	text = xasprintf(two, "  priorities:\n    nope: 3\n");
+	e = (struct lab_err){0};
+	lab = load(text, &e);
+	free(text);
+	p = NULL;
+	ok(lab && plan_expand(lab, &p, &e) == LAB_EUSAGE && strstr(e.msg, "plan.yaml:10:5:") &&
+		   strstr(e.msg, "'nope' is not a suite"),
+	   "a priority for an unknown suite names file:line:col: %s", e.msg);
+	config_free(lab);
+	text = xasprintf(two, "  priorities: {high: soon}\n");
+	e = (struct lab_err){0};
+	lab = load(text, &e);
+	free(text);
+	p = NULL;
+	ok(lab && plan_expand(lab, &p, &e) == LAB_EUSAGE && strstr(e.msg, "wants an integer"),
+	   "a priority that is not an integer is refused: %s", e.msg);
+	config_free(lab);
+
+	e = (struct lab_err){0};
+	text = xasprintf(suite_fmt, 1, "interleave", 0, "  boards: [nope]\n");
 	lab = load(text, &e);
 	free(text);
 	if (lab) {

@@ -8,7 +8,9 @@
 #include "store.h"
 #include "upload.h"
 #include "loop.h"
+#include "plan.h"
 #include "progress.h"
+#include "sched.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -52,7 +54,7 @@ static char *self_path(void)
 	return xstrdup(buf);
 }
 
-enum { O_NO_REPORT = CLI_LONG_ONLY, O_NO_UPLOAD, O_WITH_SIM, O_LOG_FORMAT, O_STATE_DIR };
+enum { O_NO_REPORT = CLI_LONG_ONLY, O_NO_UPLOAD, O_WITH_SIM, O_LOG_FORMAT, O_STATE_DIR, O_DRY_RUN };
 
 const struct cli_opt cmd_run_opts[] = {
 	{"db", 'd', "PATH",
@@ -66,6 +68,8 @@ const struct cli_opt cmd_run_opts[] = {
 	 "start the simulated lab of the plan's lab file first, stop it after", 0},
 	{"baseline", 'b', "NAME",
 	 "check the run against this regression baseline (exit 1 on a regression)", 0},
+	{"dry-run", O_DRY_RUN, NULL,
+	 "print the schedule (per board: jobs, modes, order, iterations) with an estimate from past runs; touch nothing", 0},
 	{"log-format", O_LOG_FORMAT, "FORMAT",
 	 "stderr log: text (default; a live per-board view on a terminal) or json (one object a line)", 0},
 	{"state-dir", O_STATE_DIR, "DIR",
@@ -85,12 +89,37 @@ static void print_summary_json(const struct run_result *r)
 		r->samples, r->events, r->boards_quarantined);
 }
 
+/* --dry-run: the schedule and its estimate; the database is only read, and
+ * only when it exists (a first run has no history). */
+static int dry_run_print(struct lab_cfg *lab, const char *db)
+{
+	struct lab_err e = {0};
+	struct plan *p = NULL;
+	if (plan_expand(lab, &p, &e))
+		return cli_error(&e);
+	struct store *s = NULL;
+	if (access(db, F_OK) == 0 && store_open(db, STORE_READONLY, &s, &e)) {
+		fprintf(stderr, "emmclab: run --dry-run: %s: estimates without history\n", e.msg);
+		s = NULL;
+	}
+	struct sched_est est;
+	e = (struct lab_err){0};
+	int rc = sched_estimate(lab, p, s, &est, &e);
+	if (rc == LAB_OK)
+		sched_print(stdout, lab, p, &est);
+	sched_est_free(&est);
+	if (s)
+		store_close(s);
+	plan_free(p);
+	return rc ? cli_error(&e) : 0;
+}
+
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
 	const char *db = getenv("EMMCLAB_DB");
 	const char *report = NULL;
 	const char *tdir = NULL;
-	bool with_sim = false, no_report = false, no_upload = false;
+	bool with_sim = false, no_report = false, no_upload = false, dry_run = false;
 	const char *baseline = NULL;
 	const char *state_dir = NULL;
 	enum progress_format log_format = PROGRESS_TEXT;
@@ -107,6 +136,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		case O_WITH_SIM: with_sim = true; break;
 		case 'b': baseline = optarg; break;
 		case O_STATE_DIR: state_dir = optarg; break;
+		case O_DRY_RUN: dry_run = true; break;
 		case O_LOG_FORMAT:
 			if (strcmp(optarg, "text") == 0) {
 				log_format = PROGRESS_TEXT;
@@ -136,6 +166,11 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		db = lab->plan->results && lab->plan->results[0] ? lab->plan->results
 		     : lab->results && lab->results[0]	   ? lab->results
 							   : "results/lab.db";
+	if (dry_run) {
+		int x = dry_run_print(lab, db);
+		config_free(lab);
+		return x;
+	}
 	if (!report && !no_report)
 		report = lab->plan->report_html && lab->plan->report_html[0] ? lab->plan->report_html
 									 : "results/report.html";

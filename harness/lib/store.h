@@ -192,6 +192,19 @@ int store_table_rows(struct store *s, const char *table, int64_t *n, struct lab_
 int store_pages(struct store *s, int64_t *count, int64_t *size, int64_t *free_pages,
 		struct lab_err *e);
 
+/* Past runs, for the schedule's estimates (sched.h; store_history.c).  The
+ * durations of workload's iterations in jobs of (board type, suite, mode) of
+ * finished lab runs, newest first, at most 1000: */
+int store_history_durations(struct store *s, const char *type, const char *suite, const char *mode,
+			    const char *workload, void (*cb)(double secs, void *arg), void *arg,
+			    struct lab_err *e);
+/* ... and per (run, board) of that type and suite: the wall time from its
+ * first job's start to its last job's end, the sum of its iteration
+ * durations and its number of slots (iterations of a job), newest first. */
+int store_history_spans(struct store *s, const char *type, const char *suite,
+			void (*cb)(double span_s, double dur_s, int64_t slots, void *arg), void *arg,
+			struct lab_err *e);
+
 /* Runs of `host` still marked running by the controller (source lab), with
  * the pid their controller wrote in config_json (0 if none). */
 int store_runs_running(struct store *s, const char *host,

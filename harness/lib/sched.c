@@ -1,0 +1,260 @@
+/* sched.c - see sched.h. */
+#include "sched.h"
+#include "progress.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct vals {
+	double *v;
+	size_t n;
+};
+
+static void push_val(double x, void *arg)
+{
+	struct vals *a = arg;
+	a->v = xreallocarray(a->v, a->n + 1, sizeof *a->v);
+	a->v[a->n++] = x;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(struct vals *a)
+{
+	if (a->n == 0)
+		return -1;
+	qsort(a->v, a->n, sizeof *a->v, cmp_double);
+	return a->n % 2 ? a->v[a->n / 2] : (a->v[a->n / 2 - 1] + a->v[a->n / 2]) / 2;
+}
+
+struct spans {
+	struct vals overhead, per_slot;
+	size_t virt; /* schedules whose iterations took longer than the board's wall time */
+};
+
+static void push_span(double span_s, double dur_s, int64_t slots, void *arg)
+{
+	struct spans *sp = arg;
+	if (slots <= 0 || span_s < 0)
+		return;
+	push_val(span_s / (double)slots, &sp->per_slot);
+	if (dur_s > span_s)
+		sp->virt++;
+	else
+		push_val((span_s - dur_s) / (double)slots, &sp->overhead);
+}
+
+static int estimate_job(struct store *s, const char *type, const struct plan_job *j,
+			struct sched_job_est *out, struct lab_err *e)
+{
+	out->slot_s = -1;
+	out->samples = 0;
+	out->wall = false;
+	if (!s || !type)
+		return LAB_OK;
+	const char *mode = lab_mode_names[j->mode];
+	struct spans sp = {0};
+	int rc = store_history_spans(s, type, j->suite->name, push_span, &sp, e);
+	double sum = 0;
+	int64_t n = 0;
+	bool all = true;
+	for (size_t w = 0; !rc && w < j->suite->nworkloads; w++) {
+		struct vals d = {0};
+		rc = store_history_durations(s, type, j->suite->name, mode, j->suite->workloads[w].name,
+					     push_val, &d, e);
+		if (d.n == 0)
+			all = false;
+		else
+			sum += median(&d);
+		n += (int64_t)d.n;
+		free(d.v);
+	}
+	if (!rc) {
+		if (sp.per_slot.n > 0 && sp.virt * 2 >= sp.per_slot.n) {
+			out->slot_s = median(&sp.per_slot);
+			out->samples = (int64_t)sp.per_slot.n;
+			out->wall = true;
+		} else if (all && n > 0) {
+			double oh = median(&sp.overhead);
+			out->slot_s = sum + (oh > 0 ? oh : 0);
+			out->samples = n;
+		}
+	}
+	free(sp.overhead.v);
+	free(sp.per_slot.v);
+	return rc;
+}
+
+int sched_estimate(const struct lab_cfg *lab, const struct plan *p, struct store *s,
+		   struct sched_est *out, struct lab_err *e)
+{
+	memset(out, 0, sizeof *out);
+	out->jobs = xcalloc(p->njobs + 1, sizeof *out->jobs);
+	out->board_s = xcalloc(p->nboards + 1, sizeof *out->board_s);
+	out->dropped = xcalloc(p->nboards + 1, sizeof *out->dropped);
+	for (size_t i = 0; i < p->njobs; i++) {
+		const struct board_cfg *bc = &lab->boards[p->jobs[i].board];
+		int rc = estimate_job(s, bc->type_name, &p->jobs[i], &out->jobs[i], e);
+		if (rc)
+			return rc;
+	}
+	uint64_t budget_ms = lab->plan->budget_ms;
+	size_t par = lab->plan->parallel > 0 && (size_t)lab->plan->parallel < p->nboards
+			     ? (size_t)lab->plan->parallel
+			     : p->nboards;
+	double *place = xcalloc(par + 1, sizeof *place); /* when each place frees up */
+	bool all = true;
+	out->total_s = 0;
+	for (size_t b = 0; b < p->nboards; b++) {
+		const struct plan_board *pb = &p->boards[b];
+		size_t first = 0;
+		for (size_t k = 1; k < par; k++)
+			if (place[k] < place[first])
+				first = k;
+		double t = place[first], start = t;
+		bool known = true;
+		for (size_t k = 0; k < pb->nslots; k++) {
+			double slot = out->jobs[pb->slots[k].job].slot_s;
+			if (slot < 0) {
+				known = false;
+				continue;
+			}
+			if (budget_ms && t >= (double)budget_ms / 1000.0)
+				out->dropped[b]++;
+			else
+				t += slot;
+		}
+		out->board_s[b] = known ? t - start : -1;
+		all &= known;
+		place[first] = t;
+		if (t > out->total_s)
+			out->total_s = t;
+	}
+	free(place);
+	if (!all)
+		out->total_s = -1;
+	return LAB_OK;
+}
+
+void sched_est_free(struct sched_est *est)
+{
+	free(est->jobs);
+	free(est->board_s);
+	free(est->dropped);
+	memset(est, 0, sizeof *est);
+}
+
+static void fmt_est(char *buf, size_t n, const struct sched_job_est *j)
+{
+	if (j->slot_s < 0) {
+		snprintf(buf, n, "no history");
+		return;
+	}
+	char d[16];
+	progress_fmt_duration(d, sizeof d, j->slot_s);
+	if (j->slot_s < 10)
+		snprintf(d, sizeof d, "%.1fs", j->slot_s);
+	snprintf(buf, n, "%s (%lld %s)", d, (long long)j->samples,
+		 j->wall ? "past board schedules" : "past iterations");
+}
+
+void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const struct sched_est *est)
+{
+	const struct plan_cfg *pl = lab->plan;
+	size_t slots = 0;
+	for (size_t b = 0; b < p->nboards; b++)
+		slots += p->boards[b].nslots;
+	char d[16];
+	fprintf(f, "plan %s on lab %s: %zu boards, %zu jobs, %zu slots (a slot: one iteration of a job, every workload once)\n", pl->name, lab->name,
+		p->nboards, p->njobs, slots);
+	progress_fmt_duration(d, sizeof d, (double)pl->budget_ms / 1000.0);
+	fprintf(f, "  budget: %s", pl->budget_ms ? d : "none");
+	progress_fmt_duration(d, sizeof d, (double)pl->job_budget_ms / 1000.0);
+	fprintf(f, "; job budget: %s", pl->job_budget_ms ? d : "the board type's timeouts.job");
+	if (pl->parallel > 0)
+		fprintf(f, "; parallel: %lld boards at a time\n", (long long)pl->parallel);
+	else
+		fprintf(f, "; parallel: every board at once\n");
+	for (size_t i = 0; i < pl->suites.n; i++) {
+		const struct suite_cfg *s = config_suite(lab, pl->suites.v[i]);
+		if (!s)
+			continue;
+		int order = plan_suite_order(pl, s);
+		fprintf(f, "  suite %s: %s order", s->name, plan_order_label[order]);
+		if (order == 1)
+			fprintf(f, ", seed %lld", (long long)plan_suite_seed(pl, s));
+		fprintf(f, "%s\n", pl->order ? " (the plan's)" : "");
+	}
+	for (size_t i = 0; i < p->nnotes; i++)
+		fprintf(f, "  note: %s\n", p->notes[i]);
+	for (size_t b = 0; b < p->nboards; b++) {
+		const struct plan_board *pb = &p->boards[b];
+		const struct board_cfg *bc = &lab->boards[pb->board];
+		progress_fmt_duration(d, sizeof d, est->board_s[b]);
+		fprintf(f, "\nboard %s (type %s): %zu slots, estimated %s\n", bc->name,
+			bc->type_name ? bc->type_name : "-", pb->nslots,
+			est->board_s[b] >= 0 ? d : "? (no history for some jobs)");
+		fprintf(f, "  %-4s %-20s %-16s %-12s %4s %5s  %s\n", "job", "suite", "mode", "kernel", "prio",
+			"iters", "per iteration");
+		/* jobs of this board in the order they first run */
+		bool *shown = xcalloc(p->njobs + 1, sizeof *shown);
+		int nj = 0;
+		for (size_t k = 0; k < pb->nslots; k++) {
+			size_t ji = pb->slots[k].job;
+			if (shown[ji])
+				continue;
+			shown[ji] = true;
+			const struct plan_job *j = &p->jobs[ji];
+			char e[64];
+			fmt_est(e, sizeof e, &est->jobs[ji]);
+			fprintf(f, "  %-4d %-20s %-16s %-12s %4d %5d  %s\n", ++nj, j->suite->name,
+				lab_mode_names[j->mode], j->kernel && j->kernel->name ? j->kernel->name : "-",
+				j->priority, j->iterations, e);
+		}
+		free(shown);
+		fprintf(f, "  order:");
+		int col = 8;
+		for (size_t k = 0; k < pb->nslots; k++) {
+			const struct plan_slot *s = &pb->slots[k];
+			char one[48];
+			snprintf(one, sizeof one, " %s%s#%d", s->reboot ? "^" : "", lab_mode_names[p->jobs[s->job].mode],
+				 s->iteration);
+			if (col + (int)strlen(one) > 96) {
+				fprintf(f, "\n        ");
+				col = 8;
+			}
+			fputs(one, f);
+			col += (int)strlen(one);
+		}
+		fprintf(f, "\n");
+		if (est->dropped[b])
+			fprintf(f, "  over the budget: the last %zu slot(s) would not start\n", est->dropped[b]);
+	}
+	fprintf(f, "\n(^ = boot before the slot)\n");
+	if (est->total_s < 0) {
+		fprintf(f, "estimated duration: unknown (no history for some jobs: run the plan once)\n");
+		return;
+	}
+	progress_fmt_duration(d, sizeof d, est->total_s);
+	fprintf(f, "estimated duration: %s (boards in parallel", d);
+	if (pl->parallel > 0)
+		fprintf(f, ", %lld at a time", (long long)pl->parallel);
+	fprintf(f, ")");
+	if (pl->budget_ms) {
+		char bd[16];
+		progress_fmt_duration(bd, sizeof bd, (double)pl->budget_ms / 1000.0);
+		size_t dropped = 0;
+		for (size_t b = 0; b < p->nboards; b++)
+			dropped += est->dropped[b];
+		if (dropped)
+			fprintf(f, ": over the budget of %s, %zu slot(s) would be skipped\n", bd, dropped);
+		else
+			fprintf(f, ", within the budget of %s\n", bd);
+	} else {
+		fprintf(f, "\n");
+	}
+}

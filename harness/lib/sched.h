@@ -1,0 +1,51 @@
+/*
+ * sched.h - the schedule of an expanded plan as a person reads it (`run
+ * --dry-run`), with how long it should take from past runs.
+ *
+ * Estimates (per job, i.e. board type x suite x mode):
+ *   a slot = the sum over the suite's workloads of the median iteration
+ *   duration of (board type, suite, mode, workload), plus the median per-slot
+ *   overhead of that type and suite (boots, identification, mode checks: a
+ *   board's wall time in a past run minus its iterations, per slot).  When
+ *   past iterations took longer than the boards' wall time (the simulator
+ *   reports durations in its virtual time), the median wall time per slot of
+ *   the type and suite is used instead.  No past run of the type and suite:
+ *   "no history".
+ *   A board = the sum of its slots; the run = boards in parallel (at most
+ *   plan.parallel at a time, each next board taking the first free place).
+ * Under plan.budget, the slots that would start after the budget are listed
+ * as dropped (the lowest priority come last in each board's order, so they
+ * are the ones dropped).
+ *
+ * The store may be NULL (no database yet): every estimate is then "no history".
+ */
+#ifndef EMMCLAB_SCHED_H
+#define EMMCLAB_SCHED_H
+
+#include <stdio.h>
+#include "config.h"
+#include "plan.h"
+#include "store.h"
+
+struct sched_job_est {
+	double slot_s;     /* estimated seconds per slot (iteration); < 0: no history */
+	int64_t samples;   /* past iterations or board schedules it rests on */
+	bool wall;         /* from board wall time per slot (virtual iteration durations) */
+};
+
+struct sched_est {
+	struct sched_job_est *jobs; /* per plan job */
+	double *board_s;            /* per plan board; < 0 when a job of it has no history */
+	double total_s;             /* < 0: not every board has an estimate */
+	size_t *dropped;            /* per plan board: slots that would start after the budget */
+};
+
+int sched_estimate(const struct lab_cfg *lab, const struct plan *p, struct store *s,
+		   struct sched_est *out, struct lab_err *e);
+void sched_est_free(struct sched_est *est);
+
+/* The schedule: per board its jobs (mode, priority, iterations, estimate) and
+ * its slot order; then the run's estimate against the budget. */
+void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const struct sched_est *est);
+
+#endif

@@ -95,8 +95,14 @@ static int dry_run_print(struct lab_cfg *lab, const char *db)
 {
 	struct lab_err e = {0};
 	struct plan *p = NULL;
+	struct sched_res *shared = NULL;
 	if (plan_expand(lab, &p, &e))
 		return cli_error(&e);
+	if (sched_res_new(lab, &shared, &e)) {
+		plan_free(p);
+		return cli_error(&e);
+	}
+	sched_res_free(shared);
 	struct store *s = NULL;
 	if (access(db, F_OK) == 0 && store_open(db, STORE_READONLY, &s, &e)) {
 		fprintf(stderr, "emmclab: run --dry-run: %s: estimates without history\n", e.msg);

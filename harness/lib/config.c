@@ -155,6 +155,8 @@ static const struct opt board_opts[] = {
 	 .help = "{driver: uboot-tftp|fastboot|ums|exec|qemu|none, ...}"},
 	{.key = "sim", .type = OPT_NODE, .offset = F(board_cfg, sim),
 	 .help = "simulator-only block, ignored by the controller"},
+	{.key = "uses", .type = OPT_NODE, .offset = F(board_cfg, uses),
+	 .help = "shared resources of the lab it needs, per stage: {boot: [tftp, pdu-main], test: [...]} (a type sets it for its boards under `board:`)"},
 	{.key = "tags", .type = OPT_STRLIST, .offset = F(board_cfg, tags),
 	 .help = "tags a plan can select boards by"},
 	{.key = "enabled", .type = OPT_BOOL, .offset = F(board_cfg, enabled), .def = "true",
@@ -250,6 +252,7 @@ struct lab_section {
 	char *transcripts;
 	uint64_t transcript_max;
 	struct cfg_node *sim;
+	struct cfg_node *resources;
 };
 
 static const struct opt lab_opts[] = {
@@ -264,6 +267,8 @@ static const struct opt lab_opts[] = {
 	 .help = "bytes per transcript file before it rotates"},
 	{.key = "sim", .type = OPT_NODE, .offset = F(lab_section, sim),
 	 .help = "simulator-only settings, ignored by the controller"},
+	{.key = "resources", .type = OPT_NODE, .offset = F(lab_section, resources),
+	 .help = "shared limited resources and how many users each takes at once: {tftp: 2, flash-port: 1, pdu-main: 1}; boards name them in `uses:` and queue for them"},
 	{0},
 };
 
@@ -916,6 +921,8 @@ static int build_lab(struct lab_cfg *c, const struct cfg_node *n, struct lab_err
 		c->results = base_path(c, s.results);
 		c->transcripts = base_path(c, s.transcripts);
 		c->transcript_max = s.transcript_max;
+		c->resources = s.resources;
+		s.resources = NULL;
 		s.name = NULL;
 	}
 	opt_free(lab_opts, &s);
@@ -1162,6 +1169,7 @@ void config_free(struct lab_cfg *c)
 		free(c->plan);
 	}
 	cfg_free(c->uploads);
+	cfg_free(c->resources);
 	free(c->name);
 	free(c->results);
 	free(c->transcripts);

@@ -99,6 +99,10 @@ void progress_fmt_duration(char *buf, size_t n, double secs)
 		snprintf(buf, n, "-");
 		return;
 	}
+	if (secs < 10 && secs != (double)(long)secs) {
+		snprintf(buf, n, "%.1fs", secs);
+		return;
+	}
 	long s = (long)(secs + 0.5);
 	if (s >= 3600)
 		snprintf(buf, n, "%ldh%02ldm", s / 3600, (s / 60) % 60);

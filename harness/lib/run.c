@@ -9,6 +9,7 @@
 #include "progress.h"
 #include "powerfail.h"
 #include "proto.h"
+#include "sched.h"
 #include "upload.h"
 
 #include <errno.h>
@@ -55,6 +56,7 @@ struct runner {
 	size_t active;
 	bool stopping;
 	struct loop_timer budget;
+	struct sched_res *shared; /* the lab's shared resources (NULL: none) */
 	char *transcript_dir;
 	struct lab_err err; /* first store error: fatal for the run */
 };
@@ -115,6 +117,24 @@ static void prog_stage(struct rboard *rb, const char *stage)
 	const struct plan_job *j = cur_job(rb);
 	progress_stage(p, (size_t)(rb - rb->r->rb), stage, j->suite->name, lab_mode_names[j->mode],
 		       cur_slot(rb)->iteration, j->iterations, rb->cur);
+}
+
+/* sched.h: take the lab's shared resources the board uses in stage; false:
+ * it is queued (shown as stage wait:NAME) and resume(rb) runs once granted. */
+static bool res_take(struct rboard *rb, const char *stage, void (*resume)(void *arg))
+{
+	char waiting[48], st[64];
+	if (sched_res_acquire(rb->r->shared, rb->r->loop, rb->pb->board, stage, resume, rb, waiting,
+			      sizeof waiting))
+		return true;
+	snprintf(st, sizeof st, "wait:%s", waiting);
+	prog_stage(rb, st);
+	return false;
+}
+
+static void res_drop(struct rboard *rb, const char *stage)
+{
+	sched_res_release(rb->r->shared, rb->r->loop, rb->pb->board, stage);
 }
 
 static void store_fail(struct runner *r, struct lab_err *e)
@@ -232,6 +252,7 @@ static void end_board(struct rboard *rb)
 {
 	if (rb->r->stopping && rb->cur < rb->pb->nslots)
 		skip_rest(rb, rb->r->res->budget_exhausted ? "time budget exhausted" : "run stopped");
+	res_drop(rb, NULL);
 	prog_stage(rb, "powering-off");
 	if (board_power_off(rb->b, on_powered_off, rb) != LAB_OK)
 		board_finished(rb);
@@ -655,10 +676,15 @@ static void on_precondition_done(struct board *b, int rc, enum board_fail fail, 
 	run_workload(rb);
 }
 
+static void start_workloads_cb(void *arg);
+
 static void start_workloads(struct rboard *rb)
 {
 	struct plan_job *j = cur_job(rb);
 	const struct plan_slot *s = cur_slot(rb);
+	res_drop(rb, "boot");
+	if (!res_take(rb, "test", start_workloads_cb))
+		return;
 	rb->wl = 0;
 	if (s->precondition && j->failures == 0) {
 		char *args = xasprintf("precondition passes=%lld", (long long)j->suite->precondition_passes);
@@ -673,6 +699,17 @@ static void start_workloads(struct rboard *rb)
 		return;
 	}
 	run_workload(rb);
+}
+
+static void start_workloads_cb(void *arg)
+{
+	struct rboard *rb = arg;
+	if (rb->r->stopping) { /* granted after a stop: the slot does not start */
+		res_drop(rb, NULL);
+		next_slot(rb);
+		return;
+	}
+	start_workloads(rb);
 }
 
 static void on_mode_done(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
@@ -844,6 +881,7 @@ static void on_booted(struct board *b, int rc, enum board_fail fail, const char 
 {
 	LAB_UNUSED(b);
 	struct rboard *rb = arg;
+	res_drop(rb, "boot");
 	if (rc != LAB_OK) {
 		char *m = xasprintf("boot for %s failed: %s", lab_mode_names[cur_job(rb)->mode],
 				    msg ? msg : board_fail_name(fail));
@@ -873,6 +911,7 @@ static bool switch_in_place(struct rboard *rb, const struct plan_job *j)
 static void next_slot(struct rboard *rb)
 {
 	struct runner *r = rb->r;
+	res_drop(rb, "test"); /* the slot before this one is over */
 	if (board_quarantined(rb->b) && rb->cur < rb->pb->nslots) {
 		skip_rest(rb, "board quarantined");
 		end_board(rb);
@@ -908,6 +947,8 @@ static void next_slot(struct rboard *rb)
 	}
 	if (s->reboot || rb->booted_job != (int)s->job) {
 		const char *extra = rb->cfg->type ? rb->cfg->type->modes[j->mode].cmdline : NULL;
+		if (!res_take(rb, "boot", start_board))
+			return;
 		prog_stage(rb, "booting");
 		logf_(r, "%s: booting for %s (%s iteration %d of %d)", rb->cfg->name,
 		      lab_mode_names[j->mode], j->suite->name, s->iteration, j->iterations);
@@ -1022,6 +1063,8 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 		plan_free(r.plan);
 		return lab_err_set(e, LAB_EINFRA, "cannot create the event loop: %s", strerror(errno));
 	}
+	if ((rc = sched_res_new(lab, &r.shared, e))) /* bad resources or uses, before any board is powered */
+		goto out;
 	if (o->transcript_dir)
 		r.transcript_dir = xstrdup(o->transcript_dir);
 	else if (lab->transcripts)
@@ -1141,6 +1184,7 @@ out_boards:
 	while (!loop_idle(r.loop) && loop_now_ms(r.loop) < drain_end)
 		loop_run_once(r.loop, 50);
 out:
+	sched_res_free(r.shared);
 	loop_free(r.loop);
 	free(r.transcript_dir);
 	plan_free(r.plan);

@@ -1,5 +1,6 @@
 /* sched.c - see sched.h. */
 #include "sched.h"
+#include "loop.h"
 #include "progress.h"
 
 #include <stdlib.h>
@@ -156,8 +157,6 @@ static void fmt_est(char *buf, size_t n, const struct sched_job_est *j)
 	}
 	char d[16];
 	progress_fmt_duration(d, sizeof d, j->slot_s);
-	if (j->slot_s < 10)
-		snprintf(d, sizeof d, "%.1fs", j->slot_s);
 	snprintf(buf, n, "%s (%lld %s)", d, (long long)j->samples,
 		 j->wall ? "past board schedules" : "past iterations");
 }
@@ -189,6 +188,7 @@ void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const
 			fprintf(f, ", seed %lld", (long long)plan_suite_seed(pl, s));
 		fprintf(f, "%s\n", pl->order ? " (the plan's)" : "");
 	}
+	sched_res_print(f, lab);
 	for (size_t i = 0; i < p->nnotes; i++)
 		fprintf(f, "  note: %s\n", p->notes[i]);
 	for (size_t b = 0; b < p->nboards; b++) {
@@ -256,5 +256,262 @@ void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const
 			fprintf(f, ", within the budget of %s\n", bd);
 	} else {
 		fprintf(f, "\n");
+	}
+}
+
+/* ---- shared limited resources ---- */
+
+const char *const sched_stage_names[] = {"boot", "test", NULL};
+#define SCHED_NSTAGES 2
+
+struct res {
+	const char *name; /* owned by the lab's config */
+	int cap, used;
+};
+
+struct res_user {
+	size_t *need[SCHED_NSTAGES]; /* resource indices per stage */
+	size_t nneed[SCHED_NSTAGES];
+	bool held[SCHED_NSTAGES];
+};
+
+struct res_wait {
+	size_t board;
+	int stage;
+	void (*grant)(void *arg);
+	void *arg;
+};
+
+struct sched_res {
+	struct res *res;
+	size_t nres;
+	struct res_user *users; /* per lab board */
+	size_t nusers;
+	struct res_wait *wait;
+	size_t nwait;
+};
+
+static int stage_index(const char *stage)
+{
+	for (int i = 0; sched_stage_names[i]; i++)
+		if (strcmp(sched_stage_names[i], stage) == 0)
+			return i;
+	return -1;
+}
+
+static const char *node_file(const struct cfg_node *n)
+{
+	return n->file ? n->file : "lab";
+}
+
+static int add_need(struct sched_res *r, struct res_user *u, int st, const struct cfg_node *v,
+		    const char *board, struct lab_err *e)
+{
+	if (v->kind != CFG_SCALAR)
+		return lab_err_set(e, LAB_EUSAGE, "%s:%d:%d: board %s: uses: want resource names",
+				   node_file(v), v->line, v->col, board);
+	size_t i = 0;
+	while (i < r->nres && strcmp(r->res[i].name, v->value) != 0)
+		i++;
+	if (i == r->nres)
+		return lab_err_set(e, LAB_EUSAGE,
+				   "%s:%d:%d: board %s: uses '%s', which the lab's resources: do not declare",
+				   node_file(v), v->line, v->col, board, v->value);
+	for (size_t k = 0; k < u->nneed[st]; k++)
+		if (u->need[st][k] == i)
+			return LAB_OK;
+	u->need[st] = xreallocarray(u->need[st], u->nneed[st] + 1, sizeof *u->need[st]);
+	u->need[st][u->nneed[st]++] = i;
+	return LAB_OK;
+}
+
+int sched_res_new(const struct lab_cfg *lab, struct sched_res **out, struct lab_err *e)
+{
+	*out = NULL;
+	const struct cfg_node *m = lab->resources;
+	if (m && m->kind != CFG_MAP)
+		return lab_err_set(e, LAB_EUSAGE, "%s:%d:%d: resources: want a map of name to count",
+				   node_file(m), m->line, m->col);
+	struct sched_res *r = xcalloc(1, sizeof *r);
+	r->nres = m ? m->n : 0;
+	r->res = xcalloc(r->nres + 1, sizeof *r->res);
+	int rc = LAB_OK;
+	for (size_t i = 0; i < r->nres && !rc; i++) {
+		const struct cfg_node *v = m->items[i];
+		int64_t n;
+		r->res[i].name = m->keys[i]->value;
+		if (v->kind != CFG_SCALAR || lab_parse_i64(v->value, &n) != LAB_OK || n < 1 || n > 1000)
+			rc = lab_err_set(e, LAB_EUSAGE, "%s:%d:%d: resources: %s wants a count (1..1000)",
+					 node_file(v), v->line, v->col, m->keys[i]->value);
+		else
+			r->res[i].cap = (int)n;
+	}
+	r->nusers = lab->nboards;
+	r->users = xcalloc(r->nusers + 1, sizeof *r->users);
+	bool any = false;
+	for (size_t b = 0; b < lab->nboards && !rc; b++) {
+		const struct board_cfg *bc = &lab->boards[b];
+		const struct cfg_node *u = bc->uses;
+		if (!u)
+			continue;
+		if (u->kind != CFG_MAP) {
+			rc = lab_err_set(e, LAB_EUSAGE, "%s:%d:%d: board %s: uses: want {stage: [resource, ...]}",
+					 node_file(u), u->line, u->col, bc->name);
+			break;
+		}
+		for (size_t i = 0; i < u->n && !rc; i++) {
+			const struct cfg_node *k = u->keys[i], *v = u->items[i];
+			int st = stage_index(k->value);
+			if (st < 0) {
+				rc = lab_err_set(e, LAB_EUSAGE,
+						 "%s:%d:%d: board %s: uses: unknown stage '%s' (boot or test)",
+						 node_file(k), k->line, k->col, bc->name, k->value);
+				break;
+			}
+			if (v->kind == CFG_SEQ)
+				for (size_t j = 0; j < v->n && !rc; j++)
+					rc = add_need(r, &r->users[b], st, v->items[j], bc->name, e);
+			else
+				rc = add_need(r, &r->users[b], st, v, bc->name, e);
+			any = true;
+		}
+	}
+	if (rc || (!any && r->nres == 0)) {
+		sched_res_free(r);
+		return rc;
+	}
+	*out = r;
+	return LAB_OK;
+}
+
+void sched_res_free(struct sched_res *r)
+{
+	if (!r)
+		return;
+	for (size_t b = 0; b < r->nusers; b++)
+		for (int s = 0; s < SCHED_NSTAGES; s++)
+			free(r->users[b].need[s]);
+	free(r->users);
+	free(r->res);
+	free(r->wait);
+	free(r);
+}
+
+static bool fits(const struct sched_res *r, size_t board, int st, const char **missing)
+{
+	const struct res_user *u = &r->users[board];
+	for (size_t k = 0; k < u->nneed[st]; k++) {
+		const struct res *x = &r->res[u->need[st][k]];
+		if (x->used >= x->cap) {
+			if (missing)
+				*missing = x->name;
+			return false;
+		}
+	}
+	return true;
+}
+
+static void take(struct sched_res *r, size_t board, int st)
+{
+	struct res_user *u = &r->users[board];
+	for (size_t k = 0; k < u->nneed[st]; k++)
+		r->res[u->need[st][k]].used++;
+	u->held[st] = true;
+}
+
+bool sched_res_acquire(struct sched_res *r, struct loop *l, size_t board, const char *stage,
+		       void (*grant)(void *arg), void *arg, char *waiting, size_t n)
+{
+	LAB_UNUSED(l);
+	int st = stage_index(stage);
+	if (!r || st < 0 || board >= r->nusers || r->users[board].nneed[st] == 0 ||
+	    r->users[board].held[st])
+		return true;
+	const char *missing = NULL;
+	if (fits(r, board, st, &missing)) {
+		take(r, board, st);
+		return true;
+	}
+	lab_strlcpy(waiting, missing ? missing : "?", n);
+	for (size_t i = 0; i < r->nwait; i++)
+		if (r->wait[i].board == board && r->wait[i].stage == st)
+			return false;
+	r->wait = xreallocarray(r->wait, r->nwait + 1, sizeof *r->wait);
+	r->wait[r->nwait++] = (struct res_wait){board, st, grant, arg};
+	return false;
+}
+
+void sched_res_release(struct sched_res *r, struct loop *l, size_t board, const char *stage)
+{
+	if (!r || board >= r->nusers)
+		return;
+	struct res_user *u = &r->users[board];
+	int only = stage ? stage_index(stage) : -1;
+	bool freed = false;
+	for (int st = 0; st < SCHED_NSTAGES; st++) {
+		if ((only >= 0 && st != only) || !u->held[st])
+			continue;
+		for (size_t k = 0; k < u->nneed[st]; k++)
+			r->res[u->need[st][k]].used--;
+		u->held[st] = false;
+		freed = true;
+	}
+	if (!stage) { /* the board is done: it waits for nothing any more */
+		for (size_t i = 0; i < r->nwait;) {
+			if (r->wait[i].board == board)
+				memmove(&r->wait[i], &r->wait[i + 1], (--r->nwait - i) * sizeof *r->wait);
+			else
+				i++;
+		}
+	}
+	if (!freed)
+		return;
+	/* Hand what is free to the waiters, oldest first. */
+	for (size_t i = 0; i < r->nwait;) {
+		struct res_wait w = r->wait[i];
+		if (!fits(r, w.board, w.stage, NULL)) {
+			i++;
+			continue;
+		}
+		take(r, w.board, w.stage);
+		memmove(&r->wait[i], &r->wait[i + 1], (--r->nwait - i) * sizeof *r->wait);
+		loop_defer(l, w.grant, w.arg);
+	}
+}
+
+int sched_res_used(const struct sched_res *r, const char *name)
+{
+	for (size_t i = 0; r && i < r->nres; i++)
+		if (strcmp(r->res[i].name, name) == 0)
+			return r->res[i].used;
+	return -1;
+}
+
+void sched_res_print(FILE *f, const struct lab_cfg *lab)
+{
+	const struct cfg_node *m = lab->resources;
+	if (!m || m->kind != CFG_MAP || m->n == 0)
+		return;
+	fprintf(f, "  shared resources (boards queue for them; the estimate leaves the waiting out):\n");
+	for (size_t i = 0; i < m->n; i++) {
+		const char *name = m->keys[i]->value;
+		fprintf(f, "    %s x%s:", name, m->items[i]->kind == CFG_SCALAR ? m->items[i]->value : "?");
+		int nusers = 0;
+		for (size_t b = 0; b < lab->nboards; b++) {
+			const struct cfg_node *u = lab->boards[b].uses;
+			if (!u || u->kind != CFG_MAP || !lab->boards[b].enabled)
+				continue;
+			for (size_t k = 0; k < u->n; k++) {
+				const struct cfg_node *v = u->items[k];
+				bool hit = v->kind == CFG_SCALAR && strcmp(v->value, name) == 0;
+				for (size_t j = 0; v->kind == CFG_SEQ && j < v->n; j++)
+					hit |= v->items[j]->kind == CFG_SCALAR && strcmp(v->items[j]->value, name) == 0;
+				if (hit) {
+					fprintf(f, " %s (%s)", lab->boards[b].name, u->keys[k]->value);
+					nusers++;
+				}
+			}
+		}
+		fprintf(f, "%s\n", nusers ? "" : " (no board uses it)");
 	}
 }

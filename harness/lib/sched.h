@@ -48,4 +48,33 @@ void sched_est_free(struct sched_est *est);
  * its slot order; then the run's estimate against the budget. */
 void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const struct sched_est *est);
 
+/* ---- shared limited resources (lab `resources:`, board `uses:`) ----
+ * A counting semaphore per resource, in the run loop.  A board takes every
+ * resource its `uses:` names for a stage at once, or none (then it queues, in
+ * order of arrival; a later request that fits may pass an earlier one that
+ * does not).  Stages: `boot` (power on, deploy -- TFTP, flashing --, boot to a
+ * shell; released once booted) and `test` (the workloads of one slot).  A
+ * board never holds one stage's resources while it waits for the other's, so
+ * the queue cannot deadlock.  Loop thread only; grants are deferred calls. */
+struct loop;
+struct sched_res;
+
+extern const char *const sched_stage_names[]; /* "boot", "test" */
+
+/* Check lab->resources and every board's uses (errors name file:line:col);
+ * *out is NULL when the lab declares no resources. */
+int sched_res_new(const struct lab_cfg *lab, struct sched_res **out, struct lab_err *e);
+void sched_res_free(struct sched_res *r);
+/* Board (index into lab->boards) wants stage's resources: true when it holds
+ * them (now or already); false: queued, grant(arg) is called from the loop
+ * once they are its, and waiting (n bytes) names one it waits for. */
+bool sched_res_acquire(struct sched_res *r, struct loop *l, size_t board, const char *stage,
+		       void (*grant)(void *arg), void *arg, char *waiting, size_t n);
+/* Give back what board holds for stage (NULL: every stage, and leave the queue). */
+void sched_res_release(struct sched_res *r, struct loop *l, size_t board, const char *stage);
+/* For the dry run and tests: how many hold resource name now (-1: no such resource). */
+int sched_res_used(const struct sched_res *r, const char *name);
+/* Print the resources and their users (dry run). */
+void sched_res_print(FILE *f, const struct lab_cfg *lab);
+
 #endif

@@ -73,7 +73,7 @@ const struct cli_opt cmd_run_opts[] = {
 	{"log-format", O_LOG_FORMAT, "FORMAT",
 	 "stderr log: text (default; a live per-board view on a terminal) or json (one object a line)", 0},
 	{"state-dir", O_STATE_DIR, "DIR",
-	 "directory of the live progress file `status` reads (default $EMMCLAB_STATE_DIR, else DB.live)", 0},
+	 "directory of the live progress file `status` reads (default $EMMCLAB_STATE_DIR, else .DB.live beside the database)", 0},
 	{NULL, 0, NULL, NULL, 0},
 };
 

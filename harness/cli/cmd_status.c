@@ -16,7 +16,7 @@ const struct cli_opt cmd_status_opts[] = {
 	{"db", OPT_DB, "PATH", CLI_DB_HELP, 0},
 	{"last", OPT_LAST, "N", "show the newest N runs (default 10)", 0},
 	{"state-dir", OPT_STATE_DIR, "DIR",
-	 "where runs keep their live progress (default $EMMCLAB_STATE_DIR, else DB.live)", 0},
+	 "where runs keep their live progress (default $EMMCLAB_STATE_DIR, else .DB.live beside the database)", 0},
 	{NULL, 0, NULL, NULL, 0},
 };
 

@@ -377,7 +377,11 @@ char *progress_state_dir(const char *opt, const char *db)
 	const char *env = getenv("EMMCLAB_STATE_DIR");
 	if (env && env[0])
 		return xstrdup(env);
-	return xasprintf("%s.live", db);
+	/* .DB.live beside the database: hidden, and outside `rm DB*` globs */
+	const char *slash = strrchr(db, '/');
+	if (!slash)
+		return xasprintf(".%s.live", db);
+	return xasprintf("%.*s/.%s.live", (int)(slash - db), db, slash + 1);
 }
 
 char *progress_file_path(const char *dir, int64_t run_id)

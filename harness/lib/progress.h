@@ -72,7 +72,7 @@ void progress_vlog(struct progress *p, const char *fmt, va_list ap);
 void progress_run_end(struct progress *p, const char *status);
 
 /* The state directory: opt (--state-dir), else $EMMCLAB_STATE_DIR, else
- * DB.live next to the results database, so `run` and `status` pointed at the
+ * .DB.live beside the results database (results/.lab.db.live), so `run` and `status` pointed at the
  * same database meet without more configuration (caller frees). */
 char *progress_state_dir(const char *opt, const char *db);
 /* The progress file of run_id in dir (caller frees). */

@@ -96,17 +96,17 @@ done
 [ -n "$seen" ] || { cat "$T/status" >&2; fail "status never showed the running run live"; }
 grep -Eq "^  run [0-9]+ \(plan progress-plan, lab progress, pid $pid\): running for .*, [0-9]+/12 slots" "$T/status" ||
 	{ cat "$T/status" >&2; fail "status: no run line with the slot count"; }
-[ -f "$T/lab.db.live/run-1.json" ] || fail "no progress file in DB.live"
+[ -f "$T/.lab.db.live/run-1.json" ] || fail "no progress file in .lab.db.live"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["version"]==1 and d["pid"]==int(sys.argv[2]) and len(d["boards"])==2, d' \
-	"$T/lab.db.live/run-1.json" "$pid" || fail "progress file content"
+	"$T/.lab.db.live/run-1.json" "$pid" || fail "progress file content"
 set +e
 wait "$pid"
 rc=$?
 set -e
 pid=
 [ "$rc" = 0 ] || { tail -20 "$T/err" >&2; fail "run exited $rc"; }
-[ ! -e "$T/lab.db.live/run-1.json" ] || fail "progress file left behind by a finished run"
-[ ! -e "$T/lab.db.live" ] || fail "empty state directory left behind"
+[ ! -e "$T/.lab.db.live/run-1.json" ] || fail "progress file left behind by a finished run"
+[ ! -e "$T/.lab.db.live" ] || fail "empty state directory left behind"
 "$EMMCLAB" status --db "$T/lab.db" >"$T/status"
 sed -n '/^in progress/,/^$/p' "$T/status" | grep -q '(none)' || { cat "$T/status" >&2; fail "status shows a finished run in progress"; }
 
@@ -145,10 +145,10 @@ sim_restart
 "$EMMCLAB" run --db "$T/lab.db" --no-report "$T/plan.yaml" >"$T/out" 2>"$T/err" &
 pid=$!
 for _ in $(seq 1 200); do
-	[ -f "$T/lab.db.live/run-1.json" ] && break
+	[ -f "$T/.lab.db.live/run-1.json" ] && break
 	sleep 0.05
 done
-[ -f "$T/lab.db.live/run-1.json" ] || fail "no progress file while running"
+[ -f "$T/.lab.db.live/run-1.json" ] || fail "no progress file while running"
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
 dead=$pid
@@ -160,7 +160,7 @@ grep -q "emmclab run --resume 1" "$T/status" || fail "status does not say how to
 
 # 4: a terminal gets the live block (script(1) gives the run a real pty)
 command -v script >/dev/null || { echo "script(1) missing (util-linux)" >&2; exit 77; }
-rm -rf "$T/lab.db"* "$T/lab.db.live"
+rm -rf "$T/lab.db"* "$T/.lab.db.live"
 sim_restart
 COLUMNS=100 LINES=30 script -qefc "$EMMCLAB run --db $T/lab.db --no-report $T/plan.yaml" "$T/typescript" >/dev/null </dev/null ||
 	fail "run under a pty failed"

@@ -13,6 +13,7 @@
 #include "sched.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,25 @@ const struct cli_opt cmd_run_opts[] = {
 	 "directory of the live progress file `status` reads (default $EMMCLAB_STATE_DIR, else .DB.live beside the database)", 0},
 	{NULL, 0, NULL, NULL, 0},
 };
+
+/* The run's own notes on stderr: "emmclab: ..." lines, or with --log-format
+ * json one {"event":"log"} object each, so every line is JSON (docs/running.md). */
+static struct progress *json_log;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (json_log) {
+		progress_vlog(json_log, fmt, ap);
+	} else {
+		fputs("emmclab: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+	va_end(ap);
+}
 
 /* --log-format json: the closing summary as one object (docs/running.md). */
 static void print_summary_json(const struct run_result *r)
@@ -216,8 +236,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			     .transcript_dir = tdir, .slot_retries = 1, .progress = prog};
 	struct run_result res;
 	rc = run_plan(lab, s, &o, &res, &e);
-	progress_free(prog);
-	free(sdir);
+	if (log_format == PROGRESS_JSON && !cli->quiet)
+		json_log = prog;
 	if (with_sim)
 		sim_ctl(self, "stop", NULL);
 	free(labfile);
@@ -225,6 +245,9 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	int exit_code = 0;
 	if (rc && res.run_id == 0) {
 		exit_code = cli_error(&e);
+		json_log = NULL;
+		progress_free(prog);
+		free(sdir);
 		store_close(s);
 		config_free(lab);
 		return exit_code;
@@ -242,7 +265,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			(double)res.wall_ms / 1000.0, res.jobs, res.jobs_ok, res.jobs_infra,
 			res.jobs_mismatch, res.jobs_skipped, res.iterations, res.samples, res.events);
 	if (res.boards_quarantined)
-		fprintf(stderr, "emmclab: %d board(s) quarantined\n", res.boards_quarantined);
+		say("%d board(s) quarantined", res.boards_quarantined);
 
 	/* Warm-up outliers leave the statistics when a suite of the plan says so
 	 * (they stay visible in every report). */
@@ -255,14 +278,14 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	}
 	struct lab_err re = {0};
 	if (report_print_mode_table_opts(s, res.run_id, &ro, stdout, &re))
-		fprintf(stderr, "emmclab: comparison table: %s\n", re.msg);
+		say("comparison table: %s", re.msg);
 	fflush(stdout);
 	if (report) {
 		struct lab_err he = {0};
 		if (report_write_file(s, res.run_id, "html", report, &ro, &he))
-			fprintf(stderr, "emmclab: HTML report: %s\n", he.msg);
+			say("HTML report: %s", he.msg);
 		else
-			fprintf(stderr, "emmclab: HTML report written to %s\n", report);
+			say("HTML report written to %s", report);
 	}
 	if (upload_config_targets(lab) && !no_upload) {
 		/* One immediate attempt; whatever fails stays in the outbox for
@@ -272,14 +295,14 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		struct lab_err ue = {0};
 		struct upload_send_opts uo = {.run_id = res.run_id, .max_time_ms = 0};
 		if (!l || upload_send(s, l, &uo, &st, &ue))
-			fprintf(stderr, "emmclab: uploads: %s\n", ue.msg[0] ? ue.msg : "cannot start");
+			say("uploads: %s", ue.msg[0] ? ue.msg : "cannot start");
 		else
-			fprintf(stderr, "emmclab: uploads: %d sent, %d left in the outbox (emmclab upload --retry)\n",
+			say("uploads: %d sent, %d left in the outbox (emmclab upload --retry)",
 				st.sent, st.unsent);
 		loop_free(l);
 	}
 	if (res.integrity_failures > 0) {
-		fprintf(stderr, "emmclab: %d power-fail iteration(s) lost acknowledged data\n",
+		say("%d power-fail iteration(s) lost acknowledged data",
 			res.integrity_failures);
 		if (exit_code == 0)
 			exit_code = 1;
@@ -288,7 +311,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		int nreg = 0;
 		struct lab_err be = {0};
 		if (regress_check(s, res.run_id, baseline, &nreg, stdout, &be))
-			fprintf(stderr, "emmclab: baseline check: %s\n", be.msg);
+			say("baseline check: %s", be.msg);
 		else if (nreg > 0 && exit_code == 0)
 			exit_code = 1;
 	}
@@ -297,6 +320,9 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	 * incomplete too.  Both are printed above. */
 	if (res.jobs_infra > 0 || res.jobs_mismatch > 0 || res.aborted || res.jobs_ok == 0)
 		exit_code = 3;
+	json_log = NULL;
+	progress_free(prog);
+	free(sdir);
 	store_close(s);
 	config_free(lab);
 	return exit_code;

@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROGRESS_LIVE_MS 250   /* live block: at most 4 redraws a second */
-#define PROGRESS_FILE_MS 1000  /* progress file: at most one rewrite a second */
+#define PROGRESS_LIVE_MS 250  /* live block: at most 4 redraws a second */
+#define PROGRESS_FILE_MS 1000 /* progress file: at most one rewrite a second */
 
 struct pboard {
 	char *name;
@@ -25,8 +25,8 @@ struct pboard {
 	size_t slot, nslots;
 	double est_slot_s;
 	uint64_t slot_start_ns;
-	size_t timed_slot;      /* the slot slot_start_ns belongs to, + 1 (0: none) */
-	double slot_sum_s;      /* time of the finished slots */
+	size_t timed_slot; /* the slot slot_start_ns belongs to, + 1 (0: none) */
+	double slot_sum_s; /* time of the finished slots */
 	size_t slots_timed;
 	bool done;
 };
@@ -44,7 +44,7 @@ struct progress {
 	int64_t started;
 	struct pboard *b;
 	size_t nb;
-	size_t drawn;           /* lines of the live block on screen */
+	size_t drawn; /* lines of the live block on screen */
 	uint64_t last_draw_ns, last_file_ns;
 	bool dirty, file_dirty;
 	char host[128], boot_id[64];
@@ -140,7 +140,8 @@ static double board_eta(const struct pboard *b, uint64_t now)
 	return eta;
 }
 
-static void totals(const struct progress *p, uint64_t now, int64_t *done, int64_t *total, double *eta)
+static void totals(const struct progress *p, uint64_t now, int64_t *done, int64_t *total,
+                   double *eta)
 {
 	*done = *total = 0;
 	*eta = 0;
@@ -236,9 +237,10 @@ static void draw_live(struct progress *p, uint64_t now)
 		progress_fmt_duration(eta, sizeof eta, board_eta(b, now));
 		char job[96];
 		snprintf(job, sizeof job, "%s/%s", b->suite, b->mode);
-		snprintf(line, sizeof line, "  %-12.12s %-14.14s %-26.26s it %d/%d  slot %zu/%zu  ETA %s",
-			 b->name, b->stage, job, b->it, b->its, b->slot + 1 > b->nslots ? b->nslots : b->slot + 1,
-			 b->nslots, eta);
+		snprintf(line, sizeof line,
+		         "  %-12.12s %-14.14s %-26.26s it %d/%d  slot %zu/%zu  ETA %s", b->name,
+		         b->stage, job, b->it, b->its,
+		         b->slot + 1 > b->nslots ? b->nslots : b->slot + 1, b->nslots, eta);
 		put_line(p, line, cols);
 		shown++;
 	}
@@ -257,7 +259,7 @@ static void draw_live(struct progress *p, uint64_t now)
 	bar[width] = '\0';
 	progress_fmt_duration(eta, sizeof eta, e);
 	snprintf(line, sizeof line, "[%s] %3d%%  %lld/%lld slots  ETA %s", bar,
-		 total > 0 ? (int)(done * 100 / total) : 0, (long long)done, (long long)total, eta);
+	         total > 0 ? (int)(done * 100 / total) : 0, (long long)done, (long long)total, eta);
 	put_line(p, line, cols);
 	fflush(p->o.out);
 	p->dirty = false;
@@ -275,8 +277,9 @@ static void write_state(struct progress *p, uint64_t now)
 	totals(p, now, &done, &total, &eta);
 	struct lab_buf j;
 	lab_buf_init(&j, 0);
-	lab_buf_printf(&j, "{\"version\":1,\"run\":%lld,\"pid\":%ld,\"proc_start\":%lld,\"boot_id\":",
-		       (long long)p->run_id, (long)getpid(), (long long)p->proc_start);
+	lab_buf_printf(&j,
+	               "{\"version\":1,\"run\":%lld,\"pid\":%ld,\"proc_start\":%lld,\"boot_id\":",
+	               (long long)p->run_id, (long)getpid(), (long long)p->proc_start);
 	json_buf_str(&j, p->boot_id);
 	lab_buf_printf(&j, ",\"host\":");
 	json_buf_str(&j, p->host);
@@ -284,10 +287,12 @@ static void write_state(struct progress *p, uint64_t now)
 	json_buf_str(&j, p->plan);
 	lab_buf_printf(&j, ",\"lab\":");
 	json_buf_str(&j, p->lab);
-	lab_buf_printf(&j, ",\"started\":%lld,\"updated\":%lld,\"jobs\":%zu,\"done\":%lld,\"total\":%lld,"
-		       "\"eta_s\":%.0f,\"boards\":[",
-		       (long long)p->started, (long long)time(NULL), p->njobs, (long long)done,
-		       (long long)total, eta);
+	lab_buf_printf(
+	    &j,
+	    ",\"started\":%lld,\"updated\":%lld,\"jobs\":%zu,\"done\":%lld,\"total\":%lld,"
+	    "\"eta_s\":%.0f,\"boards\":[",
+	    (long long)p->started, (long long)time(NULL), p->njobs, (long long)done,
+	    (long long)total, eta);
 	for (size_t i = 0; i < p->nb; i++) {
 		const struct pboard *b = &p->b[i];
 		lab_buf_printf(&j, "%s{\"name\":", i ? "," : "");
@@ -298,8 +303,11 @@ static void write_state(struct progress *p, uint64_t now)
 		json_buf_str(&j, b->suite);
 		lab_buf_printf(&j, ",\"mode\":");
 		json_buf_str(&j, b->mode);
-		lab_buf_printf(&j, ",\"iteration\":%d,\"iterations\":%d,\"done\":%zu,\"total\":%zu,\"eta_s\":%.0f}",
-			       b->it, b->its, b->done ? b->nslots : b->slot, b->nslots, board_eta(b, now));
+		lab_buf_printf(&j,
+		               ",\"iteration\":%d,\"iterations\":%d,\"done\":%zu,\"total\":%zu,"
+		               "\"eta_s\":%.0f}",
+		               b->it, b->its, b->done ? b->nslots : b->slot, b->nslots,
+		               board_eta(b, now));
 	}
 	lab_buf_printf(&j, "]}\n");
 	/* tmp + rename: a reader sees the old file or the new one, never half.
@@ -390,7 +398,7 @@ char *progress_file_path(const char *dir, int64_t run_id)
 }
 
 void progress_run_begin(struct progress *p, struct loop *l, int64_t run_id, const char *plan,
-			const char *lab, size_t njobs)
+                        const char *lab, size_t njobs)
 {
 	p->loop = l;
 	p->run_id = run_id;
@@ -415,7 +423,8 @@ void progress_run_begin(struct progress *p, struct loop *l, int64_t run_id, cons
 	}
 }
 
-void progress_board(struct progress *p, size_t idx, const char *name, size_t nslots, double est_slot_s)
+void progress_board(struct progress *p, size_t idx, const char *name, size_t nslots,
+                    double est_slot_s)
 {
 	if (idx >= p->nb) {
 		p->b = xreallocarray(p->b, idx + 1, sizeof *p->b);
@@ -431,7 +440,7 @@ void progress_board(struct progress *p, size_t idx, const char *name, size_t nsl
 }
 
 void progress_stage(struct progress *p, size_t idx, const char *stage, const char *suite,
-		    const char *mode, int it, int its, size_t slot)
+                    const char *mode, int it, int its, size_t slot)
 {
 	if (idx >= p->nb)
 		return;
@@ -456,8 +465,8 @@ void progress_stage(struct progress *p, size_t idx, const char *stage, const cha
 		json_kv(&j, "stage", stage);
 		json_kv(&j, "suite", suite);
 		json_kv(&j, "mode", mode);
-		lab_buf_printf(&j, ",\"iteration\":%d,\"iterations\":%d,\"slot\":%zu,\"slots\":%zu", it, its,
-			       slot + 1, b->nslots);
+		lab_buf_printf(&j, ",\"iteration\":%d,\"iterations\":%d,\"slot\":%zu,\"slots\":%zu",
+		               it, its, slot + 1, b->nslots);
 		json_end(p, &j);
 	}
 	changed(p);
@@ -484,8 +493,10 @@ void progress_slot_done(struct progress *p, size_t idx, size_t next_slot)
 		char eta[32];
 		double e = board_eta(b, now);
 		snprintf(eta, sizeof eta, "%.0f", e);
-		lab_buf_printf(&j, ",\"iteration\":%d,\"slot\":%zu,\"slots\":%zu,\"seconds\":%.3f,\"eta_s\":%s",
-			       b->it, b->slot + 1, b->nslots, secs, e >= 0 ? eta : "null");
+		lab_buf_printf(
+		    &j,
+		    ",\"iteration\":%d,\"slot\":%zu,\"slots\":%zu,\"seconds\":%.3f,\"eta_s\":%s",
+		    b->it, b->slot + 1, b->nslots, secs, e >= 0 ? eta : "null");
 		json_end(p, &j);
 	}
 	b->slot = next_slot;
@@ -509,7 +520,7 @@ void progress_board_done(struct progress *p, size_t idx)
 }
 
 bool progress_event(struct progress *p, size_t idx, const char *kind, const char *stage,
-		    const char *msg)
+                    const char *msg)
 {
 	if (!json_mode(p))
 		return false;
@@ -524,7 +535,7 @@ bool progress_event(struct progress *p, size_t idx, const char *kind, const char
 }
 
 bool progress_job(struct progress *p, size_t idx, const char *suite, const char *mode,
-		  const char *status, const char *why)
+                  const char *status, const char *why)
 {
 	if (!json_mode(p))
 		return false;
@@ -604,7 +615,9 @@ static void jstr(json_t *o, const char *k, char *out, size_t n)
 static int64_t jint(json_t *o, const char *k)
 {
 	json_t *v = json_object_get(o, k);
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : json_is_real(v) ? (int64_t)json_real_value(v) : -1;
+	return json_is_integer(v) ? (int64_t)json_integer_value(v)
+	       : json_is_real(v)  ? (int64_t)json_real_value(v)
+	                          : -1;
 }
 
 static double jnum(json_t *o, const char *k)
@@ -664,13 +677,16 @@ int progress_read(const char *path, struct progress_view *v, struct lab_err *e)
 	int64_t fstart = jint(root, "proc_start");
 	if (v->host[0] && strcmp(v->host, host) != 0) {
 		v->alive = true;
-		snprintf(v->why_dead, sizeof v->why_dead, "written on host %.64s: liveness not checked", v->host);
+		snprintf(v->why_dead, sizeof v->why_dead,
+		         "written on host %.64s: liveness not checked", v->host);
 	} else if (fboot[0] && boot[0] && strcmp(fboot, boot) != 0) {
 		snprintf(v->why_dead, sizeof v->why_dead, "the host rebooted since");
 	} else if (v->pid <= 0 || (kill((pid_t)v->pid, 0) < 0 && errno == ESRCH)) {
-		snprintf(v->why_dead, sizeof v->why_dead, "controller pid %lld is gone", (long long)v->pid);
+		snprintf(v->why_dead, sizeof v->why_dead, "controller pid %lld is gone",
+		         (long long)v->pid);
 	} else if (fstart >= 0 && proc_start_time((pid_t)v->pid) != fstart) {
-		snprintf(v->why_dead, sizeof v->why_dead, "pid %lld is another process now", (long long)v->pid);
+		snprintf(v->why_dead, sizeof v->why_dead, "pid %lld is another process now",
+		         (long long)v->pid);
 	} else {
 		v->alive = true;
 	}
@@ -691,7 +707,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 int progress_scan(const char *dir, void (*cb)(const struct progress_view *v, void *arg), void *arg,
-		  size_t *n, struct lab_err *e)
+                  size_t *n, struct lab_err *e)
 {
 	*n = 0;
 	DIR *d = opendir(dir);
@@ -705,7 +721,8 @@ int progress_scan(const char *dir, void (*cb)(const struct progress_view *v, voi
 	struct dirent *de;
 	while ((de = readdir(d)) != NULL) {
 		size_t l = strlen(de->d_name);
-		if (strncmp(de->d_name, "run-", 4) != 0 || l < 9 || strcmp(de->d_name + l - 5, ".json") != 0)
+		if (strncmp(de->d_name, "run-", 4) != 0 || l < 9 ||
+		    strcmp(de->d_name + l - 5, ".json") != 0)
 			continue;
 		names = xreallocarray(names, nn + 1, sizeof *names);
 		names[nn++] = xasprintf("%s/%s", dir, de->d_name);

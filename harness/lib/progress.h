@@ -34,10 +34,10 @@ struct progress;
 enum progress_format { PROGRESS_TEXT, PROGRESS_JSON };
 
 struct progress_opts {
-	FILE *out;                   /* log lines and the live block (NULL: none) */
+	FILE *out; /* log lines and the live block (NULL: none) */
 	enum progress_format format;
-	bool live;                   /* text only: draw the live block (out is a terminal) */
-	const char *state_dir;       /* progress file directory (NULL: no file) */
+	bool live;             /* text only: draw the live block (out is a terminal) */
+	const char *state_dir; /* progress file directory (NULL: no file) */
 };
 
 struct progress *progress_new(const struct progress_opts *o);
@@ -45,15 +45,15 @@ void progress_free(struct progress *p);
 
 /* The run started: boards are added next (in plan order), then the timers start. */
 void progress_run_begin(struct progress *p, struct loop *l, int64_t run_id, const char *plan,
-			const char *lab, size_t njobs);
+                        const char *lab, size_t njobs);
 /* Board idx (0-based, in order) named name has nslots slots; est_slot_s > 0
  * is the per-slot estimate from past runs (0: none). */
 void progress_board(struct progress *p, size_t idx, const char *name, size_t nslots,
-		    double est_slot_s);
+                    double est_slot_s);
 /* Board idx is now in stage (copied, at most 31 bytes) for job suite/mode, iteration it
  * of its; slot is the index of the current slot (slots before it are done or dropped). */
 void progress_stage(struct progress *p, size_t idx, const char *stage, const char *suite,
-		    const char *mode, int it, int its, size_t slot);
+                    const char *mode, int it, int its, size_t slot);
 /* A slot of board idx finished (all its workloads stored). */
 void progress_slot_done(struct progress *p, size_t idx, size_t next_slot);
 /* The board has nothing left. */
@@ -61,9 +61,9 @@ void progress_board_done(struct progress *p, size_t idx);
 /* An infrastructure event, a job result: true when rendered here as JSON (the
  * caller then writes no text line for it). */
 bool progress_event(struct progress *p, size_t idx, const char *kind, const char *stage,
-		    const char *msg);
+                    const char *msg);
 bool progress_job(struct progress *p, size_t idx, const char *suite, const char *mode,
-		  const char *status, const char *why);
+                  const char *status, const char *why);
 /* A free-form line (the runner's log): "[HH:MM:SS] line" or {"event":"log"}. */
 void progress_log(struct progress *p, const char *line);
 void progress_vlog(struct progress *p, const char *fmt, va_list ap);
@@ -93,7 +93,7 @@ struct progress_view {
 	int64_t started, updated; /* unix seconds */
 	int64_t done, total;
 	double eta_s;
-	bool alive;               /* the writer is still running */
+	bool alive; /* the writer is still running */
 	char why_dead[128];
 	struct progress_board_view *boards;
 	size_t nboards;
@@ -105,7 +105,7 @@ void progress_view_free(struct progress_view *v);
 /* Every progress file in dir, each read into cb (unreadable ones skipped);
  * *n is how many were found. */
 int progress_scan(const char *dir, void (*cb)(const struct progress_view *v, void *arg), void *arg,
-		  size_t *n, struct lab_err *e);
+                  size_t *n, struct lab_err *e);
 
 /* "1h02m", "4m05s", "12s"; "-" when negative. */
 void progress_fmt_duration(char *buf, size_t n, double secs);

@@ -50,7 +50,7 @@ static void push_span(double span_s, double dur_s, int64_t slots, void *arg)
 }
 
 static int estimate_job(struct store *s, const char *type, const struct plan_job *j,
-			struct sched_job_est *out, struct lab_err *e)
+                        struct sched_job_est *out, struct lab_err *e)
 {
 	out->slot_s = -1;
 	out->samples = 0;
@@ -65,8 +65,8 @@ static int estimate_job(struct store *s, const char *type, const struct plan_job
 	bool all = true;
 	for (size_t w = 0; !rc && w < j->suite->nworkloads; w++) {
 		struct vals d = {0};
-		rc = store_history_durations(s, type, j->suite->name, mode, j->suite->workloads[w].name,
-					     push_val, &d, e);
+		rc = store_history_durations(s, type, j->suite->name, mode,
+		                             j->suite->workloads[w].name, push_val, &d, e);
 		if (d.n == 0)
 			all = false;
 		else
@@ -91,7 +91,7 @@ static int estimate_job(struct store *s, const char *type, const struct plan_job
 }
 
 int sched_estimate(const struct lab_cfg *lab, const struct plan *p, struct store *s,
-		   struct sched_est *out, struct lab_err *e)
+                   struct sched_est *out, struct lab_err *e)
 {
 	memset(out, 0, sizeof *out);
 	out->jobs = xcalloc(p->njobs + 1, sizeof *out->jobs);
@@ -105,8 +105,8 @@ int sched_estimate(const struct lab_cfg *lab, const struct plan *p, struct store
 	}
 	uint64_t budget_ms = lab->plan->budget_ms;
 	size_t par = lab->plan->parallel > 0 && (size_t)lab->plan->parallel < p->nboards
-			     ? (size_t)lab->plan->parallel
-			     : p->nboards;
+	                 ? (size_t)lab->plan->parallel
+	                 : p->nboards;
 	double *place = xcalloc(par + 1, sizeof *place); /* when each place frees up */
 	bool all = true;
 	out->total_s = 0;
@@ -158,18 +158,21 @@ static void fmt_est(char *buf, size_t n, const struct sched_job_est *j)
 	char d[16];
 	progress_fmt_duration(d, sizeof d, j->slot_s);
 	snprintf(buf, n, "%s (%lld %s)", d, (long long)j->samples,
-		 j->wall ? "past board schedules" : "past iterations");
+	         j->wall ? "past board schedules" : "past iterations");
 }
 
-void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const struct sched_est *est)
+void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p,
+                 const struct sched_est *est)
 {
 	const struct plan_cfg *pl = lab->plan;
 	size_t slots = 0;
 	for (size_t b = 0; b < p->nboards; b++)
 		slots += p->boards[b].nslots;
 	char d[16];
-	fprintf(f, "plan %s on lab %s: %zu boards, %zu jobs, %zu slots (a slot: one iteration of a job, every workload once)\n", pl->name, lab->name,
-		p->nboards, p->njobs, slots);
+	fprintf(f,
+	        "plan %s on lab %s: %zu boards, %zu jobs, %zu slots (a slot: one iteration of a "
+	        "job, every workload once)\n",
+	        pl->name, lab->name, p->nboards, p->njobs, slots);
 	progress_fmt_duration(d, sizeof d, (double)pl->budget_ms / 1000.0);
 	fprintf(f, "  budget: %s", pl->budget_ms ? d : "none");
 	progress_fmt_duration(d, sizeof d, (double)pl->job_budget_ms / 1000.0);
@@ -196,10 +199,10 @@ void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const
 		const struct board_cfg *bc = &lab->boards[pb->board];
 		progress_fmt_duration(d, sizeof d, est->board_s[b]);
 		fprintf(f, "\nboard %s (type %s): %zu slots, estimated %s\n", bc->name,
-			bc->type_name ? bc->type_name : "-", pb->nslots,
-			est->board_s[b] >= 0 ? d : "? (no history for some jobs)");
-		fprintf(f, "  %-4s %-20s %-16s %-12s %4s %5s  %s\n", "job", "suite", "mode", "kernel", "prio",
-			"iters", "per iteration");
+		        bc->type_name ? bc->type_name : "-", pb->nslots,
+		        est->board_s[b] >= 0 ? d : "? (no history for some jobs)");
+		fprintf(f, "  %-4s %-20s %-16s %-12s %4s %5s  %s\n", "job", "suite", "mode",
+		        "kernel", "prio", "iters", "per iteration");
 		/* jobs of this board in the order they first run */
 		bool *shown = xcalloc(p->njobs + 1, sizeof *shown);
 		int nj = 0;
@@ -212,8 +215,9 @@ void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const
 			char e[64];
 			fmt_est(e, sizeof e, &est->jobs[ji]);
 			fprintf(f, "  %-4d %-20s %-16s %-12s %4d %5d  %s\n", ++nj, j->suite->name,
-				lab_mode_names[j->mode], j->kernel && j->kernel->name ? j->kernel->name : "-",
-				j->priority, j->iterations, e);
+			        lab_mode_names[j->mode],
+			        j->kernel && j->kernel->name ? j->kernel->name : "-", j->priority,
+			        j->iterations, e);
 		}
 		free(shown);
 		fprintf(f, "  order:");
@@ -221,8 +225,8 @@ void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const
 		for (size_t k = 0; k < pb->nslots; k++) {
 			const struct plan_slot *s = &pb->slots[k];
 			char one[48];
-			snprintf(one, sizeof one, " %s%s#%d", s->reboot ? "^" : "", lab_mode_names[p->jobs[s->job].mode],
-				 s->iteration);
+			snprintf(one, sizeof one, " %s%s#%d", s->reboot ? "^" : "",
+			         lab_mode_names[p->jobs[s->job].mode], s->iteration);
 			if (col + (int)strlen(one) > 96) {
 				fprintf(f, "\n        ");
 				col = 8;
@@ -232,11 +236,14 @@ void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const
 		}
 		fprintf(f, "\n");
 		if (est->dropped[b])
-			fprintf(f, "  over the budget: the last %zu slot(s) would not start\n", est->dropped[b]);
+			fprintf(f, "  over the budget: the last %zu slot(s) would not start\n",
+			        est->dropped[b]);
 	}
 	fprintf(f, "\n(^ = boot before the slot)\n");
 	if (est->total_s < 0) {
-		fprintf(f, "estimated duration: unknown (no history for some jobs: run the plan once)\n");
+		fprintf(
+		    f,
+		    "estimated duration: unknown (no history for some jobs: run the plan once)\n");
 		return;
 	}
 	progress_fmt_duration(d, sizeof d, est->total_s);
@@ -251,7 +258,8 @@ void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const
 		for (size_t b = 0; b < p->nboards; b++)
 			dropped += est->dropped[b];
 		if (dropped)
-			fprintf(f, ": over the budget of %s, %zu slot(s) would be skipped\n", bd, dropped);
+			fprintf(f, ": over the budget of %s, %zu slot(s) would be skipped\n", bd,
+			        dropped);
 		else
 			fprintf(f, ", within the budget of %s\n", bd);
 	} else {
@@ -305,18 +313,19 @@ static const char *node_file(const struct cfg_node *n)
 }
 
 static int add_need(struct sched_res *r, struct res_user *u, int st, const struct cfg_node *v,
-		    const char *board, struct lab_err *e)
+                    const char *board, struct lab_err *e)
 {
 	if (v->kind != CFG_SCALAR)
 		return lab_err_set(e, LAB_EUSAGE, "%s:%d:%d: board %s: uses: want resource names",
-				   node_file(v), v->line, v->col, board);
+		                   node_file(v), v->line, v->col, board);
 	size_t i = 0;
 	while (i < r->nres && strcmp(r->res[i].name, v->value) != 0)
 		i++;
 	if (i == r->nres)
-		return lab_err_set(e, LAB_EUSAGE,
-				   "%s:%d:%d: board %s: uses '%s', which the lab's resources: do not declare",
-				   node_file(v), v->line, v->col, board, v->value);
+		return lab_err_set(
+		    e, LAB_EUSAGE,
+		    "%s:%d:%d: board %s: uses '%s', which the lab's resources: do not declare",
+		    node_file(v), v->line, v->col, board, v->value);
 	for (size_t k = 0; k < u->nneed[st]; k++)
 		if (u->need[st][k] == i)
 			return LAB_OK;
@@ -330,8 +339,9 @@ int sched_res_new(const struct lab_cfg *lab, struct sched_res **out, struct lab_
 	*out = NULL;
 	const struct cfg_node *m = lab->resources;
 	if (m && m->kind != CFG_MAP)
-		return lab_err_set(e, LAB_EUSAGE, "%s:%d:%d: resources: want a map of name to count",
-				   node_file(m), m->line, m->col);
+		return lab_err_set(e, LAB_EUSAGE,
+		                   "%s:%d:%d: resources: want a map of name to count", node_file(m),
+		                   m->line, m->col);
 	struct sched_res *r = xcalloc(1, sizeof *r);
 	r->nres = m ? m->n : 0;
 	r->res = xcalloc(r->nres + 1, sizeof *r->res);
@@ -340,9 +350,11 @@ int sched_res_new(const struct lab_cfg *lab, struct sched_res **out, struct lab_
 		const struct cfg_node *v = m->items[i];
 		int64_t n;
 		r->res[i].name = m->keys[i]->value;
-		if (v->kind != CFG_SCALAR || lab_parse_i64(v->value, &n) != LAB_OK || n < 1 || n > 1000)
-			rc = lab_err_set(e, LAB_EUSAGE, "%s:%d:%d: resources: %s wants a count (1..1000)",
-					 node_file(v), v->line, v->col, m->keys[i]->value);
+		if (v->kind != CFG_SCALAR || lab_parse_i64(v->value, &n) != LAB_OK || n < 1 ||
+		    n > 1000)
+			rc = lab_err_set(e, LAB_EUSAGE,
+			                 "%s:%d:%d: resources: %s wants a count (1..1000)",
+			                 node_file(v), v->line, v->col, m->keys[i]->value);
 		else
 			r->res[i].cap = (int)n;
 	}
@@ -355,22 +367,25 @@ int sched_res_new(const struct lab_cfg *lab, struct sched_res **out, struct lab_
 		if (!u)
 			continue;
 		if (u->kind != CFG_MAP) {
-			rc = lab_err_set(e, LAB_EUSAGE, "%s:%d:%d: board %s: uses: want {stage: [resource, ...]}",
-					 node_file(u), u->line, u->col, bc->name);
+			rc = lab_err_set(e, LAB_EUSAGE,
+			                 "%s:%d:%d: board %s: uses: want {stage: [resource, ...]}",
+			                 node_file(u), u->line, u->col, bc->name);
 			break;
 		}
 		for (size_t i = 0; i < u->n && !rc; i++) {
 			const struct cfg_node *k = u->keys[i], *v = u->items[i];
 			int st = stage_index(k->value);
 			if (st < 0) {
-				rc = lab_err_set(e, LAB_EUSAGE,
-						 "%s:%d:%d: board %s: uses: unknown stage '%s' (boot or test)",
-						 node_file(k), k->line, k->col, bc->name, k->value);
+				rc = lab_err_set(
+				    e, LAB_EUSAGE,
+				    "%s:%d:%d: board %s: uses: unknown stage '%s' (boot or test)",
+				    node_file(k), k->line, k->col, bc->name, k->value);
 				break;
 			}
 			if (v->kind == CFG_SEQ)
 				for (size_t j = 0; j < v->n && !rc; j++)
-					rc = add_need(r, &r->users[b], st, v->items[j], bc->name, e);
+					rc =
+					    add_need(r, &r->users[b], st, v->items[j], bc->name, e);
 			else
 				rc = add_need(r, &r->users[b], st, v, bc->name, e);
 			any = true;
@@ -420,7 +435,7 @@ static void take(struct sched_res *r, size_t board, int st)
 }
 
 bool sched_res_acquire(struct sched_res *r, struct loop *l, size_t board, const char *stage,
-		       void (*grant)(void *arg), void *arg, char *waiting, size_t n)
+                       void (*grant)(void *arg), void *arg, char *waiting, size_t n)
 {
 	LAB_UNUSED(l);
 	int st = stage_index(stage);
@@ -459,7 +474,8 @@ void sched_res_release(struct sched_res *r, struct loop *l, size_t board, const 
 	if (!stage) { /* the board is done: it waits for nothing any more */
 		for (size_t i = 0; i < r->nwait;) {
 			if (r->wait[i].board == board)
-				memmove(&r->wait[i], &r->wait[i + 1], (--r->nwait - i) * sizeof *r->wait);
+				memmove(&r->wait[i], &r->wait[i + 1],
+				        (--r->nwait - i) * sizeof *r->wait);
 			else
 				i++;
 		}
@@ -492,10 +508,13 @@ void sched_res_print(FILE *f, const struct lab_cfg *lab)
 	const struct cfg_node *m = lab->resources;
 	if (!m || m->kind != CFG_MAP || m->n == 0)
 		return;
-	fprintf(f, "  shared resources (boards queue for them; the estimate leaves the waiting out):\n");
+	fprintf(
+	    f,
+	    "  shared resources (boards queue for them; the estimate leaves the waiting out):\n");
 	for (size_t i = 0; i < m->n; i++) {
 		const char *name = m->keys[i]->value;
-		fprintf(f, "    %s x%s:", name, m->items[i]->kind == CFG_SCALAR ? m->items[i]->value : "?");
+		fprintf(f, "    %s x%s:", name,
+		        m->items[i]->kind == CFG_SCALAR ? m->items[i]->value : "?");
 		int nusers = 0;
 		for (size_t b = 0; b < lab->nboards; b++) {
 			const struct cfg_node *u = lab->boards[b].uses;
@@ -505,9 +524,11 @@ void sched_res_print(FILE *f, const struct lab_cfg *lab)
 				const struct cfg_node *v = u->items[k];
 				bool hit = v->kind == CFG_SCALAR && strcmp(v->value, name) == 0;
 				for (size_t j = 0; v->kind == CFG_SEQ && j < v->n; j++)
-					hit |= v->items[j]->kind == CFG_SCALAR && strcmp(v->items[j]->value, name) == 0;
+					hit |= v->items[j]->kind == CFG_SCALAR &&
+					       strcmp(v->items[j]->value, name) == 0;
 				if (hit) {
-					fprintf(f, " %s (%s)", lab->boards[b].name, u->keys[k]->value);
+					fprintf(f, " %s (%s)", lab->boards[b].name,
+					        u->keys[k]->value);
 					nusers++;
 				}
 			}

@@ -28,9 +28,9 @@
 #include "store.h"
 
 struct sched_job_est {
-	double slot_s;     /* estimated seconds per slot (iteration); < 0: no history */
-	int64_t samples;   /* past iterations or board schedules it rests on */
-	bool wall;         /* from board wall time per slot (virtual iteration durations) */
+	double slot_s;   /* estimated seconds per slot (iteration); < 0: no history */
+	int64_t samples; /* past iterations or board schedules it rests on */
+	bool wall;       /* from board wall time per slot (virtual iteration durations) */
 };
 
 struct sched_est {
@@ -41,12 +41,13 @@ struct sched_est {
 };
 
 int sched_estimate(const struct lab_cfg *lab, const struct plan *p, struct store *s,
-		   struct sched_est *out, struct lab_err *e);
+                   struct sched_est *out, struct lab_err *e);
 void sched_est_free(struct sched_est *est);
 
 /* The schedule: per board its jobs (mode, priority, iterations, estimate) and
  * its slot order; then the run's estimate against the budget. */
-void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p, const struct sched_est *est);
+void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p,
+                 const struct sched_est *est);
 
 /* ---- shared limited resources (lab `resources:`, board `uses:`) ----
  * A counting semaphore per resource, in the run loop.  A board takes every
@@ -69,7 +70,7 @@ void sched_res_free(struct sched_res *r);
  * them (now or already); false: queued, grant(arg) is called from the loop
  * once they are its, and waiting (n bytes) names one it waits for. */
 bool sched_res_acquire(struct sched_res *r, struct loop *l, size_t board, const char *stage,
-		       void (*grant)(void *arg), void *arg, char *waiting, size_t n);
+                       void (*grant)(void *arg), void *arg, char *waiting, size_t n);
 /* Give back what board holds for stage (NULL: every stage, and leave the queue). */
 void sched_res_release(struct sched_res *r, struct loop *l, size_t board, const char *stage);
 /* For the dry run and tests: how many hold resource name now (-1: no such resource). */

@@ -101,7 +101,8 @@ int main(void)
 	char *log = NULL;
 	size_t loglen = 0;
 	FILE *mem = open_memstream(&log, &loglen);
-	struct progress_opts o = {.out = mem, .format = PROGRESS_JSON, .live = true, .state_dir = sdir};
+	struct progress_opts o = {
+	    .out = mem, .format = PROGRESS_JSON, .live = true, .state_dir = sdir};
 	struct progress *p = progress_new(&o);
 	struct loop *l = loop_new();
 	progress_run_begin(p, l, 7, "plan-x", "lab \"q\"", 4);
@@ -110,7 +111,8 @@ int main(void)
 	progress_stage(p, 0, "booting", "s", "fua", 1, 2, 0);
 	progress_stage(p, 0, "booting", "s", "fua", 1, 2, 0); /* same stage again: no line */
 	progress_stage(p, 1, "wait:tftp", "s", "fua", 1, 2, 0);
-	ok(progress_event(p, 0, "retry", "running", "once more"), "board events are rendered as JSON");
+	ok(progress_event(p, 0, "retry", "running", "once more"),
+	   "board events are rendered as JSON");
 	ok(progress_job(p, 0, "s", "fua", "ok", NULL), "job results are rendered as JSON");
 	progress_log(p, "a \"quoted\" line\twith a tab");
 	progress_slot_done(p, 0, 1);
@@ -133,13 +135,15 @@ int main(void)
 	is_str(v.boards[0].stage, "booting", "board stage");
 	is_str(v.boards[1].stage, "wait:tftp", "waiting shows as a stage");
 	is_int(v.boards[0].iteration, 1, "iteration");
-	ok(v.boards[0].eta_s >= 0, "ETA from the board's own finished slot (%g)", v.boards[0].eta_s);
-	ok(v.boards[1].eta_s >= 10 && v.boards[1].eta_s <= 20, "ETA from the estimate: 2 slots x 10 s (%g)",
-	   v.boards[1].eta_s);
+	ok(v.boards[0].eta_s >= 0, "ETA from the board's own finished slot (%g)",
+	   v.boards[0].eta_s);
+	ok(v.boards[1].eta_s >= 10 && v.boards[1].eta_s <= 20,
+	   "ETA from the estimate: 2 slots x 10 s (%g)", v.boards[1].eta_s);
 	progress_view_free(&v);
 	size_t nlive = 0;
 	int alive = 0;
-	ok(progress_scan(sdir, count_alive, &alive, &nlive, &e) == LAB_OK && nlive == 1 && alive == 1,
+	ok(progress_scan(sdir, count_alive, &alive, &nlive, &e) == LAB_OK && nlive == 1 &&
+	       alive == 1,
 	   "scan finds the live run");
 	progress_board_done(p, 0);
 	progress_board_done(p, 1);
@@ -151,10 +155,13 @@ int main(void)
 	fclose(mem);
 	int nl = 0;
 	char events[512];
-	ok(check_lines(log, &nl, events, sizeof events) == 0, "every line is one JSON object: %s", log);
-	is_str(events, "run-start stage stage board-event job log slot-done board-done board-done run-end ",
+	ok(check_lines(log, &nl, events, sizeof events) == 0, "every line is one JSON object: %s",
+	   log);
+	is_str(events,
+	       "run-start stage stage board-event job log slot-done board-done board-done run-end ",
 	       "the events in order");
-	ok(strstr(log, "\"message\":\"a \\\"quoted\\\" line\\twith a tab\"") != NULL, "log text escaped");
+	ok(strstr(log, "\"message\":\"a \\\"quoted\\\" line\\twith a tab\"") != NULL,
+	   "log text escaped");
 	ok(strstr(log, "\"iteration\":1,\"iterations\":2,\"slot\":1,\"slots\":4") != NULL,
 	   "stage fields (slot is 1-based)");
 	free(log);
@@ -185,7 +192,8 @@ int main(void)
 	progress_view_free(&v);
 	edit_file(path, deadbuf, pidbuf);
 	edit_file(path, "\"proc_start\":", "\"proc_start\":1");
-	ok(progress_read(path, &v, &e) == LAB_OK && !v.alive && strstr(v.why_dead, "another process"),
+	ok(progress_read(path, &v, &e) == LAB_OK && !v.alive &&
+	       strstr(v.why_dead, "another process"),
 	   "a reused pid (other start time) is not alive: %s", v.why_dead);
 	progress_view_free(&v);
 	edit_file(path, "\"boot_id\":\"", "\"boot_id\":\"x");
@@ -194,7 +202,8 @@ int main(void)
 	progress_view_free(&v);
 	nlive = 0;
 	alive = 0;
-	ok(progress_scan(sdir, count_alive, &alive, &nlive, &e) == LAB_OK && nlive == 1 && alive == 0,
+	ok(progress_scan(sdir, count_alive, &alive, &nlive, &e) == LAB_OK && nlive == 1 &&
+	       alive == 0,
 	   "scan reports the dead run, not alive");
 	edit_file(path, "{\"version\":1", "{\"version\":9");
 	e = (struct lab_err){0};

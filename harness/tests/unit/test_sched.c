@@ -18,13 +18,16 @@ static struct lab_cfg *load(const char *extra, const char *uses, struct lab_err 
 	char *path = xasprintf("%s/lab.yaml", dir);
 	FILE *f = fopen(path, "w");
 	fprintf(f,
-		"lab:\n  name: t\n%s\n"
-		"types:\n  - name: ty\n    modes:\n      fua: {cmdline: a}\n"
-		"boards:\n"
-		"  - {name: b0, type: ty, console: {driver: pty, path: /x}, power: {driver: manual}, deploy: {driver: none}, uses: %s}\n"
-		"  - {name: b1, type: ty, console: {driver: pty, path: /x}, power: {driver: manual}, deploy: {driver: none}, uses: {boot: [pdu]}}\n"
-		"  - {name: b2, type: ty, console: {driver: pty, path: /x}, power: {driver: manual}, deploy: {driver: none}, uses: {boot: [tftp]}}\n",
-		extra, uses);
+	        "lab:\n  name: t\n%s\n"
+	        "types:\n  - name: ty\n    modes:\n      fua: {cmdline: a}\n"
+	        "boards:\n"
+	        "  - {name: b0, type: ty, console: {driver: pty, path: /x}, power: {driver: "
+	        "manual}, deploy: {driver: none}, uses: %s}\n"
+	        "  - {name: b1, type: ty, console: {driver: pty, path: /x}, power: {driver: "
+	        "manual}, deploy: {driver: none}, uses: {boot: [pdu]}}\n"
+	        "  - {name: b2, type: ty, console: {driver: pty, path: /x}, power: {driver: "
+	        "manual}, deploy: {driver: none}, uses: {boot: [tftp]}}\n",
+	        extra, uses);
 	fclose(f);
 	const char *paths[] = {path};
 	struct lab_cfg *c = NULL;
@@ -44,29 +47,37 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	struct lab_err e = {0};
-	struct lab_cfg *lab = load("  resources: {tftp: 2, pdu: 1}", "{boot: [tftp, pdu], test: tftp}", &e);
+	struct lab_cfg *lab =
+	    load("  resources: {tftp: 2, pdu: 1}", "{boot: [tftp, pdu], test: tftp}", &e);
 	ok(lab != NULL, "lab with resources loads %s", e.msg);
 	struct sched_res *r = NULL;
 	ok(lab && sched_res_new(lab, &r, &e) == LAB_OK && r, "resources built %s", e.msg);
 	struct loop *l = loop_new();
 	char w[32];
-	ok(sched_res_acquire(r, l, 0, "boot", grant, (void *)0, w, sizeof w), "b0 takes tftp + pdu");
+	ok(sched_res_acquire(r, l, 0, "boot", grant, (void *)0, w, sizeof w),
+	   "b0 takes tftp + pdu");
 	is_int(sched_res_used(r, "tftp"), 1, "tftp 1 of 2");
 	is_int(sched_res_used(r, "pdu"), 1, "pdu 1 of 1");
-	ok(sched_res_acquire(r, l, 0, "boot", grant, (void *)0, w, sizeof w), "taking again is a no-op");
+	ok(sched_res_acquire(r, l, 0, "boot", grant, (void *)0, w, sizeof w),
+	   "taking again is a no-op");
 	is_int(sched_res_used(r, "pdu"), 1, "still one pdu user");
-	ok(!sched_res_acquire(r, l, 1, "boot", grant, (void *)1, w, sizeof w), "b1 waits for the pdu");
+	ok(!sched_res_acquire(r, l, 1, "boot", grant, (void *)1, w, sizeof w),
+	   "b1 waits for the pdu");
 	is_str(w, "pdu", "it names what it waits for");
-	ok(sched_res_acquire(r, l, 2, "boot", grant, (void *)2, w, sizeof w), "b2 needs only tftp: goes ahead");
+	ok(sched_res_acquire(r, l, 2, "boot", grant, (void *)2, w, sizeof w),
+	   "b2 needs only tftp: goes ahead");
 	is_int(sched_res_used(r, "tftp"), 2, "tftp 2 of 2");
-	ok(sched_res_acquire(r, l, 2, "test", grant, (void *)2, w, sizeof w), "a stage with no uses never waits");
-	ok(sched_res_acquire(r, l, 1, "test", grant, (void *)1, w, sizeof w), "b1 has no test uses");
+	ok(sched_res_acquire(r, l, 2, "test", grant, (void *)2, w, sizeof w),
+	   "a stage with no uses never waits");
+	ok(sched_res_acquire(r, l, 1, "test", grant, (void *)1, w, sizeof w),
+	   "b1 has no test uses");
 	sched_res_release(r, l, 0, "boot");
 	is_int(granted[1], 0, "grants are deferred, not called from release");
 	loop_run_once(l, 0);
 	is_int(granted[1], 1, "b1 is granted the pdu once b0 released it");
 	is_int(sched_res_used(r, "pdu"), 1, "held by b1 now");
-	ok(!sched_res_acquire(r, l, 0, "boot", grant, (void *)0, w, sizeof w), "b0 queues for its next boot");
+	ok(!sched_res_acquire(r, l, 0, "boot", grant, (void *)0, w, sizeof w),
+	   "b0 queues for its next boot");
 	sched_res_release(r, l, 0, NULL); /* b0 finished: leaves the queue */
 	sched_res_release(r, l, 1, "boot");
 	loop_run_once(l, 0);
@@ -82,10 +93,11 @@ int main(void)
 	static const struct {
 		const char *extra, *uses, *want;
 	} bad[] = {
-		{"  resources: {tftp: 0, pdu: 1}", "{boot: [tftp]}", "tftp wants a count"},
-		{"  resources: {tftp: 2, pdu: 1}", "{boot: [tfpt]}", "uses 'tfpt', which the lab's resources: do not declare"},
-		{"  resources: {tftp: 2, pdu: 1}", "{flash: [tftp]}", "unknown stage 'flash'"},
-		{"  resources: [tftp]", "{boot: [tftp]}", "resources: want a map"},
+	    {"  resources: {tftp: 0, pdu: 1}", "{boot: [tftp]}", "tftp wants a count"},
+	    {"  resources: {tftp: 2, pdu: 1}", "{boot: [tfpt]}",
+	     "uses 'tfpt', which the lab's resources: do not declare"},
+	    {"  resources: {tftp: 2, pdu: 1}", "{flash: [tftp]}", "unknown stage 'flash'"},
+	    {"  resources: [tftp]", "{boot: [tftp]}", "resources: want a map"},
 	};
 	for (size_t i = 0; i < LAB_ARRAY_SIZE(bad); i++) {
 		e = (struct lab_err){0};

@@ -10,7 +10,7 @@
 #include "loop.h"
 #include "plan.h"
 #include "progress.h"
-#include "sched.h"
+#include "schedule.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -115,25 +115,25 @@ static int dry_run_print(struct lab_cfg *lab, const char *db)
 {
 	struct lab_err e = {0};
 	struct plan *p = NULL;
-	struct sched_res *shared = NULL;
+	struct schedule_res *shared = NULL;
 	if (plan_expand(lab, &p, &e))
 		return cli_error(&e);
-	if (sched_res_new(lab, &shared, &e)) {
+	if (schedule_res_new(lab, &shared, &e)) {
 		plan_free(p);
 		return cli_error(&e);
 	}
-	sched_res_free(shared);
+	schedule_res_free(shared);
 	struct store *s = NULL;
 	if (access(db, F_OK) == 0 && store_open(db, STORE_READONLY, &s, &e)) {
 		fprintf(stderr, "emmclab: run --dry-run: %s: estimates without history\n", e.msg);
 		s = NULL;
 	}
-	struct sched_est est;
+	struct schedule_est est;
 	e = (struct lab_err){0};
-	int rc = sched_estimate(lab, p, s, &est, &e);
+	int rc = schedule_estimate(lab, p, s, &est, &e);
 	if (rc == LAB_OK)
-		sched_print(stdout, lab, p, &est);
-	sched_est_free(&est);
+		schedule_print(stdout, lab, p, &est);
+	schedule_est_free(&est);
 	if (s)
 		store_close(s);
 	plan_free(p);

@@ -90,7 +90,7 @@ struct board_cfg {
 	struct cfg_node *sim;      /* simulator-only block, ignored by the controller */
 	struct opt_strlist tags;
 	bool enabled;
-	struct cfg_node *uses;     /* {stage: [resource, ...]}: the lab's shared resources it needs (sched.h) */
+	struct cfg_node *uses;     /* {stage: [resource, ...]}: the lab's shared resources it needs (schedule.h) */
 	const char *file;
 	int line, col;
 };
@@ -149,7 +149,7 @@ struct lab_cfg {
 	size_t nsuites;
 	struct plan_cfg *plan;       /* when a plan was loaded */
 	struct cfg_node *uploads;
-	struct cfg_node *resources;  /* {name: count}: shared limited resources (sched.h) */
+	struct cfg_node *resources;  /* {name: count}: shared limited resources (schedule.h) */
 	char *base_dir;              /* directory of the top file: relative paths resolve here */
 };
 

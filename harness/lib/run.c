@@ -9,7 +9,7 @@
 #include "progress.h"
 #include "powerfail.h"
 #include "proto.h"
-#include "sched.h"
+#include "schedule.h"
 #include "upload.h"
 
 #include <errno.h>
@@ -56,7 +56,7 @@ struct runner {
 	size_t active;
 	bool stopping;
 	struct loop_timer budget;
-	struct sched_res *shared; /* the lab's shared resources (NULL: none) */
+	struct schedule_res *shared; /* the lab's shared resources (NULL: none) */
 	char *transcript_dir;
 	struct lab_err err; /* first store error: fatal for the run */
 };
@@ -119,12 +119,12 @@ static void prog_stage(struct rboard *rb, const char *stage)
 		       cur_slot(rb)->iteration, j->iterations, rb->cur);
 }
 
-/* sched.h: take the lab's shared resources the board uses in stage; false:
+/* schedule.h: take the lab's shared resources the board uses in stage; false:
  * it is queued (shown as stage wait:NAME) and resume(rb) runs once granted. */
 static bool res_take(struct rboard *rb, const char *stage, void (*resume)(void *arg))
 {
 	char waiting[48], st[64];
-	if (sched_res_acquire(rb->r->shared, rb->r->loop, rb->pb->board, stage, resume, rb, waiting,
+	if (schedule_res_acquire(rb->r->shared, rb->r->loop, rb->pb->board, stage, resume, rb, waiting,
 			      sizeof waiting))
 		return true;
 	snprintf(st, sizeof st, "wait:%s", waiting);
@@ -134,7 +134,7 @@ static bool res_take(struct rboard *rb, const char *stage, void (*resume)(void *
 
 static void res_drop(struct rboard *rb, const char *stage)
 {
-	sched_res_release(rb->r->shared, rb->r->loop, rb->pb->board, stage);
+	schedule_res_release(rb->r->shared, rb->r->loop, rb->pb->board, stage);
 }
 
 static void store_fail(struct runner *r, struct lab_err *e)
@@ -1063,7 +1063,7 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 		plan_free(r.plan);
 		return lab_err_set(e, LAB_EINFRA, "cannot create the event loop: %s", strerror(errno));
 	}
-	if ((rc = sched_res_new(lab, &r.shared, e))) /* bad resources or uses, before any board is powered */
+	if ((rc = schedule_res_new(lab, &r.shared, e))) /* bad resources or uses, before any board is powered */
 		goto out;
 	if (o->transcript_dir)
 		r.transcript_dir = xstrdup(o->transcript_dir);
@@ -1184,7 +1184,7 @@ out_boards:
 	while (!loop_idle(r.loop) && loop_now_ms(r.loop) < drain_end)
 		loop_run_once(r.loop, 50);
 out:
-	sched_res_free(r.shared);
+	schedule_res_free(r.shared);
 	loop_free(r.loop);
 	free(r.transcript_dir);
 	plan_free(r.plan);

@@ -192,7 +192,7 @@ int store_table_rows(struct store *s, const char *table, int64_t *n, struct lab_
 int store_pages(struct store *s, int64_t *count, int64_t *size, int64_t *free_pages,
 		struct lab_err *e);
 
-/* Past runs, for the schedule's estimates (sched.h; store_history.c).  The
+/* Past runs, for the schedule's estimates (schedule.h; store_history.c).  The
  * durations of workload's iterations in jobs of (board type, suite, mode) of
  * finished lab runs, newest first, at most 1000: */
 int store_history_durations(struct store *s, const char *type, const char *suite, const char *mode,

@@ -1,5 +1,5 @@
 /*
- * sched.h - the schedule of an expanded plan as a person reads it (`run
+ * schedule.h - the schedule of an expanded plan as a person reads it (`run
  * --dry-run`), with how long it should take from past runs.
  *
  * Estimates (per job, i.e. board type x suite x mode):
@@ -27,27 +27,27 @@
 #include "plan.h"
 #include "store.h"
 
-struct sched_job_est {
+struct schedule_job_est {
 	double slot_s;   /* estimated seconds per slot (iteration); < 0: no history */
 	int64_t samples; /* past iterations or board schedules it rests on */
 	bool wall;       /* from board wall time per slot (virtual iteration durations) */
 };
 
-struct sched_est {
-	struct sched_job_est *jobs; /* per plan job */
-	double *board_s;            /* per plan board; < 0 when a job of it has no history */
-	double total_s;             /* < 0: not every board has an estimate */
-	size_t *dropped;            /* per plan board: slots that would start after the budget */
+struct schedule_est {
+	struct schedule_job_est *jobs; /* per plan job */
+	double *board_s;               /* per plan board; < 0 when a job of it has no history */
+	double total_s;                /* < 0: not every board has an estimate */
+	size_t *dropped;               /* per plan board: slots that would start after the budget */
 };
 
-int sched_estimate(const struct lab_cfg *lab, const struct plan *p, struct store *s,
-                   struct sched_est *out, struct lab_err *e);
-void sched_est_free(struct sched_est *est);
+int schedule_estimate(const struct lab_cfg *lab, const struct plan *p, struct store *s,
+                      struct schedule_est *out, struct lab_err *e);
+void schedule_est_free(struct schedule_est *est);
 
 /* The schedule: per board its jobs (mode, priority, iterations, estimate) and
  * its slot order; then the run's estimate against the budget. */
-void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p,
-                 const struct sched_est *est);
+void schedule_print(FILE *f, const struct lab_cfg *lab, const struct plan *p,
+                    const struct schedule_est *est);
 
 /* ---- shared limited resources (lab `resources:`, board `uses:`) ----
  * A counting semaphore per resource, in the run loop.  A board takes every
@@ -58,24 +58,24 @@ void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p,
  * board never holds one stage's resources while it waits for the other's, so
  * the queue cannot deadlock.  Loop thread only; grants are deferred calls. */
 struct loop;
-struct sched_res;
+struct schedule_res;
 
-extern const char *const sched_stage_names[]; /* "boot", "test" */
+extern const char *const schedule_stage_names[]; /* "boot", "test" */
 
 /* Check lab->resources and every board's uses (errors name file:line:col);
  * *out is NULL when the lab declares no resources. */
-int sched_res_new(const struct lab_cfg *lab, struct sched_res **out, struct lab_err *e);
-void sched_res_free(struct sched_res *r);
+int schedule_res_new(const struct lab_cfg *lab, struct schedule_res **out, struct lab_err *e);
+void schedule_res_free(struct schedule_res *r);
 /* Board (index into lab->boards) wants stage's resources: true when it holds
  * them (now or already); false: queued, grant(arg) is called from the loop
  * once they are its, and waiting (n bytes) names one it waits for. */
-bool sched_res_acquire(struct sched_res *r, struct loop *l, size_t board, const char *stage,
-                       void (*grant)(void *arg), void *arg, char *waiting, size_t n);
+bool schedule_res_acquire(struct schedule_res *r, struct loop *l, size_t board, const char *stage,
+                          void (*grant)(void *arg), void *arg, char *waiting, size_t n);
 /* Give back what board holds for stage (NULL: every stage, and leave the queue). */
-void sched_res_release(struct sched_res *r, struct loop *l, size_t board, const char *stage);
+void schedule_res_release(struct schedule_res *r, struct loop *l, size_t board, const char *stage);
 /* For the dry run and tests: how many hold resource name now (-1: no such resource). */
-int sched_res_used(const struct sched_res *r, const char *name);
+int schedule_res_used(const struct schedule_res *r, const char *name);
 /* Print the resources and their users (dry run). */
-void sched_res_print(FILE *f, const struct lab_cfg *lab);
+void schedule_res_print(FILE *f, const struct lab_cfg *lab);
 
 #endif

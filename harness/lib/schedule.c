@@ -1,5 +1,5 @@
-/* sched.c - see sched.h. */
-#include "sched.h"
+/* schedule.c - see schedule.h. */
+#include "schedule.h"
 #include "loop.h"
 #include "progress.h"
 
@@ -50,7 +50,7 @@ static void push_span(double span_s, double dur_s, int64_t slots, void *arg)
 }
 
 static int estimate_job(struct store *s, const char *type, const struct plan_job *j,
-                        struct sched_job_est *out, struct lab_err *e)
+                        struct schedule_job_est *out, struct lab_err *e)
 {
 	out->slot_s = -1;
 	out->samples = 0;
@@ -90,8 +90,8 @@ static int estimate_job(struct store *s, const char *type, const struct plan_job
 	return rc;
 }
 
-int sched_estimate(const struct lab_cfg *lab, const struct plan *p, struct store *s,
-                   struct sched_est *out, struct lab_err *e)
+int schedule_estimate(const struct lab_cfg *lab, const struct plan *p, struct store *s,
+                      struct schedule_est *out, struct lab_err *e)
 {
 	memset(out, 0, sizeof *out);
 	out->jobs = xcalloc(p->njobs + 1, sizeof *out->jobs);
@@ -141,7 +141,7 @@ int sched_estimate(const struct lab_cfg *lab, const struct plan *p, struct store
 	return LAB_OK;
 }
 
-void sched_est_free(struct sched_est *est)
+void schedule_est_free(struct schedule_est *est)
 {
 	free(est->jobs);
 	free(est->board_s);
@@ -149,7 +149,7 @@ void sched_est_free(struct sched_est *est)
 	memset(est, 0, sizeof *est);
 }
 
-static void fmt_est(char *buf, size_t n, const struct sched_job_est *j)
+static void fmt_est(char *buf, size_t n, const struct schedule_job_est *j)
 {
 	if (j->slot_s < 0) {
 		snprintf(buf, n, "no history");
@@ -161,8 +161,8 @@ static void fmt_est(char *buf, size_t n, const struct sched_job_est *j)
 	         j->wall ? "past board schedules" : "past iterations");
 }
 
-void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p,
-                 const struct sched_est *est)
+void schedule_print(FILE *f, const struct lab_cfg *lab, const struct plan *p,
+                    const struct schedule_est *est)
 {
 	const struct plan_cfg *pl = lab->plan;
 	size_t slots = 0;
@@ -191,7 +191,7 @@ void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p,
 			fprintf(f, ", seed %lld", (long long)plan_suite_seed(pl, s));
 		fprintf(f, "%s\n", pl->order ? " (the plan's)" : "");
 	}
-	sched_res_print(f, lab);
+	schedule_res_print(f, lab);
 	for (size_t i = 0; i < p->nnotes; i++)
 		fprintf(f, "  note: %s\n", p->notes[i]);
 	for (size_t b = 0; b < p->nboards; b++) {
@@ -269,8 +269,8 @@ void sched_print(FILE *f, const struct lab_cfg *lab, const struct plan *p,
 
 /* ---- shared limited resources ---- */
 
-const char *const sched_stage_names[] = {"boot", "test", NULL};
-#define SCHED_NSTAGES 2
+const char *const schedule_stage_names[] = {"boot", "test", NULL};
+#define SCHEDULE_NSTAGES 2
 
 struct res {
 	const char *name; /* owned by the lab's config */
@@ -278,9 +278,9 @@ struct res {
 };
 
 struct res_user {
-	size_t *need[SCHED_NSTAGES]; /* resource indices per stage */
-	size_t nneed[SCHED_NSTAGES];
-	bool held[SCHED_NSTAGES];
+	size_t *need[SCHEDULE_NSTAGES]; /* resource indices per stage */
+	size_t nneed[SCHEDULE_NSTAGES];
+	bool held[SCHEDULE_NSTAGES];
 };
 
 struct res_wait {
@@ -290,7 +290,7 @@ struct res_wait {
 	void *arg;
 };
 
-struct sched_res {
+struct schedule_res {
 	struct res *res;
 	size_t nres;
 	struct res_user *users; /* per lab board */
@@ -301,8 +301,8 @@ struct sched_res {
 
 static int stage_index(const char *stage)
 {
-	for (int i = 0; sched_stage_names[i]; i++)
-		if (strcmp(sched_stage_names[i], stage) == 0)
+	for (int i = 0; schedule_stage_names[i]; i++)
+		if (strcmp(schedule_stage_names[i], stage) == 0)
 			return i;
 	return -1;
 }
@@ -312,7 +312,7 @@ static const char *node_file(const struct cfg_node *n)
 	return n->file ? n->file : "lab";
 }
 
-static int add_need(struct sched_res *r, struct res_user *u, int st, const struct cfg_node *v,
+static int add_need(struct schedule_res *r, struct res_user *u, int st, const struct cfg_node *v,
                     const char *board, struct lab_err *e)
 {
 	if (v->kind != CFG_SCALAR)
@@ -334,7 +334,7 @@ static int add_need(struct sched_res *r, struct res_user *u, int st, const struc
 	return LAB_OK;
 }
 
-int sched_res_new(const struct lab_cfg *lab, struct sched_res **out, struct lab_err *e)
+int schedule_res_new(const struct lab_cfg *lab, struct schedule_res **out, struct lab_err *e)
 {
 	*out = NULL;
 	const struct cfg_node *m = lab->resources;
@@ -342,7 +342,7 @@ int sched_res_new(const struct lab_cfg *lab, struct sched_res **out, struct lab_
 		return lab_err_set(e, LAB_EUSAGE,
 		                   "%s:%d:%d: resources: want a map of name to count", node_file(m),
 		                   m->line, m->col);
-	struct sched_res *r = xcalloc(1, sizeof *r);
+	struct schedule_res *r = xcalloc(1, sizeof *r);
 	r->nres = m ? m->n : 0;
 	r->res = xcalloc(r->nres + 1, sizeof *r->res);
 	int rc = LAB_OK;
@@ -392,19 +392,19 @@ int sched_res_new(const struct lab_cfg *lab, struct sched_res **out, struct lab_
 		}
 	}
 	if (rc || (!any && r->nres == 0)) {
-		sched_res_free(r);
+		schedule_res_free(r);
 		return rc;
 	}
 	*out = r;
 	return LAB_OK;
 }
 
-void sched_res_free(struct sched_res *r)
+void schedule_res_free(struct schedule_res *r)
 {
 	if (!r)
 		return;
 	for (size_t b = 0; b < r->nusers; b++)
-		for (int s = 0; s < SCHED_NSTAGES; s++)
+		for (int s = 0; s < SCHEDULE_NSTAGES; s++)
 			free(r->users[b].need[s]);
 	free(r->users);
 	free(r->res);
@@ -412,7 +412,7 @@ void sched_res_free(struct sched_res *r)
 	free(r);
 }
 
-static bool fits(const struct sched_res *r, size_t board, int st, const char **missing)
+static bool fits(const struct schedule_res *r, size_t board, int st, const char **missing)
 {
 	const struct res_user *u = &r->users[board];
 	for (size_t k = 0; k < u->nneed[st]; k++) {
@@ -426,7 +426,7 @@ static bool fits(const struct sched_res *r, size_t board, int st, const char **m
 	return true;
 }
 
-static void take(struct sched_res *r, size_t board, int st)
+static void take(struct schedule_res *r, size_t board, int st)
 {
 	struct res_user *u = &r->users[board];
 	for (size_t k = 0; k < u->nneed[st]; k++)
@@ -434,8 +434,8 @@ static void take(struct sched_res *r, size_t board, int st)
 	u->held[st] = true;
 }
 
-bool sched_res_acquire(struct sched_res *r, struct loop *l, size_t board, const char *stage,
-                       void (*grant)(void *arg), void *arg, char *waiting, size_t n)
+bool schedule_res_acquire(struct schedule_res *r, struct loop *l, size_t board, const char *stage,
+                          void (*grant)(void *arg), void *arg, char *waiting, size_t n)
 {
 	LAB_UNUSED(l);
 	int st = stage_index(stage);
@@ -456,14 +456,14 @@ bool sched_res_acquire(struct sched_res *r, struct loop *l, size_t board, const 
 	return false;
 }
 
-void sched_res_release(struct sched_res *r, struct loop *l, size_t board, const char *stage)
+void schedule_res_release(struct schedule_res *r, struct loop *l, size_t board, const char *stage)
 {
 	if (!r || board >= r->nusers)
 		return;
 	struct res_user *u = &r->users[board];
 	int only = stage ? stage_index(stage) : -1;
 	bool freed = false;
-	for (int st = 0; st < SCHED_NSTAGES; st++) {
+	for (int st = 0; st < SCHEDULE_NSTAGES; st++) {
 		if ((only >= 0 && st != only) || !u->held[st])
 			continue;
 		for (size_t k = 0; k < u->nneed[st]; k++)
@@ -495,7 +495,7 @@ void sched_res_release(struct sched_res *r, struct loop *l, size_t board, const 
 	}
 }
 
-int sched_res_used(const struct sched_res *r, const char *name)
+int schedule_res_used(const struct schedule_res *r, const char *name)
 {
 	for (size_t i = 0; r && i < r->nres; i++)
 		if (strcmp(r->res[i].name, name) == 0)
@@ -503,7 +503,7 @@ int sched_res_used(const struct sched_res *r, const char *name)
 	return -1;
 }
 
-void sched_res_print(FILE *f, const struct lab_cfg *lab)
+void schedule_res_print(FILE *f, const struct lab_cfg *lab)
 {
 	const struct cfg_node *m = lab->resources;
 	if (!m || m->kind != CFG_MAP || m->n == 0)

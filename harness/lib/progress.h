@@ -14,7 +14,8 @@
  * its start time and the boot id, so a reader can tell a dead writer from a
  * live one even after a reboot or pid reuse.
  *
- * Loop thread only.  Writes only to the FILE and the directory the caller
+ * Loop thread only; progress_run_end() must come before the loop is freed
+ * (it stops the timer that run_begin started).  Writes only to the FILE and the directory the caller
  * names; never exits.  ETAs: remaining slots x the board's mean slot time so
  * far, else the per-slot estimate the caller gave (past runs), else unknown.
  */

@@ -79,7 +79,7 @@ static const struct cmd_entry cmd_table[] = {
 	 "its published layout, byte for byte; merge copies the runs of another database.\n"
 	 "The database is --db PATH, else $EMMCLAB_DB, else results/lab.db.",
 	 cmd_db, cmd_db_opts},
-	{"status", "[OPTIONS]", "show runs, boards, quarantine and the upload outbox", NULL,
+	{"status", "[OPTIONS]", "show runs in progress (live), recent runs, quarantine and the upload outbox", NULL,
 	 cmd_status, cmd_status_opts},
 	{"sim", "start LAB.yaml | stop | status | fault BOARD FAULT[=VALUE][:COUNT] | clear BOARD | "
 	 "power BOARD on|off|reboot  (each with [OPTIONS])",

@@ -1041,8 +1041,18 @@ static void run_progress_begin(struct runner *r)
 	if (!p)
 		return;
 	progress_run_begin(p, r->loop, r->res->run_id, r->lab->plan->name, r->lab->name, r->plan->njobs);
-	for (size_t i = 0; i < r->nrb; i++)
-		progress_board(p, i, r->rb[i].cfg->name, r->rb[i].pb->nslots, 0);
+	/* ETAs from the start: past runs' slot times (schedule.h), before the loop runs */
+	struct schedule_est est;
+	struct lab_err e = {0};
+	bool have = schedule_estimate(r->lab, r->plan, r->store, &est, &e) == LAB_OK;
+	for (size_t i = 0; i < r->nrb; i++) {
+		const struct plan_board *pb = r->rb[i].pb;
+		double sum = 0;
+		for (size_t k = 0; have && k < pb->nslots; k++)
+			sum += est.jobs[pb->slots[k].job].slot_s >= 0 ? est.jobs[pb->slots[k].job].slot_s : 0;
+		progress_board(p, i, r->rb[i].cfg->name, pb->nslots, pb->nslots ? sum / (double)pb->nslots : 0);
+	}
+	schedule_est_free(&est);
 }
 
 int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, struct run_result *res,

@@ -98,7 +98,7 @@ static const char *const state_names[BOARD_STATE_COUNT] = {
 static const char *const fail_names[FAIL_COUNT] = {
 	"none", "power", "no-console", "no-output", "bootloader-hang", "deploy", "kernel-panic",
 	"boot-timeout", "login-timeout", "command-timeout", "agent-protocol", "mode-mismatch",
-	"quarantined",
+	"quarantined", "autoboot",
 };
 
 const char *board_state_name(enum board_state s)
@@ -344,6 +344,33 @@ static void on_con_state(struct console *c, bool up, const char *msg, void *arg)
 		emit(b, "info", board_state_name(b->state), "console lost: %s", msg ? msg : "?");
 }
 
+/* The console stayed lost past its reconnect window while the board is on
+ * (QEMU exited, ser2net went away): whatever the board waits for cannot come,
+ * so the step ends now with its own cause instead of at its timeout. */
+static void on_con_gone(struct console *c, const char *msg, void *arg)
+{
+	LAB_UNUSED(c);
+	struct board *b = arg;
+	if (b->state == BOARD_OFF || b->state == BOARD_POWERING || b->state == BOARD_POWERING_OFF)
+		return;
+	switch (b->op) {
+	case OP_BOOT:
+		if (!b->offline_phase)
+			attempt_failed(b, FAIL_NO_CONSOLE, "console lost: %s", msg);
+		break;
+	case OP_SHELL:
+	case OP_AGENT:
+	case OP_PUT:
+		emit(b, board_fail_name(FAIL_NO_CONSOLE), "running", "console lost: %s", msg);
+		stop_activity(b);
+		set_state(b, BOARD_SHELL);
+		complete(b, LAB_EINFRA, FAIL_NO_CONSOLE, "console lost: %s", msg);
+		break;
+	default:
+		break;
+	}
+}
+
 /* ---- boot ---- */
 
 static enum board_fail classify_shell(struct board *b)
@@ -497,6 +524,23 @@ static void on_uboot_ready(struct uboot *u, int rc, const char *out, size_t len,
 	LAB_UNUSED(out);
 	LAB_UNUSED(len);
 	struct board *b = arg;
+	if (rc != LAB_OK && uboot_autobooted(b->ub)) {
+		/* U-Boot booted by itself.  A deploy that works at the prompt (netboot,
+		 * ums, fastboot) cannot have happened: that is this failure.  Otherwise
+		 * the board boots what it would have booted from U-Boot anyway: carry on
+		 * (the mode check later sees whether the mode's bootargs were needed). */
+		if (b->dep && (b->dep->drv->flags & DEPLOY_AT_UBOOT)) {
+			attempt_failed(b, FAIL_AUTOBOOT, "%s; the %s deploy needs the U-Boot prompt",
+				       uboot_errmsg(b->ub), b->dep->drv->name);
+			return;
+		}
+		emit(b, "info", "bootloader", "%s; carrying on without the U-Boot step%s%s%s",
+		     uboot_errmsg(b->ub), b->bootargs && b->bootargs[0] ? " (bootargs not set: " : "",
+		     b->bootargs && b->bootargs[0] ? b->bootargs : "",
+		     b->bootargs && b->bootargs[0] ? ")" : "");
+		start_booting(b);
+		return;
+	}
 	if (rc != LAB_OK) {
 		attempt_failed(b, b->got_output ? FAIL_BOOTLOADER_HANG : FAIL_NO_OUTPUT, "%s",
 			       uboot_errmsg(b->ub));
@@ -927,7 +971,8 @@ int board_new(struct loop *l, const struct lab_cfg *lab, const struct board_cfg 
 	loop_timer_init(&b->done_timer, on_done_timer, b);
 	loop_timer_init(&b->first_output, on_first_output_timeout, b);
 	lab_buf_init(&b->cmd_out, 0);
-	static const struct console_events cev = {.data = on_con_data, .state = on_con_state};
+	static const struct console_events cev = {
+		.data = on_con_data, .state = on_con_state, .gone = on_con_gone};
 	int rc = console_new(l, cfg->name, cfg->console, &cev, b, &b->con, e);
 	if (rc) {
 		free(b);

@@ -32,7 +32,7 @@ const char *board_state_name(enum board_state s);
 enum board_fail {
 	FAIL_NONE,
 	FAIL_POWER,            /* power driver failed */
-	FAIL_NO_CONSOLE,       /* console could not be opened / vanished while on */
+	FAIL_NO_CONSOLE,       /* console could not be opened / lost past its reconnect window while on */
 	FAIL_NO_OUTPUT,        /* no console output after power-on */
 	FAIL_BOOTLOADER_HANG,  /* no prompt / autoboot interrupt failed / U-Boot stopped answering */
 	FAIL_DEPLOY,           /* deploy/flash method failed */
@@ -43,6 +43,7 @@ enum board_fail {
 	FAIL_AGENT_PROTOCOL,   /* agent lines missing/corrupt beyond resend, or no `done` */
 	FAIL_MODE_MISMATCH,    /* verified mode differs from the requested one */
 	FAIL_QUARANTINED,      /* board is quarantined: not tried */
+	FAIL_AUTOBOOT,         /* U-Boot booted by itself (bootdelay 0/-2) where a deploy needed its prompt */
 	FAIL_COUNT
 };
 const char *board_fail_name(enum board_fail f); /* "power", "no-output", "bootloader-hang", ... */

@@ -88,6 +88,8 @@ struct board {
 	bool at_uboot;           /* this attempt stopped at the U-Boot prompt */
 
 	struct agent_session *agent; /* runs board_agent's invocations, one at a time */
+	board_trace_cb trace;
+	void *trace_arg;
 };
 
 static const char *const state_names[BOARD_STATE_COUNT] = {
@@ -117,6 +119,25 @@ static void attempt_failed(struct board *b, enum board_fail f, const char *fmt, 
 	__attribute__((format(printf, 3, 4)));
 
 /* ---- small helpers ---- */
+
+static void trace(struct board *b, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void trace(struct board *b, const char *what, const char *fmt, ...)
+{
+	if (!b->trace)
+		return;
+	char d[700];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(d, sizeof d, fmt, ap);
+	va_end(ap);
+	b->trace(b, what, d, b->trace_arg);
+}
+
+static double secs(uint64_t ms)
+{
+	return (double)ms / 1000.0;
+}
 
 static uint64_t tmo(uint64_t v, uint64_t def)
 {
@@ -331,6 +352,7 @@ static void on_con_data(struct console *c, const char *buf, size_t n, void *arg)
 	if (!b->got_output && b->op == OP_BOOT && b->state != BOARD_POWERING) {
 		b->got_output = true;
 		loop_timer_stop(b->loop, &b->first_output);
+		trace(b, "matched", "first console output (%zu bytes)", n);
 	}
 	expect_feed(b->x, buf, n);
 }
@@ -392,6 +414,7 @@ static enum board_fail classify_shell(struct board *b)
 
 static void boot_success(struct board *b)
 {
+	trace(b, "matched", "a working shell: boot done (attempt %d)", b->attempt);
 	set_state(b, BOARD_SHELL);
 	if (b->tr)
 		transcript_mark(b->tr, "== shell ready (attempt %d) ==", b->attempt);
@@ -429,7 +452,10 @@ static void on_shell_attached(struct shell *s, int rc, int status, const char *o
 	}
 	set_state(b, BOARD_SHELL);
 	const struct shell_cfg *sc = sh_cfg(b);
+	trace(b, "matched", "shell prompt %s", shell_prompt(b->sh));
 	if (sc->agent_path && sc->agent_path[0]) {
+		trace(b, "step", "agent: test -x %s (push %s when missing)", sc->agent_path,
+		      sc->agent_local && sc->agent_local[0] ? sc->agent_local : "nothing");
 		uint64_t t = tmo(timeouts(b)->command_ms, DEFAULT_TIMEOUT_MS) * 10;
 		if (shell_ensure_agent(b->sh, t, on_agent_ready, b) == LAB_OK)
 			return;
@@ -443,6 +469,11 @@ static void start_booting(struct board *b)
 {
 	set_state(b, BOARD_BOOTING);
 	const struct timeouts_cfg *t = timeouts(b);
+	const struct shell_cfg *sc = sh_cfg(b);
+	trace(b, "waits for", "Linux: login /%s/ or shell prompt /%s/ within %.1f s, then a shell "
+	      "within %.1f s", sc->login_pattern ? sc->login_pattern : "login: *$",
+	      sc->prompt_pattern ? sc->prompt_pattern : "[#$] *$", secs(tmo(t->boot_ms, 120000)),
+	      secs(tmo(t->login_ms, 60000)));
 	if (shell_attach(b->sh, tmo(t->boot_ms, 120000), tmo(t->login_ms, 60000), on_shell_attached, b)) {
 		attempt_failed(b, FAIL_BOOT_TIMEOUT, "shell session busy");
 		return;
@@ -508,6 +539,8 @@ static bool wants_uboot(struct board *b)
 static void run_deploy(struct board *b)
 {
 	set_state(b, BOARD_DEPLOY);
+	trace(b, "step", "deploy %s%s (budget %.1f s)", b->dep->drv->name,
+	      b->at_uboot ? " at the U-Boot prompt" : "", secs(b->dep->timeout_ms));
 	struct deploy_ctx ctx = {
 		.kernel = b->kernel,
 		.bootargs = b->bootargs,
@@ -548,6 +581,7 @@ static void on_uboot_ready(struct uboot *u, int rc, const char *out, size_t len,
 	}
 	if (b->tr)
 		transcript_mark(b->tr, "== U-Boot prompt reached ==");
+	trace(b, "matched", "U-Boot prompt, U-Boot answers");
 	b->at_uboot = true;
 	if (b->dep && !(b->dep->drv->flags & DEPLOY_BEFORE_POWER)) {
 		run_deploy(b);
@@ -576,11 +610,18 @@ static void on_powered(struct power *p, int rc, int state, const char *msg, void
 	if (b->tr)
 		transcript_mark(b->tr, "== power on ==");
 	const struct timeouts_cfg *t = timeouts(b);
-	if (!b->got_output)
+	trace(b, "matched", "power on");
+	if (!b->got_output) {
 		loop_timer_start(b->loop, &b->first_output, tmo(t->first_output_ms, 30000));
+		trace(b, "waits for", "first console output within %.1f s",
+		      secs(tmo(t->first_output_ms, 30000)));
+	}
 	unsigned fl = b->dep ? b->dep->drv->flags : 0;
 	if (wants_uboot(b)) {
 		set_state(b, BOARD_BOOTLOADER);
+		trace(b, "step", "U-Boot: interrupt autoboot and synchronise (%s)",
+		      fl & DEPLOY_AT_UBOOT ? "the deploy works at its prompt" :
+		      "uboot.prompt is set: the mode's bootargs go in from there");
 		/* the interrupt budget includes the wait for first output */
 		uint64_t budget = tmo(t->bootloader_ms, 60000) + tmo(t->first_output_ms, 30000);
 		if (uboot_interrupt(b->ub, budget, on_uboot_ready, b))
@@ -606,6 +647,7 @@ static void power_cycle(struct board *b)
 	console_set_expect_down(b->con, true);
 	if (b->tr)
 		transcript_mark(b->tr, "== power cycle ==");
+	trace(b, "step", "power cycle (%s, budget %.1f s)", b->pw->drv->name, secs(b->pw->timeout_ms));
 	if (power_request(b->pw, POWER_CYCLE, on_powered, b) != LAB_OK)
 		attempt_failed(b, FAIL_POWER, "power driver busy");
 }
@@ -650,6 +692,7 @@ static void attempt_failed(struct board *b, enum board_fail f, const char *fmt, 
 	vsnprintf(m, sizeof m, fmt, ap);
 	va_end(ap);
 	const char *stage = board_state_name(b->state);
+	trace(b, "failed", "%s in %s: %s", board_fail_name(f), stage, m);
 	emit(b, board_fail_name(f), stage, "attempt %d: %s", b->attempt, m);
 	stop_activity(b);
 	int64_t retries = b->type ? b->type->retries : 0;
@@ -1049,6 +1092,20 @@ int board_console_open(struct board *b, const char *transcript_dir, struct lab_e
 	if (rc == LAB_OK)
 		transcript_mark(b->tr, "== interactive console ==");
 	return rc;
+}
+
+static void on_uboot_trace(struct uboot *u, const char *what, const char *detail, void *arg)
+{
+	LAB_UNUSED(u);
+	struct board *b = arg;
+	trace(b, what, "U-Boot: %s", detail);
+}
+
+void board_set_trace(struct board *b, board_trace_cb cb, void *arg)
+{
+	b->trace = cb;
+	b->trace_arg = arg;
+	uboot_set_trace(b->ub, cb ? on_uboot_trace : NULL, b);
 }
 
 void board_set_tap(struct board *b, board_tap_cb tap, void *arg)

@@ -118,6 +118,12 @@ void board_set_tap(struct board *b, board_tap_cb tap, void *arg);
  * an enum power_op (power.h); cb gets rc, the power state (enum power_state) and a message. */
 typedef void (*board_power_cb)(struct board *b, int rc, int state, const char *msg, void *arg);
 int board_power(struct board *b, int power_op, board_power_cb cb, void *arg);
+/* Each step of a boot as it happens (`emmclab board NAME boot --explain`): what is
+ * "step" (a stage starts), "waits for" (pattern and budget), "types" (a U-Boot line),
+ * "matched" (what came) or "failed"; the U-Boot session's own steps are included
+ * ("U-Boot: ..."). NULL turns it off. */
+typedef void (*board_trace_cb)(struct board *b, const char *what, const char *detail, void *arg);
+void board_set_trace(struct board *b, board_trace_cb cb, void *arg);
 /* Restore persisted health (failures so far, quarantined) when a run starts. */
 void board_health_restore(struct board *b, int failures, bool quarantined);
 /* Boots started (= transcripts written) so far. */

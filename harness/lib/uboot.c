@@ -414,16 +414,16 @@ static void on_echo(struct expect *x, const struct expect_match *m, void *arg)
 		snprintf(pat, sizeof pat, "@@UB-%u-FAIL@@", u->marker);
 		add_pat(u, EXPECT_LITERAL, pat, on_result);
 		add_pat(u, EXPECT_REGEX, UBOOT_ERROR_RE, on_error_line);
-		trace(u, "waits for", "@@UB-%u-OK@@ or @@UB-%u-FAIL@@ or a U-Boot error line, %llu ms",
-		      u->marker, u->marker, (unsigned long long)u->step_timeout_ms);
+		trace(u, "waits for", "@@UB-%u-OK@@ or @@UB-%u-FAIL@@ or a U-Boot error line, %.1f s",
+		      u->marker, u->marker, (double)u->step_timeout_ms / 1000.0);
 		break;
 	case W_BOOT:
 		snprintf(pat, sizeof pat, "@@UB-%u-FAIL@@", u->marker);
 		add_pat(u, EXPECT_LITERAL, pat, on_result);
 		add_pat(u, EXPECT_REGEX, KERNEL_START_RE, on_result);
 		add_pat(u, EXPECT_REGEX, UBOOT_ERROR_RE, on_error_line);
-		trace(u, "waits for", "kernel start (/%s/) or %s or a U-Boot error line, %llu ms",
-		      KERNEL_START_RE, pat, (unsigned long long)u->step_timeout_ms);
+		trace(u, "waits for", "kernel start (/%s/) or %s or a U-Boot error line, %.1f s",
+		      KERNEL_START_RE, pat, (double)u->step_timeout_ms / 1000.0);
 		break;
 	case W_NONE:
 		break;
@@ -772,8 +772,8 @@ int uboot_interrupt(struct uboot *u, uint64_t timeout_ms, uboot_cb cb, void *arg
 	/* Already stopped at a prompt (bootdelay -1, or a previous interrupt). */
 	add_pat(u, EXPECT_LITERAL, prompt(u), on_prompt_seen);
 	add_pat(u, EXPECT_REGEX, KERNEL_START_RE, on_autobooted);
-	trace(u, "waits for", "/%s/ (autoboot), the prompt `%s` or kernel start, %llu ms", pat,
-	      prompt(u), (unsigned long long)timeout_ms);
+	trace(u, "waits for", "/%s/ (autoboot), the prompt `%s` or kernel start, %.1f s", pat,
+	      prompt(u), (double)timeout_ms / 1000.0);
 	return LAB_OK;
 }
 

@@ -34,6 +34,7 @@ struct rig {
 	int nmsgs;
 	int status;
 	char out[1024];
+	char trace[16384];
 };
 
 static void on_fifo(struct loop *l, int fd, unsigned ev, void *arg)
@@ -389,6 +390,15 @@ static void test_paced_uboot(void)
 	rig_fini(&r);
 }
 
+static void on_trace(struct board *b, const char *what, const char *detail, void *arg)
+{
+	LAB_UNUSED(b);
+	struct rig *r = arg;
+	char line[800];
+	snprintf(line, sizeof line, "%s: %s\n", what, detail);
+	lab_strlcat(r->trace, line, sizeof r->trace);
+}
+
 /* bootdelay -2: U-Boot boots by itself.  Without a deploy at the prompt the
  * board carries on to its shell and says why the U-Boot step was skipped. */
 static void test_autoboot_by_itself(void)
@@ -396,6 +406,7 @@ static void test_autoboot_by_itself(void)
 	struct rig r;
 	rig_init(&r);
 	r.fb.autoboot_silent = true;
+	board_set_trace(r.b, on_trace, &r);
 	uint64_t t0 = lab_now_ms();
 	board_boot(r.b, &r.kernel, "", NULL, on_done, &r);
 	ok(wait_done(&r, 10000), "finished");
@@ -404,6 +415,13 @@ static void test_autoboot_by_itself(void)
 	ok(strstr(r.events, "info@bootloader") && strstr(r.events, "booted by itself") &&
 	   strstr(r.events, "carrying on"), "said so: %s", r.events);
 	is_int(r.nretry, 0, "no retry");
+	/* --explain's lines: each wait with its pattern and budget, and what came */
+	ok(strstr(r.trace, "step: power cycle (exec, budget 3.0 s)") &&
+	   strstr(r.trace, "waits for: U-Boot: /Hit any key to stop autoboot/ (autoboot), the prompt `=> ` "
+		  "or kernel start, 2.8 s") &&
+	   strstr(r.trace, "matched: U-Boot: Starting kernel (the kernel started without us)") &&
+	   strstr(r.trace, "waits for: Linux: login /login: *$/ or shell prompt /[#$] *$/ within 1.5 s") &&
+	   strstr(r.trace, "matched: a working shell"), "trace: %s", r.trace);
 	rig_fini(&r);
 }
 

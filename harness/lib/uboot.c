@@ -234,6 +234,12 @@ static const char *tail(struct uboot *u, size_t max)
 	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
 		len--;
 	const char *p = len > max ? s + len - max : s;
+	if (p > s && p[-1] != '\n') {
+		/* start at a line, not in the middle of one */
+		const char *nl = memchr(p, '\n', (size_t)(s + len - p));
+		if (nl && nl + 1 < s + len)
+			p = nl + 1;
+	}
 	size_t o = 0;
 	for (; p < s + len && o + 4 < cap; p++) {
 		if (*p == '\n') {

@@ -47,6 +47,7 @@ struct fakeboard {
 	bool no_output;        /* silent after power-on */
 	bool uboot_hang;       /* banner, countdown, then ignores input */
 	bool autoboot_silent;  /* bootdelay -2: no countdown, U-Boot boots Linux by itself */
+	bool keys_too_late;    /* bootdelay 0: the countdown shows, keys come too late, Linux boots */
 	bool panic;            /* kernel panics during boot */
 	bool no_login;         /* boot log ends without a prompt */
 	int fifo;              /* U-Boot: bytes accepted per read; the rest is lost (0 = no loss) */
@@ -667,7 +668,7 @@ static FB_UNUSED void fb_input(struct fakeboard *f, const char *buf, size_t n)
 		char ch = buf[i];
 		switch (f->mode) {
 		case FB_AUTOBOOT:
-			if (f->uboot_hang)
+			if (f->uboot_hang || f->keys_too_late)
 				break;
 			loop_timer_stop(f->l, &f->t);
 			f->mode = FB_UBOOT;

@@ -315,6 +315,20 @@ static void test_autoboot_by_itself(void)
 	ok(uboot_autobooted(r.ub), "uboot_autobooted");
 	ok(strstr(uboot_errmsg(r.ub), "booted by itself") &&
 	   strstr(uboot_errmsg(r.ub), "no autoboot prompt"), "says so: %s", uboot_errmsg(r.ub));
+
+	/* bootdelay 0: the prompt shows but the key comes too late */
+	r.fb.autoboot_silent = false;
+	r.fb.keys_too_late = true;
+	fb_power_off(&r.fb);
+	expect_flush(r.x);
+	fb_power_on(&r.fb);
+	uboot_interrupt(r.ub, 20000, on_ub, &r);
+	ok(wait_done(&r, 20000), "completed");
+	is_int(r.rc, LAB_EFOUND, "not a timeout");
+	ok(uboot_autobooted(r.ub), "uboot_autobooted");
+	ok(strstr(uboot_errmsg(r.ub), "after the autoboot prompt and") &&
+	   strstr(uboot_errmsg(r.ub), "bootdelay 0"), "says the key came too late: %s",
+	   uboot_errmsg(r.ub));
 	rig_fini(&r);
 }
 

@@ -1,8 +1,10 @@
 /*
  * sim_uboot.c - the boot ROM / SPL / U-Boot part of a simulated board:
- * banner, autoboot countdown, the command line (hush-like lists, variables)
+ * banner, autoboot countdown, the command line (hush as U-Boot 2023.01 runs
+ * it: and-or lists with its skip rule, if/then/elif/else/fi, $?, variables)
  * and the commands a lab uses (env, dhcp, tftp, load, booti/bootz/bootm,
- * ums, fastboot, mmc, version, reset).  Texts follow U-Boot 2023.x.
+ * zboot, ums, fastboot, mmc, version, reset).  Texts follow U-Boot 2023.01
+ * (harness/tests/vectors/uboot-2023.01-hush.txt: what the real one printed).
  */
 #include "sim_board.h"
 
@@ -438,6 +440,32 @@ static int cmd_boot_image(struct sim_board *b, int argc, char **argv, int depth)
 	return 2;
 }
 
+/* x86's zboot [addr] [size] [initrd addr] [initrd size], with the texts of the
+ * real qemu-x86 U-Boot 2023.01 (vectors/uboot-2023.01-hush.txt, uboot_real.sh). */
+static int cmd_zboot(struct sim_board *b, int argc, char **argv, int depth)
+{
+	LAB_UNUSED(depth);
+	uint64_t kaddr = 0;
+	const char *ka = argc > 1 ? argv[1] : sim_kv_get(&b->env, "loadaddr");
+	if (!parse_addr(ka, &kaddr) || !addr_loaded(b, kaddr)) {
+		sim_emit(b, 2, "Error: Invalid Boot Flag (found 0x0000, expected 0xaa55)\n"
+			       "## Kernel loading failed ...\n");
+		return 1;
+	}
+	sim_emit(b, 5, "Valid Boot Flag\nMagic signature found\n"
+		       "Linux kernel version 6.1.0-emmclab (sim)\nBuilding boot_params at 0x00090000\n"
+		       "Loading bzImage at address 100000 (8225280 bytes)\n");
+	uint64_t rd = 0, sz = 0;
+	if (argc > 4 && parse_addr(argv[3], &rd) && parse_addr(argv[4], &sz))
+		sim_emitf(b, 2, "Initial RAM disk at linear address 0x%08" PRIx64 ", size %" PRIu64 " bytes\n",
+			  rd, sz);
+	const char *ba = sim_kv_get(&b->env, "bootargs");
+	sim_emitf(b, 2, "Kernel command line: \"%s\"\nKernel loaded at 00100000, setup_base=00090000\n"
+			"\nStarting kernel ...\n\n", ba ? ba : "");
+	sim_emit_fn(b, 50, ub_start_kernel, 0);
+	return 2;
+}
+
 static int cmd_mmc(struct sim_board *b, int argc, char **argv, int depth)
 {
 	LAB_UNUSED(depth);
@@ -775,6 +803,7 @@ static const struct ub_cmd ub_commands[] = {
 	{"true", cmd_true, 0},
 	{"ums", cmd_ums, UB_POLLS},
 	{"version", cmd_version, 0},
+	{"zboot", cmd_zboot, UB_POLLS},
 };
 
 static int cmd_help(struct sim_board *b, int argc, char **argv, int depth)
@@ -806,35 +835,90 @@ static int ub_command(struct sim_board *b, int argc, char **argv, int depth)
 	return 1;
 }
 
-/* Execute a command line (hush subset).  Returns 0/1 status, 2 when the
- * line handed the board to something else (kernel, ums, reset). */
+/* if/then/elif/else/fi, nested: whether the enclosing code runs (outer),
+ * whether a branch was taken, whether the part being read now runs. */
+struct ub_if {
+	bool outer, taken, active;
+};
+
+static bool ub_keyword(const char *w)
+{
+	return !strcmp(w, "if") || !strcmp(w, "then") || !strcmp(w, "elif") || !strcmp(w, "else") ||
+	       !strcmp(w, "fi");
+}
+
+/* Execute a command line as U-Boot 2023.01's hush does (observed on the real
+ * one: harness/tests/vectors/uboot-2023.01-hush.txt).  Where hush is not
+ * POSIX: a failing `&&` (or a succeeding `||`) skips the rest of the and-or
+ * list up to the next `;`, so `false && a || b` runs neither a nor b and
+ * `true || a && b` does not run b.  $? is the last command's status (a skipped
+ * one leaves it).  Returns 0/1 status, 2 when the line handed the board to
+ * something else (kernel, ums, reset). */
 static int ub_exec(struct sim_board *b, const char *line, int depth)
 {
 	struct sim_seg segs[64];
 	size_t n = sim_split_list(line, segs, LAB_ARRAY_SIZE(segs));
 	int rc = 0;
+	bool skipping = false;
+	struct ub_if ifs[8];
+	size_t nif = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (segs[i].op == SIM_OP_AND && b->ub_status != 0)
+		int op = segs[i].op;
+		if (skipping && (op == SIM_OP_AND || op == SIM_OP_OR))
 			continue;
-		if (segs[i].op == SIM_OP_OR && b->ub_status == 0)
+		skipping = false;
+		bool here = nif == 0 || ifs[nif - 1].active;
+		if (here && ((op == SIM_OP_AND && b->ub_status != 0) ||
+			     (op == SIM_OP_OR && b->ub_status == 0))) {
+			skipping = true;
 			continue;
+		}
 		struct ub_ctx ctx = {.b = b};
 		struct sim_tok toks[128];
 		size_t nt = sim_tokenize(segs[i].text, ub_var, &ctx, toks, LAB_ARRAY_SIZE(toks));
-		char *argv[129];
-		int argc = 0;
+		char *words[129];
+		int nw = 0;
 		for (size_t k = 0; k < nt; k++)
 			if (toks[k].type == TOK_WORD)
-				argv[argc++] = toks[k].s;
-		argv[argc] = NULL;
-		int r = 0;
-		if (argc > 0) {
+				words[nw++] = toks[k].s;
+		char **argv = words;
+		int argc = nw;
+		/* leading keywords ("if false", "then echo T", "else", "fi") */
+		while (argc > 0 && ub_keyword(argv[0])) {
+			const char *kw = argv[0];
+			struct ub_if *t = nif ? &ifs[nif - 1] : NULL;
+			if (!strcmp(kw, "if")) {
+				if (nif < LAB_ARRAY_SIZE(ifs)) {
+					bool outer = nif == 0 || ifs[nif - 1].active;
+					ifs[nif++] = (struct ub_if){.outer = outer, .active = outer};
+				}
+			} else if (!t) {
+				sim_emit(b, 0, "syntax error\n");
+				b->ub_status = 1;
+				argc = 0;
+				break;
+			} else if (!strcmp(kw, "then")) {
+				bool run = t->active && b->ub_status == 0; /* the condition just run */
+				t->taken = t->taken || run;
+				t->active = run;
+			} else if (!strcmp(kw, "elif") || !strcmp(kw, "else")) {
+				t->active = t->outer && !t->taken;
+			} else { /* fi */
+				nif--;
+			}
+			argv++;
+			argc--;
+		}
+		int r = -1;
+		if (argc > 0 && (nif == 0 || ifs[nif - 1].active)) {
 			/* hush: name=value assigns a (local) variable; we keep it in env */
 			char *eq = strchr(argv[0], '=');
 			if (argc == 1 && eq && eq != argv[0]) {
 				*eq = '\0';
 				sim_kv_set(&b->env, argv[0], eq + 1);
+				r = 0;
 			} else {
+				argv[argc] = NULL;
 				r = ub_command(b, argc, argv, depth);
 			}
 		}
@@ -843,7 +927,8 @@ static int ub_exec(struct sim_board *b, const char *line, int depth)
 			rc = 2;
 			break;
 		}
-		b->ub_status = r;
+		if (r >= 0)
+			b->ub_status = r;
 	}
 	sim_segs_free(segs, n);
 	return rc == 2 ? 2 : b->ub_status;

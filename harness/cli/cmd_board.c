@@ -51,7 +51,7 @@ struct bctx {
 
 enum {
 	OPT_LAB = CLI_LONG_ONLY, OPT_KERNEL, OPT_MODE, OPT_CMDLINE, OPT_RUN, OPT_AGENT, OPT_TDIR,
-	OPT_DB,
+	OPT_DB, OPT_EXPLAIN,
 };
 
 const struct cli_opt cmd_board_opts[] = {
@@ -63,6 +63,8 @@ const struct cli_opt cmd_board_opts[] = {
 	{"cmdline", OPT_CMDLINE, "ARGS", "boot: more kernel command line", 0},
 	{"run", OPT_RUN, "CMD", "boot: run CMD in the shell once booted (repeatable, in order)", 0},
 	{"agent", OPT_AGENT, "ARGS", "boot: run the agent with ARGS once booted", 0},
+	{"explain", OPT_EXPLAIN, NULL,
+	 "boot: show each step on stderr: what it waits for (pattern, budget) and what matched", 0},
 	{"db", OPT_DB, "PATH",
 	 "release: " CLI_DB_HELP, 0},
 	{NULL, 0, NULL, NULL, 0},
@@ -90,6 +92,17 @@ static void on_event(struct board *b, const char *kind, const char *stage, const
 		return;
 	fprintf(stderr, "%s: %s%s%s: %s\n", board_name(b), kind, stage ? " in " : "", stage ? stage : "",
 		msg);
+}
+
+/* --explain: each step with its time since the first one */
+static void on_trace(struct board *b, const char *what, const char *detail, void *arg)
+{
+	LAB_UNUSED(arg);
+	static uint64_t t0;
+	if (!t0)
+		t0 = lab_now_ms();
+	fprintf(stderr, "%s: [%7.3f] %-9s %s\n", board_name(b), (double)(lab_now_ms() - t0) / 1000.0,
+		what, detail);
 }
 
 static void on_state(struct board *b, enum board_state s, void *arg)
@@ -415,6 +428,7 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 {
 	const char *lab_path = NULL, *kernel = NULL, *mode = NULL, *cmdline = NULL, *agent = NULL;
 	const char *tdir = NULL, *db = NULL;
+	bool explain = false;
 	char **runs = NULL;
 	size_t nruns = 0;
 	struct cli_getopt g;
@@ -430,6 +444,7 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 		case OPT_AGENT: agent = optarg; break;
 		case OPT_TDIR: tdir = optarg; break;
 		case OPT_DB: db = optarg; break;
+		case OPT_EXPLAIN: explain = true; break;
 		case OPT_RUN:
 			runs = xreallocarray(runs, nruns + 1, sizeof *runs);
 			runs[nruns++] = optarg;
@@ -514,6 +529,8 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 		code = cli_error(&e);
 		goto out;
 	}
+	if (explain)
+		board_set_trace(c.b, on_trace, &c);
 	loop_signal(c.l, SIGINT, on_sigint, &c);
 	loop_signal(c.l, SIGTERM, on_sigint, &c);
 	if (is_power)

@@ -88,6 +88,8 @@ struct board {
 	bool at_uboot;           /* this attempt stopped at the U-Boot prompt */
 
 	struct agent_session *agent; /* runs board_agent's invocations, one at a time */
+	board_trace_cb trace;
+	void *trace_arg;
 };
 
 static const char *const state_names[BOARD_STATE_COUNT] = {
@@ -98,7 +100,7 @@ static const char *const state_names[BOARD_STATE_COUNT] = {
 static const char *const fail_names[FAIL_COUNT] = {
 	"none", "power", "no-console", "no-output", "bootloader-hang", "deploy", "kernel-panic",
 	"boot-timeout", "login-timeout", "command-timeout", "agent-protocol", "mode-mismatch",
-	"quarantined",
+	"quarantined", "autoboot",
 };
 
 const char *board_state_name(enum board_state s)
@@ -117,6 +119,25 @@ static void attempt_failed(struct board *b, enum board_fail f, const char *fmt, 
 	__attribute__((format(printf, 3, 4)));
 
 /* ---- small helpers ---- */
+
+static void trace(struct board *b, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void trace(struct board *b, const char *what, const char *fmt, ...)
+{
+	if (!b->trace)
+		return;
+	char d[700];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(d, sizeof d, fmt, ap);
+	va_end(ap);
+	b->trace(b, what, d, b->trace_arg);
+}
+
+static double secs(uint64_t ms)
+{
+	return (double)ms / 1000.0;
+}
 
 static uint64_t tmo(uint64_t v, uint64_t def)
 {
@@ -331,6 +352,7 @@ static void on_con_data(struct console *c, const char *buf, size_t n, void *arg)
 	if (!b->got_output && b->op == OP_BOOT && b->state != BOARD_POWERING) {
 		b->got_output = true;
 		loop_timer_stop(b->loop, &b->first_output);
+		trace(b, "matched", "first console output (%zu bytes)", n);
 	}
 	expect_feed(b->x, buf, n);
 }
@@ -342,6 +364,33 @@ static void on_con_state(struct console *c, bool up, const char *msg, void *arg)
 	if (!up && b->state != BOARD_OFF && b->state != BOARD_POWERING &&
 	    b->state != BOARD_POWERING_OFF)
 		emit(b, "info", board_state_name(b->state), "console lost: %s", msg ? msg : "?");
+}
+
+/* The console stayed lost past its reconnect window while the board is on
+ * (QEMU exited, ser2net went away): whatever the board waits for cannot come,
+ * so the step ends now with its own cause instead of at its timeout. */
+static void on_con_gone(struct console *c, const char *msg, void *arg)
+{
+	LAB_UNUSED(c);
+	struct board *b = arg;
+	if (b->state == BOARD_OFF || b->state == BOARD_POWERING || b->state == BOARD_POWERING_OFF)
+		return;
+	switch (b->op) {
+	case OP_BOOT:
+		if (!b->offline_phase)
+			attempt_failed(b, FAIL_NO_CONSOLE, "console lost: %s", msg);
+		break;
+	case OP_SHELL:
+	case OP_AGENT:
+	case OP_PUT:
+		emit(b, board_fail_name(FAIL_NO_CONSOLE), "running", "console lost: %s", msg);
+		stop_activity(b);
+		set_state(b, BOARD_SHELL);
+		complete(b, LAB_EINFRA, FAIL_NO_CONSOLE, "console lost: %s", msg);
+		break;
+	default:
+		break;
+	}
 }
 
 /* ---- boot ---- */
@@ -365,6 +414,7 @@ static enum board_fail classify_shell(struct board *b)
 
 static void boot_success(struct board *b)
 {
+	trace(b, "matched", "a working shell: boot done (attempt %d)", b->attempt);
 	set_state(b, BOARD_SHELL);
 	if (b->tr)
 		transcript_mark(b->tr, "== shell ready (attempt %d) ==", b->attempt);
@@ -402,7 +452,10 @@ static void on_shell_attached(struct shell *s, int rc, int status, const char *o
 	}
 	set_state(b, BOARD_SHELL);
 	const struct shell_cfg *sc = sh_cfg(b);
+	trace(b, "matched", "shell prompt %s", shell_prompt(b->sh));
 	if (sc->agent_path && sc->agent_path[0]) {
+		trace(b, "step", "agent: test -x %s (push %s when missing)", sc->agent_path,
+		      sc->agent_local && sc->agent_local[0] ? sc->agent_local : "nothing");
 		uint64_t t = tmo(timeouts(b)->command_ms, DEFAULT_TIMEOUT_MS) * 10;
 		if (shell_ensure_agent(b->sh, t, on_agent_ready, b) == LAB_OK)
 			return;
@@ -416,6 +469,11 @@ static void start_booting(struct board *b)
 {
 	set_state(b, BOARD_BOOTING);
 	const struct timeouts_cfg *t = timeouts(b);
+	const struct shell_cfg *sc = sh_cfg(b);
+	trace(b, "waits for", "Linux: login /%s/ or shell prompt /%s/ within %.1f s, then a shell "
+	      "within %.1f s", sc->login_pattern ? sc->login_pattern : "login: *$",
+	      sc->prompt_pattern ? sc->prompt_pattern : "[#$] *$", secs(tmo(t->boot_ms, 120000)),
+	      secs(tmo(t->login_ms, 60000)));
 	if (shell_attach(b->sh, tmo(t->boot_ms, 120000), tmo(t->login_ms, 60000), on_shell_attached, b)) {
 		attempt_failed(b, FAIL_BOOT_TIMEOUT, "shell session busy");
 		return;
@@ -481,6 +539,8 @@ static bool wants_uboot(struct board *b)
 static void run_deploy(struct board *b)
 {
 	set_state(b, BOARD_DEPLOY);
+	trace(b, "step", "deploy %s%s (budget %.1f s)", b->dep->drv->name,
+	      b->at_uboot ? " at the U-Boot prompt" : "", secs(b->dep->timeout_ms));
 	struct deploy_ctx ctx = {
 		.kernel = b->kernel,
 		.bootargs = b->bootargs,
@@ -497,6 +557,23 @@ static void on_uboot_ready(struct uboot *u, int rc, const char *out, size_t len,
 	LAB_UNUSED(out);
 	LAB_UNUSED(len);
 	struct board *b = arg;
+	if (rc != LAB_OK && uboot_autobooted(b->ub)) {
+		/* U-Boot booted by itself.  A deploy that works at the prompt (netboot,
+		 * ums, fastboot) cannot have happened: that is this failure.  Otherwise
+		 * the board boots what it would have booted from U-Boot anyway: carry on
+		 * (the mode check later sees whether the mode's bootargs were needed). */
+		if (b->dep && (b->dep->drv->flags & DEPLOY_AT_UBOOT)) {
+			attempt_failed(b, FAIL_AUTOBOOT, "%s; the %s deploy needs the U-Boot prompt",
+				       uboot_errmsg(b->ub), b->dep->drv->name);
+			return;
+		}
+		emit(b, "info", "bootloader", "%s; carrying on without the U-Boot step%s%s%s",
+		     uboot_errmsg(b->ub), b->bootargs && b->bootargs[0] ? " (bootargs not set: " : "",
+		     b->bootargs && b->bootargs[0] ? b->bootargs : "",
+		     b->bootargs && b->bootargs[0] ? ")" : "");
+		start_booting(b);
+		return;
+	}
 	if (rc != LAB_OK) {
 		attempt_failed(b, b->got_output ? FAIL_BOOTLOADER_HANG : FAIL_NO_OUTPUT, "%s",
 			       uboot_errmsg(b->ub));
@@ -504,6 +581,7 @@ static void on_uboot_ready(struct uboot *u, int rc, const char *out, size_t len,
 	}
 	if (b->tr)
 		transcript_mark(b->tr, "== U-Boot prompt reached ==");
+	trace(b, "matched", "U-Boot prompt, U-Boot answers");
 	b->at_uboot = true;
 	if (b->dep && !(b->dep->drv->flags & DEPLOY_BEFORE_POWER)) {
 		run_deploy(b);
@@ -532,11 +610,18 @@ static void on_powered(struct power *p, int rc, int state, const char *msg, void
 	if (b->tr)
 		transcript_mark(b->tr, "== power on ==");
 	const struct timeouts_cfg *t = timeouts(b);
-	if (!b->got_output)
+	trace(b, "matched", "power on");
+	if (!b->got_output) {
 		loop_timer_start(b->loop, &b->first_output, tmo(t->first_output_ms, 30000));
+		trace(b, "waits for", "first console output within %.1f s",
+		      secs(tmo(t->first_output_ms, 30000)));
+	}
 	unsigned fl = b->dep ? b->dep->drv->flags : 0;
 	if (wants_uboot(b)) {
 		set_state(b, BOARD_BOOTLOADER);
+		trace(b, "step", "U-Boot: interrupt autoboot and synchronise (%s)",
+		      fl & DEPLOY_AT_UBOOT ? "the deploy works at its prompt" :
+		      "uboot.prompt is set: the mode's bootargs go in from there");
 		/* the interrupt budget includes the wait for first output */
 		uint64_t budget = tmo(t->bootloader_ms, 60000) + tmo(t->first_output_ms, 30000);
 		if (uboot_interrupt(b->ub, budget, on_uboot_ready, b))
@@ -562,6 +647,7 @@ static void power_cycle(struct board *b)
 	console_set_expect_down(b->con, true);
 	if (b->tr)
 		transcript_mark(b->tr, "== power cycle ==");
+	trace(b, "step", "power cycle (%s, budget %.1f s)", b->pw->drv->name, secs(b->pw->timeout_ms));
 	if (power_request(b->pw, POWER_CYCLE, on_powered, b) != LAB_OK)
 		attempt_failed(b, FAIL_POWER, "power driver busy");
 }
@@ -606,6 +692,7 @@ static void attempt_failed(struct board *b, enum board_fail f, const char *fmt, 
 	vsnprintf(m, sizeof m, fmt, ap);
 	va_end(ap);
 	const char *stage = board_state_name(b->state);
+	trace(b, "failed", "%s in %s: %s", board_fail_name(f), stage, m);
 	emit(b, board_fail_name(f), stage, "attempt %d: %s", b->attempt, m);
 	stop_activity(b);
 	int64_t retries = b->type ? b->type->retries : 0;
@@ -927,7 +1014,8 @@ int board_new(struct loop *l, const struct lab_cfg *lab, const struct board_cfg 
 	loop_timer_init(&b->done_timer, on_done_timer, b);
 	loop_timer_init(&b->first_output, on_first_output_timeout, b);
 	lab_buf_init(&b->cmd_out, 0);
-	static const struct console_events cev = {.data = on_con_data, .state = on_con_state};
+	static const struct console_events cev = {
+		.data = on_con_data, .state = on_con_state, .gone = on_con_gone};
 	int rc = console_new(l, cfg->name, cfg->console, &cev, b, &b->con, e);
 	if (rc) {
 		free(b);
@@ -1004,6 +1092,20 @@ int board_console_open(struct board *b, const char *transcript_dir, struct lab_e
 	if (rc == LAB_OK)
 		transcript_mark(b->tr, "== interactive console ==");
 	return rc;
+}
+
+static void on_uboot_trace(struct uboot *u, const char *what, const char *detail, void *arg)
+{
+	LAB_UNUSED(u);
+	struct board *b = arg;
+	trace(b, what, "U-Boot: %s", detail);
+}
+
+void board_set_trace(struct board *b, board_trace_cb cb, void *arg)
+{
+	b->trace = cb;
+	b->trace_arg = arg;
+	uboot_set_trace(b->ub, cb ? on_uboot_trace : NULL, b);
 }
 
 void board_set_tap(struct board *b, board_tap_cb tap, void *arg)

@@ -32,7 +32,7 @@ const char *board_state_name(enum board_state s);
 enum board_fail {
 	FAIL_NONE,
 	FAIL_POWER,            /* power driver failed */
-	FAIL_NO_CONSOLE,       /* console could not be opened / vanished while on */
+	FAIL_NO_CONSOLE,       /* console could not be opened / lost past its reconnect window while on */
 	FAIL_NO_OUTPUT,        /* no console output after power-on */
 	FAIL_BOOTLOADER_HANG,  /* no prompt / autoboot interrupt failed / U-Boot stopped answering */
 	FAIL_DEPLOY,           /* deploy/flash method failed */
@@ -43,6 +43,7 @@ enum board_fail {
 	FAIL_AGENT_PROTOCOL,   /* agent lines missing/corrupt beyond resend, or no `done` */
 	FAIL_MODE_MISMATCH,    /* verified mode differs from the requested one */
 	FAIL_QUARANTINED,      /* board is quarantined: not tried */
+	FAIL_AUTOBOOT,         /* U-Boot booted by itself (bootdelay 0/-2) where a deploy needed its prompt */
 	FAIL_COUNT
 };
 const char *board_fail_name(enum board_fail f); /* "power", "no-output", "bootloader-hang", ... */
@@ -117,6 +118,12 @@ void board_set_tap(struct board *b, board_tap_cb tap, void *arg);
  * an enum power_op (power.h); cb gets rc, the power state (enum power_state) and a message. */
 typedef void (*board_power_cb)(struct board *b, int rc, int state, const char *msg, void *arg);
 int board_power(struct board *b, int power_op, board_power_cb cb, void *arg);
+/* Each step of a boot as it happens (`emmclab board NAME boot --explain`): what is
+ * "step" (a stage starts), "waits for" (pattern and budget), "types" (a U-Boot line),
+ * "matched" (what came) or "failed"; the U-Boot session's own steps are included
+ * ("U-Boot: ..."). NULL turns it off. */
+typedef void (*board_trace_cb)(struct board *b, const char *what, const char *detail, void *arg);
+void board_set_trace(struct board *b, board_trace_cb cb, void *arg);
 /* Restore persisted health (failures so far, quarantined) when a run starts. */
 void board_health_restore(struct board *b, int failures, bool quarantined);
 /* Boots started (= transcripts written) so far. */

@@ -44,6 +44,7 @@ const struct console_driver *const console_drivers[] = {
 struct console_common {
 	char *driver;
 	uint64_t reconnect_delay_ms;
+	uint64_t reconnect_window_ms;
 	uint64_t char_delay_ms;
 	int64_t chunk;
 };
@@ -54,6 +55,11 @@ static const struct opt console_common_opts[] = {
 	{.key = "reconnect_delay", .type = OPT_DURATION,
 	 .offset = offsetof(struct console_common, reconnect_delay_ms), .def = "1s", .min = 10,
 	 .max = 600000, .help = "wait before reopening a lost console"},
+	{.key = "reconnect_window", .type = OPT_DURATION,
+	 .offset = offsetof(struct console_common, reconnect_window_ms), .def = "5s", .min = 10,
+	 .max = 3600000,
+	 .help = "how long a console may stay lost (end of file, refused reconnection) while the "
+		 "board is on before the board's current step ends with `console lost`"},
 	{.key = "char_delay", .type = OPT_DURATION,
 	 .offset = offsetof(struct console_common, char_delay_ms), .def = "0", .min = 0,
 	 .max = 10000, .help = "pause after every `chunk` bytes typed (board type may set it)"},
@@ -113,7 +119,11 @@ struct console {
 	struct wqueue rawq; /* protocol replies: go first, unpaced */
 	size_t chunk_sent;
 	bool pace_wait;
-	struct loop_timer pace_timer, reconnect_timer, connect_timer;
+	struct loop_timer pace_timer, reconnect_timer, connect_timer, window_timer;
+	uint64_t reconnect_window_ms;
+	bool gone;          /* lost for longer than the window: told the owner */
+	uint64_t up_since_ms; /* last (re)connect: a link that drops again at once is still lost */
+	char cur_msg[256];  /* the latest loss reason */
 	uint64_t connect_timeout_ms;
 	bool connect_pending;
 	struct transcript *transcript;
@@ -170,6 +180,7 @@ static void wq_reset(struct wqueue *w)
 static void on_pace(struct loop *l, struct loop_timer *t, void *arg);
 static void on_reconnect(struct loop *l, struct loop_timer *t, void *arg);
 static void on_connect_timeout(struct loop *l, struct loop_timer *t, void *arg);
+static void on_window(struct loop *l, struct loop_timer *t, void *arg);
 
 int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
 		const struct console_events *ev, void *arg, struct console **out, struct lab_err *e)
@@ -189,12 +200,14 @@ int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
 	c->arg = arg;
 	c->fd = -1;
 	c->reconnect_delay_ms = cc.reconnect_delay_ms;
+	c->reconnect_window_ms = cc.reconnect_window_ms;
 	c->pacing.char_delay_us = cc.char_delay_ms * 1000ull;
 	c->pacing.chunk = (size_t)cc.chunk;
 	opt_free(console_common_opts, &cc);
 	loop_timer_init(&c->pace_timer, on_pace, c);
 	loop_timer_init(&c->reconnect_timer, on_reconnect, c);
 	loop_timer_init(&c->connect_timer, on_connect_timeout, c);
+	loop_timer_init(&c->window_timer, on_window, c);
 	c->cfg = dcfg;
 	*out = c;
 	return LAB_OK;
@@ -296,6 +309,10 @@ static void lost(struct console *c, const char *why)
 	snprintf(msg, sizeof msg, "%s%s", why, c->expect_down ? " (board off: expected)" : "");
 	if (c->want_open)
 		loop_timer_start(c->loop, &c->reconnect_timer, c->reconnect_delay_ms);
+	lab_strlcpy(c->cur_msg, why, sizeof c->cur_msg);
+	/* Lost while the board is on: the window for coming back starts now. */
+	if (c->want_open && !c->expect_down && !c->gone && !loop_timer_pending(&c->window_timer))
+		loop_timer_start(c->loop, &c->window_timer, c->reconnect_window_ms);
 	if (was_up || strcmp(c->last_msg, why) != 0) {
 		lab_strlcpy(c->last_msg, why, sizeof c->last_msg);
 		report(c, false, msg);
@@ -308,6 +325,7 @@ static void went_up(struct console *c)
 {
 	c->st = C_UP;
 	c->last_msg[0] = '\0';
+	c->up_since_ms = lab_now_ms();
 	update_watch(c);
 	report(c, true, "connected");
 }
@@ -381,7 +399,9 @@ void console_close(struct console *c)
 	if (!c)
 		return;
 	c->want_open = false;
+	c->gone = false;
 	loop_timer_stop(c->loop, &c->reconnect_timer);
+	loop_timer_stop(c->loop, &c->window_timer);
 	teardown(c);
 	c->st = C_CLOSED;
 }
@@ -395,9 +415,23 @@ void console_set_expect_down(struct console *c, bool expect)
 {
 	bool was = c->expect_down;
 	c->expect_down = expect;
-	/* Board coming on: try at once rather than at the next reconnect tick. */
-	if (was && !expect && c->st == C_DOWN && c->want_open)
+	if (expect) {
+		/* board going off: a loss from now on is expected */
+		loop_timer_stop(c->loop, &c->window_timer);
+		c->gone = false;
+	}
+	/* Board coming on: try at once rather than at the next reconnect tick; the
+	 * window for coming back runs from now. */
+	if (was && !expect && c->st == C_DOWN && c->want_open) {
 		loop_timer_start(c->loop, &c->reconnect_timer, 0);
+		if (!c->gone)
+			loop_timer_start(c->loop, &c->window_timer, c->reconnect_window_ms);
+	}
+}
+
+bool console_is_gone(const struct console *c)
+{
+	return c->gone;
 }
 
 void console_set_pacing(struct console *c, const struct console_pacing *p)
@@ -573,12 +607,47 @@ static void on_connect_timeout(struct loop *l, struct loop_timer *t, void *arg)
 	leave(c);
 }
 
+/* Still not back after the reconnect window: the owner ends what it waits for. */
+static void on_window(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct console *c = arg;
+	if (c->expect_down || !c->want_open)
+		return;
+	/* Up again and stayed up a while: back.  Up for a moment only (a server
+	 * that accepts and closes at once, a reused pty name): still lost. */
+	uint64_t settle = c->reconnect_window_ms / 2 < 1000 ? c->reconnect_window_ms / 2 : 1000;
+	uint64_t up = lab_now_ms() - c->up_since_ms;
+	if (c->st == C_UP && up >= settle)
+		return;
+	if (c->st == C_UP) {
+		/* just reconnected: see whether it stays */
+		loop_timer_start(c->loop, &c->window_timer, settle - up);
+		return;
+	}
+	c->gone = true;
+	if (!c->ev.gone)
+		return;
+	char msg[400];
+	snprintf(msg, sizeof msg, "%s, not back within the %llu ms reconnect window", c->cur_msg,
+		 (unsigned long long)c->reconnect_window_ms);
+	enter(c);
+	c->ev.gone(c, msg, c->arg);
+	leave(c);
+}
+
 static void deliver(struct console *c, char *buf, size_t n)
 {
 	if (c->drv->rx_filter)
 		n = c->drv->rx_filter(c, buf, n);
 	if (n == 0)
 		return;
+	if (c->gone || loop_timer_pending(&c->window_timer)) {
+		/* bytes from the board: the link is back */
+		loop_timer_stop(c->loop, &c->window_timer);
+		c->gone = false;
+	}
 	if (c->transcript)
 		transcript_write(c->transcript, buf, n);
 	if (c->ev.data)

@@ -29,6 +29,11 @@ struct console_events {
 	void (*data)(struct console *c, const char *buf, size_t n, void *arg);
 	/* up == false: lost (reconnect is being tried unless closed); msg says why */
 	void (*state)(struct console *c, bool up, const char *msg, void *arg);
+	/* Lost while the board is on (not console_set_expect_down) and not back
+	 * within the console's reconnect_window (end of file, refused reconnection):
+	 * the owner ends its current step with "console lost".  Reconnecting goes
+	 * on; may be NULL. */
+	void (*gone)(struct console *c, const char *msg, void *arg);
 };
 
 /* Bumped when struct console_driver changes; every ops table sets .version to it. */
@@ -69,8 +74,11 @@ void console_free(struct console *c);
 int console_open(struct console *c, struct lab_err *e);
 void console_close(struct console *c);
 bool console_is_up(const struct console *c);
-/* While true, loss/EOF is expected (board off) and reported but retried quietly. */
+/* While true, loss/EOF is expected (board off) and reported but retried quietly;
+ * the reconnect window runs only while false. */
 void console_set_expect_down(struct console *c, bool expect);
+/* Lost for longer than the reconnect window (the gone event fired), not back yet. */
+bool console_is_gone(const struct console *c);
 void console_set_pacing(struct console *c, const struct console_pacing *p);
 /* Queue bytes; paced. Returns LAB_EINFRA if the queue cap (1 MiB) would overflow. */
 int console_write(struct console *c, const void *buf, size_t n);

@@ -12,6 +12,20 @@
 #define PROMPT_WAIT_MS 1000   /* after Ctrl-C / an interrupt key: how long to wait for a prompt */
 #define KEY_TRIES 6           /* interrupt key presses before giving up on a prompt */
 #define ECHO_SLACK_MS 1000    /* echo budget on top of the paced typing time */
+/* After one of U-Boot's own error lines: how long the fail marker may take
+ * before the step is failed on the error line alone (U-Boot hung or reset). */
+#define ERROR_GRACE_MS 3000
+
+/* U-Boot 2023.01's error lines of the commands a lab runs (tftpboot, dhcp,
+ * zboot, booti, bootz, bootm, bootefi, the shell itself), each matched as a
+ * whole line.  The literal newline ends the match only once the line is
+ * complete (REG_NEWLINE: a bracket without \n never crosses a line). */
+#define UBOOT_ERROR_RE                                                                             \
+	"[^\n]*(TFTP error: |Retry count exceeded|Bad Linux ARM64 Image magic|"                     \
+	"Bad Linux ARM zImage magic|## Kernel loading failed|Unknown command '|"                   \
+	"Wrong Image Format for bootm|ERROR: can't get kernel image|Invalid Boot Flag|"            \
+	"Ramdisk image is corrupt|Could not find a valid device tree|No UEFI binary known|"         \
+	"Bad Magic Number|Bad Data CRC|Retry time exceeded|No ethernet found|\\*\\*\\* ERROR: `|### ERROR ### Please RESET)[^\n]*\n"
 
 enum ub_op { OP_NONE, OP_INTERRUPT, OP_SYNC, OP_RUN, OP_BOOT, OP_SCRIPT };
 
@@ -38,7 +52,7 @@ struct uboot {
 	unsigned retypes;
 	uint64_t slow_delay_ms;  /* learned pacing after dropped characters (0: none) */
 	size_t slow_chunk;
-	int pats[4];
+	int pats[6];
 	size_t npats;
 	struct loop_timer deadline; /* whole operation */
 	struct loop_timer step;     /* echo / prompt / marker wait */
@@ -62,6 +76,11 @@ struct uboot {
 	struct lab_buf out;
 	char err[512];
 	char tailbuf[400];
+	char errline[200];       /* U-Boot's own error line seen in the current step */
+	bool autobooted;         /* interrupt: the kernel started without us */
+	bool saw_autoboot;       /* interrupt: the autoboot prompt was seen */
+	uboot_trace_cb trace;
+	void *trace_arg;
 };
 
 static void ub_type(struct uboot *u);
@@ -215,6 +234,12 @@ static const char *tail(struct uboot *u, size_t max)
 	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
 		len--;
 	const char *p = len > max ? s + len - max : s;
+	if (p > s && p[-1] != '\n') {
+		/* start at a line, not in the middle of one */
+		const char *nl = memchr(p, '\n', (size_t)(s + len - p));
+		if (nl && nl + 1 < s + len)
+			p = nl + 1;
+	}
 	size_t o = 0;
 	for (; p < s + len && o + 4 < cap; p++) {
 		if (*p == '\n') {
@@ -230,7 +255,49 @@ static const char *tail(struct uboot *u, size_t max)
 
 /* ---- typing with echo verification ---- */
 
+static void trace(struct uboot *u, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void trace(struct uboot *u, const char *what, const char *fmt, ...)
+{
+	if (!u->trace)
+		return;
+	char d[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(d, sizeof d, fmt, ap);
+	va_end(ap);
+	u->trace(u, what, d, u->trace_arg);
+}
+
 static void on_echo_timeout(struct loop *l, struct loop_timer *t, void *arg);
+
+static const char *step_label(const struct uboot *u)
+{
+	return u->op == OP_SCRIPT && u->cur > 0 ? u->steps[u->cur - 1].label : "command";
+}
+
+/* Keep the command's output: the text before a match, without the newline that
+ * ended the echoed line. */
+static void out_add(struct uboot *u, const char *b, size_t n)
+{
+	if (u->out.len == 0)
+		while (n > 0 && b[0] == '\n') {
+			b++;
+			n--;
+		}
+	lab_buf_append(&u->out, b, n);
+	lab_buf_cstr(&u->out);
+}
+
+/* "TFTP error: 'File not found' (1)" and the tail of the output around it. */
+static void fail_with_output(struct uboot *u, const char *what)
+{
+	if (u->errline[0])
+		finish(u, LAB_EFOUND, "%s: U-Boot %s failed: %s (output: %s)", u->board, what,
+		       u->errline, tail(u, 160));
+	else
+		finish(u, LAB_EFOUND, "%s: U-Boot %s failed: %s", u->board, what, tail(u, 300));
+}
 
 static void on_result(struct expect *x, const struct expect_match *m, void *arg)
 {
@@ -239,19 +306,11 @@ static void on_result(struct expect *x, const struct expect_match *m, void *arg)
 	if (m->timeout)
 		return;
 	enum ub_wait w = u->wait;
-	lab_buf_free(&u->out);
-	lab_buf_init(&u->out, UBOOT_MAX_OUTPUT);
-	const char *b = m->before;
-	size_t n = m->before_len;
-	while (n > 0 && b[0] == '\n') { /* the newline that ended the echoed line */
-		b++;
-		n--;
-	}
-	lab_buf_append(&u->out, b, n);
-	lab_buf_cstr(&u->out);
+	out_add(u, m->before, m->before_len);
 	clear_pats(u);
 	loop_timer_stop(u->loop, &u->step);
 	u->wait = W_NONE;
+	trace(u, "matched", "%s", m->text);
 
 	if (w == W_SYNC) {
 		if (u->op == OP_SCRIPT) {
@@ -271,15 +330,12 @@ static void on_result(struct expect *x, const struct expect_match *m, void *arg)
 			}
 			finish(u, LAB_OK, NULL);
 		} else {
-			finish(u, LAB_EFOUND, "%s: boot command failed: %s", u->board,
-			       tail(u, 200));
+			fail_with_output(u, u->op == OP_SCRIPT ? step_label(u) : "boot command");
 		}
 		return;
 	}
 	if (!okm) {
-		const char *label = u->op == OP_SCRIPT && u->cur > 0 ? u->steps[u->cur - 1].label : "command";
-		finish(u, LAB_EFOUND, "%s: U-Boot %s failed: %s", u->board, label,
-		       tail(u, 300));
+		fail_with_output(u, step_label(u));
 		return;
 	}
 	if (u->op == OP_SCRIPT) {
@@ -294,12 +350,47 @@ static void on_marker_timeout(struct loop *l, struct loop_timer *t, void *arg)
 	LAB_UNUSED(l);
 	LAB_UNUSED(t);
 	struct uboot *u = arg;
+	if (u->errline[0]) {
+		/* U-Boot said what went wrong and then never came back to its prompt */
+		fail_with_output(u, step_label(u));
+		return;
+	}
 	const char *what = u->wait == W_BOOT ? "no kernel start after the boot command" :
 			   u->wait == W_SYNC ? "U-Boot did not answer the marker command" :
 			   "command did not complete";
 	const char *label = u->op == OP_SCRIPT && u->cur > 0 ? u->steps[u->cur - 1].label : NULL;
 	finish(u, LAB_ETIMEOUT, "%s: %s%s%s within %llu ms", u->board, label ? label : "",
 	       label ? ": " : "", what, (unsigned long long)u->step_timeout_ms);
+}
+
+/* One of U-Boot's own error lines: remember the first, keep the output, and
+ * give the fail marker ERROR_GRACE_MS to come (it does on U-Boot 2023.01:
+ * `if` runs the else branch); a command that still succeeds overall (OK marker
+ * within the grace) is a success. */
+static void on_error_line(struct expect *x, const struct expect_match *m, void *arg)
+{
+	LAB_UNUSED(x);
+	struct uboot *u = arg;
+	if (m->timeout)
+		return;
+	out_add(u, m->before, m->before_len);
+	out_add(u, m->text, m->len);
+	if (!u->errline[0]) {
+		size_t n = m->len;
+		const char *t = m->text;
+		while (n > 0 && (t[0] == '\n' || t[0] == ' '))
+			t++, n--;
+		while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == ' '))
+			n--;
+		if (n >= sizeof u->errline)
+			n = sizeof u->errline - 1;
+		memcpy(u->errline, t, n);
+		u->errline[n] = '\0';
+		trace(u, "matched", "U-Boot error line: %s", u->errline);
+		loop_timer_stop(u->loop, &u->step);
+		u->step.cb = on_marker_timeout;
+		loop_timer_start(u->loop, &u->step, ERROR_GRACE_MS);
+	}
 }
 
 static void on_echo(struct expect *x, const struct expect_match *m, void *arg)
@@ -313,22 +404,32 @@ static void on_echo(struct expect *x, const struct expect_match *m, void *arg)
 	/* Exactly one terminator, and only now that the line is known to be right. */
 	if (send(u, "\r"))
 		return;
+	lab_buf_free(&u->out);
+	lab_buf_init(&u->out, UBOOT_MAX_OUTPUT);
+	u->errline[0] = '\0';
 	char pat[64];
 	switch (u->wait) {
 	case W_SYNC:
 		snprintf(pat, sizeof pat, "@@UB-%u@@", u->marker);
 		add_pat(u, EXPECT_LITERAL, pat, on_result);
+		trace(u, "waits for", "%s (U-Boot answers)", pat);
 		break;
 	case W_RESULT:
 		snprintf(pat, sizeof pat, "@@UB-%u-OK@@", u->marker);
 		add_pat(u, EXPECT_LITERAL, pat, on_result);
 		snprintf(pat, sizeof pat, "@@UB-%u-FAIL@@", u->marker);
 		add_pat(u, EXPECT_LITERAL, pat, on_result);
+		add_pat(u, EXPECT_REGEX, UBOOT_ERROR_RE, on_error_line);
+		trace(u, "waits for", "@@UB-%u-OK@@ or @@UB-%u-FAIL@@ or a U-Boot error line, %.1f s",
+		      u->marker, u->marker, (double)u->step_timeout_ms / 1000.0);
 		break;
 	case W_BOOT:
 		snprintf(pat, sizeof pat, "@@UB-%u-FAIL@@", u->marker);
 		add_pat(u, EXPECT_LITERAL, pat, on_result);
 		add_pat(u, EXPECT_REGEX, KERNEL_START_RE, on_result);
+		add_pat(u, EXPECT_REGEX, UBOOT_ERROR_RE, on_error_line);
+		trace(u, "waits for", "kernel start (/%s/) or %s or a U-Boot error line, %.1f s",
+		      KERNEL_START_RE, pat, (double)u->step_timeout_ms / 1000.0);
 		break;
 	case W_NONE:
 		break;
@@ -385,6 +486,7 @@ static void on_echo_timeout(struct loop *l, struct loop_timer *t, void *arg)
 static void ub_type(struct uboot *u)
 {
 	expect_flush(u->x);
+	trace(u, "types", "%s", u->line);
 	if (send(u, u->line))
 		return;
 	add_pat(u, EXPECT_LITERAL, u->line, on_echo);
@@ -417,8 +519,10 @@ static void line_for_cmd(struct uboot *u, const char *cmd, bool boot)
 	if (boot)
 		start_line(u, W_BOOT, "%s; echo @@UB-%u-FAIL@@", cmd, u->marker);
 	else
-		start_line(u, W_RESULT, "%s && echo @@UB-%u-OK@@ || echo @@UB-%u-FAIL@@", cmd, u->marker,
-			   u->marker);
+		/* Not `CMD && echo OK || echo FAIL`: U-Boot's hush skips the rest of an
+		 * and-or list after a failing `&&`, so FAIL would never be printed. */
+		start_line(u, W_RESULT, "if %s; then echo @@UB-%u-OK@@; else echo @@UB-%u-FAIL@@; fi", cmd,
+			   u->marker, u->marker);
 }
 
 /* ---- sync ---- */
@@ -462,12 +566,14 @@ static void on_key_wait(struct loop *l, struct loop_timer *t, void *arg);
 static void on_prompt_seen(struct expect *x, const struct expect_match *m, void *arg)
 {
 	LAB_UNUSED(x);
-	LAB_UNUSED(m);
 	struct uboot *u = arg;
+	trace(u, "matched", "the prompt `%s`", m->text);
 	clear_pats(u);
 	loop_timer_stop(u->loop, &u->step);
 	ub_sync_start(u);
 }
+
+static void on_autobooted(struct expect *x, const struct expect_match *m, void *arg);
 
 static void press_key(struct uboot *u)
 {
@@ -476,7 +582,9 @@ static void press_key(struct uboot *u)
 		return;
 	u->keys++;
 	clear_pats(u);
+	trace(u, "waits for", "the U-Boot prompt `%s` after interrupt key %d", prompt(u), u->keys);
 	add_pat(u, EXPECT_LITERAL, prompt(u), on_prompt_seen);
+	add_pat(u, EXPECT_REGEX, KERNEL_START_RE, on_autobooted);
 	u->step.cb = on_key_wait;
 	loop_timer_start(u->loop, &u->step, PROMPT_WAIT_MS);
 }
@@ -498,9 +606,31 @@ static void on_key_wait(struct loop *l, struct loop_timer *t, void *arg)
 static void on_autoboot(struct expect *x, const struct expect_match *m, void *arg)
 {
 	LAB_UNUSED(x);
-	LAB_UNUSED(m);
 	struct uboot *u = arg;
+	u->saw_autoboot = true;
+	trace(u, "matched", "%s", m->text);
 	press_key(u);
+}
+
+/* The kernel started while we were waiting to interrupt autoboot: U-Boot
+ * booted by itself (bootdelay -2, or 0 and the key came too late). */
+static void on_autobooted(struct expect *x, const struct expect_match *m, void *arg)
+{
+	LAB_UNUSED(x);
+	struct uboot *u = arg;
+	u->autobooted = true;
+	trace(u, "matched", "%s (the kernel started without us)", m->text);
+	if (!u->saw_autoboot)
+		finish(u, LAB_EFOUND, "%s: U-Boot booted by itself: the kernel started (`%s`) with no "
+		       "autoboot prompt (/%s/) before it, so autoboot cannot be interrupted "
+		       "(bootdelay -2 on this board?) or uboot.autoboot_pattern does not match its text",
+		       u->board, m->text, u->cfg->autoboot_pattern && u->cfg->autoboot_pattern[0] ?
+		       u->cfg->autoboot_pattern : "Hit any key to stop autoboot");
+	else
+		finish(u, LAB_EFOUND, "%s: U-Boot booted by itself: the kernel started (`%s`) after the "
+		       "autoboot prompt and %d interrupt key press%s (bootdelay 0, or the board "
+		       "wants another uboot.interrupt_key)", u->board, m->text, u->keys,
+		       u->keys == 1 ? "" : "es");
 }
 
 static void on_deadline(struct loop *l, struct loop_timer *t, void *arg)
@@ -518,7 +648,7 @@ static void on_deadline(struct loop *l, struct loop_timer *t, void *arg)
 	switch (u->op) {
 	case OP_INTERRUPT:
 		what = u->keys ? "no U-Boot prompt after interrupting autoboot" :
-			"no autoboot prompt or U-Boot prompt";
+			"no autoboot prompt, U-Boot prompt or kernel start";
 		break;
 	case OP_SYNC:
 		what = "U-Boot did not answer";
@@ -592,6 +722,24 @@ unsigned uboot_retypes(const struct uboot *u)
 	return u->retypes;
 }
 
+bool uboot_autobooted(const struct uboot *u)
+{
+	return u->autobooted;
+}
+
+void uboot_set_trace(struct uboot *u, uboot_trace_cb cb, void *arg)
+{
+	u->trace = cb;
+	u->trace_arg = arg;
+}
+
+char *uboot_bootargs(const struct uboot_cfg *cfg, const char *cmdline)
+{
+	const char *a = cfg->bootargs ? cfg->bootargs : "";
+	const char *b = cmdline ? cmdline : "";
+	return xasprintf("%s%s%s", a, a[0] && b[0] ? " " : "", b);
+}
+
 static int begin(struct uboot *u, enum ub_op op, uint64_t timeout_ms, uboot_cb cb, void *arg)
 {
 	if (u->op != OP_NONE)
@@ -602,6 +750,8 @@ static int begin(struct uboot *u, enum ub_op op, uint64_t timeout_ms, uboot_cb c
 	u->rc = LAB_OK;
 	u->err[0] = '\0';
 	u->keys = 0;
+	u->autobooted = u->saw_autoboot = false;
+	u->errline[0] = '\0';
 	lab_buf_free(&u->out);
 	lab_buf_init(&u->out, UBOOT_MAX_OUTPUT);
 	u->step_timeout_ms = timeout_ms ? timeout_ms : 30000;
@@ -627,6 +777,9 @@ int uboot_interrupt(struct uboot *u, uint64_t timeout_ms, uboot_cb cb, void *arg
 	u->pats[u->npats++] = id;
 	/* Already stopped at a prompt (bootdelay -1, or a previous interrupt). */
 	add_pat(u, EXPECT_LITERAL, prompt(u), on_prompt_seen);
+	add_pat(u, EXPECT_REGEX, KERNEL_START_RE, on_autobooted);
+	trace(u, "waits for", "/%s/ (autoboot), the prompt `%s` or kernel start, %.1f s", pat,
+	      prompt(u), (double)timeout_ms / 1000.0);
 	return LAB_OK;
 }
 
@@ -759,7 +912,8 @@ int uboot_netboot(struct uboot *u, const struct uboot_netboot *nb, uint64_t time
 {
 	if (u->op != OP_NONE)
 		return LAB_EUSAGE;
-	if (empty(nb->kernel) || (nb->bootargs && strchr(nb->bootargs, '\'')))
+	if (empty(nb->kernel) || (nb->bootargs && strchr(nb->bootargs, '\'')) ||
+	    (u->cfg->bootargs && strchr(u->cfg->bootargs, '\'')))
 		return LAB_EUSAGE;
 	free_steps(u);
 	if (add_env_steps(u)) {
@@ -788,8 +942,12 @@ int uboot_netboot(struct uboot *u, const struct uboot_netboot *nb, uint64_t time
 		/* ${filesize} is overwritten by the next tftp: keep the initrd's */
 		add_step(u, "save initrd size", false, xstrdup("setenv initrd_size ${filesize}"));
 	}
-	if (nb->bootargs)
-		add_step(u, "setenv bootargs", false, setenv_cmd("bootargs", nb->bootargs));
+	/* Always: the board type's uboot.bootargs, then the kernel's and the mode's
+	 * command line (nb->bootargs); U-Boot's own ${bootargs} belongs to the
+	 * board's default boot and is replaced. */
+	char *ba = uboot_bootargs(u->cfg, nb->bootargs);
+	add_step(u, "setenv bootargs", false, setenv_cmd("bootargs", ba));
+	free(ba);
 	char *boot;
 	if (!empty(nb->boot_cmd))
 		boot = xstrdup(nb->boot_cmd);

@@ -28,12 +28,23 @@
  * gets through, a little slower.  Lines are at most
  * UBOOT_MAX_LINE characters (U-Boot's CONFIG_SYS_CBSIZE is 256..2048).
  *
- * Success of a command: U-Boot's hush sets $? in many builds but not all,
- * so commands are run as `CMD && echo @@UB-<n>-OK@@ || echo @@UB-<n>-FAIL@@`
- * (needs CONFIG_HUSH_PARSER, which every board we support has).  Output is the
- * text between the echoed command line and the marker.  The marker text is
- * also in the echo, but the echo has already been consumed when the session
- * starts waiting for it, so only real output can match.
+ * Success of a command: commands are run as
+ * `if CMD; then echo @@UB-<n>-OK@@; else echo @@UB-<n>-FAIL@@; fi` (needs
+ * CONFIG_HUSH_PARSER, which every board we support has).  Not
+ * `CMD && echo OK || echo FAIL`: U-Boot's hush (2023.01, observed on the real
+ * qemu-x86 build, see harness/tests/vectors/uboot-2023.01-hush.txt) skips
+ * the rest of an and-or list after a failing `&&`, so FAIL never comes.  Output
+ * is the text between the echoed command line and the marker.  The marker text
+ * is also in the echo, but the echo has already been consumed when the session
+ * starts waiting for it, so only real output can match.  U-Boot's own error
+ * lines (TFTP error, Retry count exceeded, Bad Linux ARM64 Image magic,
+ * ## Kernel loading failed, Unknown command, ...) are recognised too: the
+ * first one is the failure's message, and when the marker does not follow
+ * within 3 s (U-Boot hung or reset) the step fails on it.
+ *
+ * Autoboot: uboot_interrupt also watches for the kernel starting; a board
+ * that boots by itself (bootdelay -2, or 0 with the key too late) completes
+ * with LAB_EFOUND and uboot_autobooted() true, its message saying which.
  */
 #ifndef EMMCLAB_UBOOT_H
 #define EMMCLAB_UBOOT_H
@@ -70,6 +81,17 @@ bool uboot_busy(const struct uboot *u);
 const char *uboot_errmsg(const struct uboot *u);
 /* Number of command lines retyped because the echo did not match (stats/tests). */
 unsigned uboot_retypes(const struct uboot *u);
+/* The last uboot_interrupt ended because the kernel started by itself. */
+bool uboot_autobooted(const struct uboot *u);
+/* Each step as it happens, for `board boot --explain`: what = "types", "waits for"
+ * or "matched", detail the text.  NULL turns it off. */
+typedef void (*uboot_trace_cb)(struct uboot *u, const char *what, const char *detail, void *arg);
+void uboot_set_trace(struct uboot *u, uboot_trace_cb cb, void *arg);
+/* The kernel command line U-Boot passes: cfg->bootargs (the board type's:
+ * console=, root=, earlycon), then cmdline (the kernel's own, then the mode's),
+ * one space between.  Later words win in Linux for a repeated parameter, so a
+ * mode's recipe overrides the kernel's, which overrides the board's.  Caller frees. */
+char *uboot_bootargs(const struct uboot_cfg *cfg, const char *cmdline);
 
 /* From power-on: wait for cfg->autoboot_pattern (or an already shown prompt),
  * send cfg->interrupt_key, then synchronise (uboot_sync).  timeout_ms bounds
@@ -103,7 +125,8 @@ struct uboot_netboot {
 	const char *kernel;     /* TFTP file name of the kernel image (required) */
 	const char *initrd;     /* TFTP file name of the initrd, or NULL */
 	const char *dtb;        /* TFTP file name of the DTB, or NULL */
-	const char *bootargs;   /* full kernel command line */
+	const char *bootargs;   /* the kernel's and the mode's command line: cfg->bootargs
+				 * goes first (uboot_bootargs), always set */
 	/* Boot command; NULL = cfg->boot_cmd, else "booti ${kernel_addr_r} RD FDT" with
 	 * RD = "${ramdisk_addr_r}:${initrd_size}" or "-" and FDT = "${fdt_addr_r}"
 	 * or omitted.  The initrd's size is saved in ${initrd_size} after its tftp. */
@@ -112,7 +135,8 @@ struct uboot_netboot {
 };
 /* Runs: cfg->env settings, network set-up, tftp ${kernel_addr_r} KERNEL,
  * [tftp ${fdt_addr_r} DTB], [tftp ${ramdisk_addr_r} INITRD + save size],
- * setenv bootargs, then uboot_boot(boot command).  The first failing step ends it
+ * setenv bootargs (always: uboot_bootargs(cfg, nb->bootargs)), then
+ * uboot_boot(boot command).  The first failing step ends it
  * (rc as its step; uboot_errmsg names the step and U-Boot's output tail).
  * timeout_ms bounds the whole sequence. */
 int uboot_netboot(struct uboot *u, const struct uboot_netboot *nb, uint64_t timeout_ms,

@@ -331,8 +331,14 @@ static void on_netboot(struct uboot *u, int rc, const char *out, size_t len, voi
 	s->ub = NULL;
 	if (rc == LAB_OK)
 		deploy_complete(s->d, LAB_OK, NULL);
-	else
-		deploy_complete(s->d, rc, "uboot-tftp deploy on %s: %s", s->d->board, uboot_errmsg(u));
+	else {
+		/* the session's messages start with the board's name already */
+		const char *m = uboot_errmsg(u);
+		size_t bl = strlen(s->d->board);
+		if (!strncmp(m, s->d->board, bl) && !strncmp(m + bl, ": ", 2))
+			m += bl + 2;
+		deploy_complete(s->d, rc, "uboot-tftp deploy on %s: %s", s->d->board, m);
+	}
 }
 
 static int tftp_run(struct deploy *d, const struct deploy_ctx *ctx)

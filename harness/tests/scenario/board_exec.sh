@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # board_exec.sh - `emmclab board boot` with an `exec` console: the board is a
 # bash script on the console's stdio imitating U-Boot (autoboot, echo, Ctrl-C,
-# hush `&&`/`||`, setenv, boot) and a shell (stty -echo, PS1, the marker
+# hush's `if CMD; then ...; else ...; fi` as emmclab types it, setenv, boot) and a shell (stty -echo, PS1, the marker
 # wrapping), powered by the `exec` power driver through a state file.
 set -euo pipefail
 : "${EMMCLAB:?}"
@@ -37,7 +37,7 @@ ucmd() { # one U-Boot command; returns its status
 	esac
 }
 uline() {
-	local re_ok='^(.*) && echo (@@UB-[0-9]+-OK@@) \|\| echo (@@UB-[0-9]+-FAIL@@)$'
+	local re_ok='^if (.*); then echo (@@UB-[0-9]+-OK@@); else echo (@@UB-[0-9]+-FAIL@@); fi$'
 	local re_boot='^(.*); echo (@@UB-[0-9]+-FAIL@@)$'
 	if [[ $1 =~ $re_ok ]]; then
 		local ok=${BASH_REMATCH[2]} ko=${BASH_REMATCH[3]}

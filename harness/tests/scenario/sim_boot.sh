@@ -23,7 +23,10 @@ con b5 "$on5" 'expect:U-Boot SPL' 'expect:MMC:   mmc@fe330000' 'expect:Loading E
 	'slow:setenv bootdelay 1\r' 'expect:=> $' 'slow:saveenv\r' 'expect:Writing to MMC\(0\)\.\.\. OK' \
 	'slow:abc\x08\x08x\r' "expect:Unknown command 'ax'" \
 	'slow:true && echo OK-1 || echo FAIL-1\r' 'expect:OK-1\r\n=> $' \
-	'slow:false && echo OK-2 || echo FAIL-2\r' 'expect:FAIL-2\r\n=> $' \
+	'slow:false && echo OK-2 || echo FAIL-2; echo rc=$?\r' 'expect:echo rc=\$\?\r\nrc=1\r\n=> $' \
+	'slow:true || echo OK-3 && echo AND-3; echo end-3\r' 'expect:echo end-3\r\nend-3\r\n=> $' \
+	'slow:if false; then echo T-4; elif true; then echo EL-4; else echo E-4; fi\r' 'expect:fi\r\nEL-4\r\n=> $' \
+	'slow:if frob; then echo T-5; else echo E-5; fi\r' "expect:fi\r\nUnknown command 'frob' - try 'help'\r\nE-5\r\n=> $" \
 	"send:echo $LONG\\r" 'sleep:0.2' \
 	'slow:\x03' 'expect:<INTERRUPT>' >"$T/u1.log"
 grep -q "$LONG" "$T/u1.log" && fail "a 120-char paste was not truncated by the FIFO"
@@ -35,6 +38,7 @@ con b5 "$off5" "$on5" 'expect:Hit any key to stop autoboot:  1 ' 'send: ' 'expec
 	'slow:setenv autoload no\r' 'expect:=> $' \
 	'slow:tftp ${kernel_addr_r} Image\r' 'expect:Loading: #+' 'expect:Bytes transferred = 21498368 \(1480a00 hex\)' 'expect:=> $' \
 	'slow:booti 0x3000000\r' 'expect:Bad Linux ARM64 Image magic!' 'expect:=> $' \
+	'slow:zboot 0x3000000\r' 'expect:Error: Invalid Boot Flag \(found 0x0000, expected 0xaa55\)\r\n## Kernel loading failed \.\.\.\r\n=> $' \
 	'slow:setenv bootargs console=ttyS2 mmc_block.fua=off mmc_core.disable_cqe=0\r' 'expect:=> $' \
 	'slow:booti ${kernel_addr_r} - ${fdt_addr_r}\r' 'expect:Could not find a valid device tree' \
 	'slow:run bootcmd\r' 'expect:Starting kernel' \
@@ -77,6 +81,8 @@ con bsprd "run:curl -sf 'http://127.0.0.1:$PORT/plug/bsprd/cm?cmnd=Power%20Off' 
 	'slow:tftp 0x1000 bsprd/Image\r' 'expect:Bytes transferred = 123457 \(1e241 hex\)' 'expect:=> $' \
 	'slow:printenv filesize\r' 'expect:filesize=1e241' 'expect:=> $' \
 	'slow:tftp 0x1000 bsprd/dtb\r' "expect:File not found" 'expect:=> $' \
+	'slow:if tftp 0x1000 bsprd/nothing; then echo T-6; else echo E-6; fi\r' \
+	"expect:Loading: \\*\r\nTFTP error: 'File not found' \\(1\\)\r\nNot retrying\\.\\.\\.\r\nE-6\r\n=> $" \
 	'slow:setenv bootdelay -1\r' 'expect:=> $' 'slow:saveenv\r' 'expect:OK' 'expect:=> $' \
 	"run:curl -sf 'http://127.0.0.1:$PORT/plug/bsprd/cm?cmnd=Power%20Off' >/dev/null" \
 	"run:curl -sf 'http://127.0.0.1:$PORT/plug/bsprd/cm?cmnd=Power%20On' >/dev/null" \

@@ -1,7 +1,7 @@
 /*
  * fakeboard.h - a tiny scripted board behind a pseudo-terminal, driven by
  * the test's own loop: U-Boot (autoboot countdown, echo, Ctrl-C, hush-style
- * `a && b || c`, setenv/printenv, tftpboot, booti, a UART FIFO that drops
+ * and-or lists and if/then/else as U-Boot 2023.01's hush runs them, setenv/printenv, tftpboot, booti, a UART FIFO that drops
  * input arriving in bursts) and a Linux shell (login, PS1, stty -echo, the
  * controller's marker wrapping, base64 file writes, sha256sum, the agent with
  * corrupted lines and `resend`).  Used by test_uboot*, test_shell*, test_board*.
@@ -46,6 +46,8 @@ struct fakeboard {
 	const char *password;  /* NULL: none asked */
 	bool no_output;        /* silent after power-on */
 	bool uboot_hang;       /* banner, countdown, then ignores input */
+	bool autoboot_silent;  /* bootdelay -2: no countdown, U-Boot boots Linux by itself */
+	bool keys_too_late;    /* bootdelay 0: the countdown shows, keys come too late, Linux boots */
 	bool panic;            /* kernel panics during boot */
 	bool no_login;         /* boot log ends without a prompt */
 	int fifo;              /* U-Boot: bytes accepted per read; the rest is lost (0 = no loss) */
@@ -188,6 +190,12 @@ static FB_UNUSED bool fb_uboot_cmd(struct fakeboard *f, char *cmd)
 	}
 	if (strcmp(x, "false") == 0)
 		return false;
+	if (strcmp(x, "hang-after-error") == 0) {
+		/* U-Boot's panic path: the error line, then nothing (no prompt, no marker) */
+		fb_write(f, "### ERROR ### Please RESET the board ###\r\n");
+		f->mode = FB_DEAD;
+		return false;
+	}
 	if (strcmp(x, "true") == 0)
 		return true;
 	if (strncmp(x, "setenv ", 7) == 0) {
@@ -259,27 +267,69 @@ static FB_UNUSED bool fb_uboot_cmd(struct fakeboard *f, char *cmd)
 	return false;
 }
 
-/* hush subset: "a; b", "a && b || c" */
+/* hush as U-Boot 2023.01 runs it (observed: harness/tests/vectors/uboot-2023.01-hush.txt):
+ * "a; b", and-or lists where a failing `&&` (or a succeeding `||`) skips the rest
+ * of the list up to the next `;` (so `false && x || y` runs neither), and
+ * if/then/else/fi (one level). */
 static FB_UNUSED void fb_uboot_line(struct fakeboard *f, char *line)
 {
 	f->commands++;
-	char *save = NULL;
-	for (char *part = strtok_r(line, ";", &save); part; part = strtok_r(NULL, ";", &save)) {
-		char *andp = strstr(part, " && ");
-		char *orp = strstr(part, " || ");
-		if (andp)
-			*andp = '\0';
-		if (orp)
-			*orp = '\0';
-		bool ok = fb_uboot_cmd(f, part);
+	bool st = true, skipping = false, cond = false;
+	enum { P_NONE, P_COND, P_THEN, P_ELSE } phase = P_NONE;
+	int op = 0; /* connector before this segment: 0 `;`, 1 `&&`, 2 `||` */
+	char *p = line;
+	while (p && *p) {
+		char *q = p, *end = NULL;
+		int nop = 0;
+		for (; *q; q++) {
+			if (*q == ';' || (q[0] == '&' && q[1] == '&') || (q[0] == '|' && q[1] == '|')) {
+				end = q;
+				nop = *q == ';' ? 0 : *q == '&' ? 1 : 2;
+				q += nop ? 2 : 1;
+				break;
+			}
+		}
+		if (end)
+			*end = '\0';
+		char *seg = p;
+		p = end ? q : NULL;
+		int this_op = op;
+		op = nop;
+		while (*seg == ' ')
+			seg++;
+		size_t sl = strlen(seg);
+		while (sl && seg[sl - 1] == ' ')
+			seg[--sl] = '\0';
+		if (skipping && this_op != 0)
+			continue;
+		skipping = false;
+		if ((this_op == 1 && !st) || (this_op == 2 && st)) {
+			skipping = true;
+			continue;
+		}
+		if (strncmp(seg, "if ", 3) == 0) {
+			phase = P_COND;
+			seg += 3;
+		} else if (strncmp(seg, "then", 4) == 0 && (seg[4] == ' ' || !seg[4])) {
+			phase = P_THEN;
+			cond = st;
+			seg += 4;
+		} else if (strncmp(seg, "else", 4) == 0 && (seg[4] == ' ' || !seg[4])) {
+			phase = P_ELSE;
+			seg += 4;
+		} else if (strcmp(seg, "fi") == 0) {
+			phase = P_NONE;
+			continue;
+		}
+		if ((phase == P_THEN && !cond) || (phase == P_ELSE && cond))
+			continue;
+		while (*seg == ' ')
+			seg++;
+		if (!*seg)
+			continue;
+		st = fb_uboot_cmd(f, seg);
 		if (f->mode != FB_UBOOT)
 			return; /* booted */
-		if (andp && ok)
-			ok = fb_uboot_cmd(f, andp + 4);
-		if (orp && !ok)
-			fb_uboot_cmd(f, orp + 4);
-		if (f->mode != FB_UBOOT)
-			return;
 	}
 }
 
@@ -592,6 +642,13 @@ static FB_UNUSED void fb_power_on(struct fakeboard *f)
 		    "MMC:   mmc@fe330000: 0\r\nLoading Environment from MMC... OK\r\n");
 	if (f->uboot_hang && f->faults_left > 0)
 		f->faults_left--;
+	if (f->autoboot_silent) {
+		f->mode = FB_UBOOT;
+		lab_strlcpy(f->last_cmdline, "console=ttyS0 (autoboot)", sizeof f->last_cmdline);
+		fb_write(f, "Starting kernel ...\r\n");
+		fb_linux_boot(f);
+		return;
+	}
 	f->mode = FB_AUTOBOOT;
 	f->countdown = 3;
 	fb_write(f, "Hit any key to stop autoboot:  3");
@@ -611,7 +668,7 @@ static FB_UNUSED void fb_input(struct fakeboard *f, const char *buf, size_t n)
 		char ch = buf[i];
 		switch (f->mode) {
 		case FB_AUTOBOOT:
-			if (f->uboot_hang)
+			if (f->uboot_hang || f->keys_too_late)
 				break;
 			loop_timer_stop(f->l, &f->t);
 			f->mode = FB_UBOOT;
@@ -744,11 +801,30 @@ static FB_UNUSED int fb_init(struct fakeboard *f, struct loop *l)
 	return loop_fd_add(l, f->master, LOOP_READ, fb_on_read, f);
 }
 
+/* The board's console goes away for good (QEMU exited): the pty is closed, so
+ * reads hang up and reopening its path fails. */
+static FB_UNUSED void fb_vanish(struct fakeboard *f)
+{
+	loop_timer_stop(f->l, &f->t);
+	if (f->master >= 0) {
+		loop_fd_del(f->l, f->master);
+		close(f->master);
+		f->master = -1;
+	}
+	if (f->slave_keep >= 0) {
+		close(f->slave_keep);
+		f->slave_keep = -1;
+	}
+	f->mode = FB_OFF;
+}
+
 static FB_UNUSED void fb_fini(struct fakeboard *f)
 {
 	loop_timer_stop(f->l, &f->t);
-	loop_fd_del(f->l, f->master);
-	close(f->master);
+	if (f->master >= 0) {
+		loop_fd_del(f->l, f->master);
+		close(f->master);
+	}
 	if (f->slave_keep >= 0)
 		close(f->slave_keep);
 	for (int i = 0; i < f->nfiles; i++)

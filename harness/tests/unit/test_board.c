@@ -34,6 +34,7 @@ struct rig {
 	int nmsgs;
 	int status;
 	char out[1024];
+	char trace[16384];
 };
 
 static void on_fifo(struct loop *l, int fd, unsigned ev, void *arg)
@@ -151,8 +152,14 @@ static void rig_init(struct rig *r)
 	t->retries = 1;
 	t->quarantine_after = 2;
 
-	char yaml[512];
-	snprintf(yaml, sizeof yaml, "driver: pty\npath: %s\n", r->fb.path);
+	/* the console through a link the test can remove: a vanished board's
+	 * /dev/pts/N is soon another program's pty */
+	char yaml[512], link[128];
+	snprintf(link, sizeof link, "%s/tty", r->dir);
+	if (symlink(r->fb.path, link))
+		abort();
+	snprintf(yaml, sizeof yaml, "driver: pty\npath: %s\nreconnect_delay: 100ms\nreconnect_window: 500ms\n",
+		 link);
 	r->cfg.console = node(yaml);
 	snprintf(yaml, sizeof yaml,
 		 "driver: exec\noff_time: 50ms\non: [sh, -c, 'echo on > %s']\noff: [sh, -c, 'echo off > %s']\n",
@@ -388,6 +395,78 @@ static void test_paced_uboot(void)
 	rig_fini(&r);
 }
 
+static void on_trace(struct board *b, const char *what, const char *detail, void *arg)
+{
+	LAB_UNUSED(b);
+	struct rig *r = arg;
+	char line[800];
+	snprintf(line, sizeof line, "%s: %s\n", what, detail);
+	lab_strlcat(r->trace, line, sizeof r->trace);
+}
+
+/* bootdelay -2: U-Boot boots by itself.  Without a deploy at the prompt the
+ * board carries on to its shell and says why the U-Boot step was skipped. */
+static void test_autoboot_by_itself(void)
+{
+	struct rig r;
+	rig_init(&r);
+	r.fb.autoboot_silent = true;
+	board_set_trace(r.b, on_trace, &r);
+	uint64_t t0 = lab_now_ms();
+	board_boot(r.b, &r.kernel, "", NULL, on_done, &r);
+	ok(wait_done(&r, 10000), "finished");
+	ok(r.rc == LAB_OK, "reached the shell (%s)", r.msg);
+	ok(lab_now_ms() - t0 < 2800, "without waiting out the bootloader budget (2.8 s)");
+	ok(strstr(r.events, "info@bootloader") && strstr(r.events, "booted by itself") &&
+	   strstr(r.events, "carrying on"), "said so: %s", r.events);
+	is_int(r.nretry, 0, "no retry");
+	/* --explain's lines: each wait with its pattern and budget, and what came */
+	ok(strstr(r.trace, "step: power cycle (exec, budget 3.0 s)") &&
+	   strstr(r.trace, "waits for: U-Boot: /Hit any key to stop autoboot/ (autoboot), the prompt `=> ` "
+		  "or kernel start, 2.8 s") &&
+	   strstr(r.trace, "matched: U-Boot: Starting kernel (the kernel started without us)") &&
+	   strstr(r.trace, "waits for: Linux: login /login: *$/ or shell prompt /[#$] *$/ within 1.5 s") &&
+	   strstr(r.trace, "matched: a working shell"), "trace: %s", r.trace);
+	rig_fini(&r);
+}
+
+static void on_vanish(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct rig *r = arg;
+	char link[128];
+	snprintf(link, sizeof link, "%s/tty", r->dir);
+	unlink(link);
+	fb_vanish(&r->fb);
+}
+
+/* The console dies mid-boot (QEMU exited): the step ends when the console's
+ * reconnect window (500 ms here) is over, as no-console, not at the
+ * bootloader budget (2.8 s per attempt here) as bootloader-hang. */
+static void test_console_lost(void)
+{
+	struct rig r;
+	rig_init(&r);
+	r.fb.uboot_hang = true; /* without the loss this would be bootloader-hang */
+	struct loop_timer vt;
+	loop_timer_init(&vt, on_vanish, &r);
+	uint64_t t0 = lab_now_ms();
+	board_boot(r.b, &r.kernel, "", NULL, on_done, &r);
+	loop_timer_start(r.l, &vt, 400);
+	ok(wait_done(&r, 15000), "finished");
+	uint64_t dt = lab_now_ms() - t0;
+	is_int(r.rc, LAB_EINFRA, "failed");
+	is_str(board_fail_name(r.fail), "no-console", "classified no-console");
+	ok(strstr(r.msg, "console lost") && strstr(r.msg, "reconnect window"), "why: %s", r.msg);
+	ok(dt < 4500, "both attempts over in %llu ms (two bootloader timeouts: 5.6 s)",
+	   (unsigned long long)dt);
+	ok(strstr(r.events, "no-console@bootloader") != NULL, "first attempt ended in the bootloader: %s",
+	   r.events);
+	loop_timer_stop(r.l, &vt);
+	rig_fini(&r);
+}
+
 int main(void)
 {
 	is_str(board_fail_name(FAIL_NO_OUTPUT), "no-output", "failure names");
@@ -402,5 +481,7 @@ int main(void)
 	expect_failure("agent missing, nothing to push", set_agent_missing, FAIL_DEPLOY);
 	test_quarantine();
 	test_paced_uboot();
+	test_autoboot_by_itself();
+	test_console_lost();
 	return tap_done();
 }

@@ -168,6 +168,8 @@ static void rig_ub(struct uboot *u, int rc, const char *out, size_t len, void *a
 static bool rig_uboot(struct rig *r)
 {
 	r->done = false;
+	/* as board.c does at a power cycle: the last boot's kernel log is not this boot's */
+	expect_flush(r->x);
 	fb_power_on(&r->fb);
 	uboot_interrupt(r->ub, 5000, rig_ub, r);
 	fb_run_until(L, &r->done, 6000);

@@ -266,8 +266,108 @@ static void test_faults(void)
 	rig_fini(&r);
 }
 
+/* What U-Boot 2023.01 really does (vectors/uboot-2023.01-hush.txt), as the fake
+ * board now copies it: a failure is seen from its marker or its error line within
+ * a second, never at the command timeout. */
+static void test_real_hush(void)
+{
+	struct rig r;
+	rig_init(&r);
+	fb_power_on(&r.fb);
+	uboot_interrupt(r.ub, 5000, on_ub, &r);
+	wait_done(&r, 6000);
+	is_int(r.rc, LAB_OK, "at the prompt");
+
+	uint64_t t0 = lab_now_ms();
+	uboot_run(r.ub, "tftpboot ${kernel_addr_r} dut1/missing-Image", 60000, on_ub, &r);
+	ok(wait_done(&r, 10000), "tftp of a missing file completed");
+	uint64_t dt = lab_now_ms() - t0;
+	is_int(r.rc, LAB_EFOUND, "reported as failed");
+	ok(dt < 2000, "in %llu ms, not at the 60 s command timeout", (unsigned long long)dt);
+	ok(strstr(uboot_errmsg(r.ub), "failed: TFTP error: 'File not found' (1)") != NULL,
+	   "U-Boot's error line leads the message: %s", uboot_errmsg(r.ub));
+
+	/* an error line and then silence (U-Boot hung): the error line decides */
+	t0 = lab_now_ms();
+	uboot_run(r.ub, "hang-after-error", 60000, on_ub, &r);
+	ok(wait_done(&r, 10000), "completed");
+	dt = lab_now_ms() - t0;
+	is_int(r.rc, LAB_EFOUND, "failed on the error line alone");
+	ok(dt >= 2500 && dt < 6000, "after the 3 s grace for the marker (%llu ms)",
+	   (unsigned long long)dt);
+	ok(strstr(uboot_errmsg(r.ub), "### ERROR ### Please RESET the board ###") != NULL, "why: %s",
+	   uboot_errmsg(r.ub));
+	rig_fini(&r);
+}
+
+/* bootdelay -2: no countdown, U-Boot starts Linux by itself. */
+static void test_autoboot_by_itself(void)
+{
+	struct rig r;
+	rig_init(&r);
+	r.fb.autoboot_silent = true;
+	fb_power_on(&r.fb);
+	uint64_t t0 = lab_now_ms();
+	uboot_interrupt(r.ub, 20000, on_ub, &r);
+	ok(wait_done(&r, 20000), "completed");
+	is_int(r.rc, LAB_EFOUND, "not a timeout");
+	ok(lab_now_ms() - t0 < 2000, "as soon as the kernel started");
+	ok(uboot_autobooted(r.ub), "uboot_autobooted");
+	ok(strstr(uboot_errmsg(r.ub), "booted by itself") &&
+	   strstr(uboot_errmsg(r.ub), "no autoboot prompt"), "says so: %s", uboot_errmsg(r.ub));
+
+	/* bootdelay 0: the prompt shows but the key comes too late */
+	r.fb.autoboot_silent = false;
+	r.fb.keys_too_late = true;
+	fb_power_off(&r.fb);
+	expect_flush(r.x);
+	fb_power_on(&r.fb);
+	uboot_interrupt(r.ub, 20000, on_ub, &r);
+	ok(wait_done(&r, 20000), "completed");
+	is_int(r.rc, LAB_EFOUND, "not a timeout");
+	ok(uboot_autobooted(r.ub), "uboot_autobooted");
+	ok(strstr(uboot_errmsg(r.ub), "after the autoboot prompt and") &&
+	   strstr(uboot_errmsg(r.ub), "bootdelay 0"), "says the key came too late: %s",
+	   uboot_errmsg(r.ub));
+	rig_fini(&r);
+}
+
+/* The board type's bootargs go first, then the kernel's and the mode's. */
+static void test_bootargs_merge(void)
+{
+	struct uboot_cfg c = {.bootargs = (char *)"console=ttyS0,115200"};
+	char *s = uboot_bootargs(&c, "quiet mmc_block.fua=on");
+	is_str(s, "console=ttyS0,115200 quiet mmc_block.fua=on", "type, then kernel + mode");
+	free(s);
+	s = uboot_bootargs(&c, "");
+	is_str(s, "console=ttyS0,115200", "type alone");
+	free(s);
+	c.bootargs = NULL;
+	s = uboot_bootargs(&c, "root=/dev/ram0");
+	is_str(s, "root=/dev/ram0", "no type bootargs");
+	free(s);
+
+	struct rig r;
+	rig_init(&r);
+	r.cfg.bootargs = (char *)"console=ttyS2,1500000n8";
+	fb_power_on(&r.fb);
+	uboot_interrupt(r.ub, 5000, on_ub, &r);
+	wait_done(&r, 6000);
+	struct uboot_netboot nb = {.serverip = "10.0.0.1", .ipaddr = "10.0.0.9", .kernel = "dut1/Image",
+				   .bootargs = "mmc_block.fua=off"};
+	uboot_netboot(r.ub, &nb, 20000, on_ub, &r);
+	ok(wait_done(&r, 20000), "netboot completed");
+	ok(r.rc == LAB_OK, "kernel started (%s)", uboot_errmsg(r.ub));
+	is_str(r.fb.last_cmdline, "console=ttyS2,1500000n8 mmc_block.fua=off",
+	       "the type's uboot.bootargs reached the kernel");
+	rig_fini(&r);
+}
+
 int main(void)
 {
+	test_real_hush();
+	test_autoboot_by_itself();
+	test_bootargs_merge();
 	test_interrupt_and_commands();
 	test_drops();
 	test_configured_pacing();

@@ -1,0 +1,181 @@
+#!/bin/bash
+# uboot_real.sh - emmclab against Debian's real U-Boot 2023.01 (u-boot-qemu's
+# qemu-x86 ROM as QEMU's BIOS, TCG): the board type boards/types/qemu-x86-uboot.yaml
+# (docs/porting.md's worked example), power through the exec driver
+# (helpers/uboot_qemu.sh), the tcp console on QEMU's serial server, and the
+# uboot-tftp deploy staging the virtual board's kernel + initramfs (with the
+# agent) into the TFTP root QEMU's user-mode network serves.  U-Boot's
+# autoboot is interrupted, dhcp + tftpboot + zboot start Linux, and a short
+# suite runs in two modes, each verified on the running kernel.  Then the
+# faults, each with its class and time to report:
+#   wrong TFTP file      deploy, U-Boot's "TFTP error: 'File not found'", < 15 s
+#   wrong boot address   deploy, U-Boot's "Invalid Boot Flag" / "## Kernel loading failed"
+#   autoboot not interruptible (bootdelay=-2 in a ROM copy's default environment:
+#                        this ROM keeps no environment, helpers/uboot_rom_env.py)
+#                        autoboot with uboot-tftp (< 30 s); with deploy none the
+#                        board carries on to its shell
+#   QEMU dying mid-boot  no-console ("console lost"), within seconds of the kill
+set -euo pipefail
+. "${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}/harness/tests/helpers/virtlib.sh"
+ROM=/usr/lib/u-boot/qemu-x86/u-boot.rom
+[ -r "$ROM" ] || { echo "SKIP: not installed: u-boot-qemu"; exit 77; }
+H=$SRC/harness/tests/helpers/uboot_qemu.sh
+
+tmp=$(mktemp -d)
+bpid=
+cleanup() {
+	[ -n "$bpid" ] && kill "$bpid" 2> /dev/null || true
+	"$H" off "$tmp/q" > /dev/null 2>&1 || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+now_ms() { date +%s%3N; }
+
+virt_prepare "$tmp"
+mkdir -p "$tmp/tftp" "$tmp/empty"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# the fault cases: one attempt each, so the first failure is the report
+sed -e 's/^  name: qemu-x86-uboot$/  name: qemu-x86-uboot-once/' -e 's/^  retries: 1$/  retries: 0/' \
+	"$SRC/boards/types/qemu-x86-uboot.yaml" > "$tmp/type-once.yaml"
+grep -q 'retries: 0' "$tmp/type-once.yaml" || fail "type-once: retries not set"
+
+# mklab FILE TYPE ROM QEMU_TFTP_ROOT DEPLOY
+mklab() {
+	cat > "$1" <<YAML
+include:
+  - $SRC/boards/types/qemu-x86-uboot.yaml
+  - $tmp/type-once.yaml
+lab:
+  name: uboot-real
+  results: $tmp/lab.db
+  transcripts: $tmp/transcripts
+kernels:
+  - name: debian-6.1-vemmc
+    image: $kernel
+    initrd: $tmp/initramfs.cpio.gz
+    cmdline: "quiet loglevel=4"
+boards:
+  - name: ub1
+    type: $2
+    part: {label: "vemmc slowrel", model: slowrel}
+    console: {driver: tcp, host: 127.0.0.1, port: $port, reconnect_delay: 200ms, reconnect_window: 2s}
+    power: {driver: exec, off_time: 100ms,
+            on: ["$H", "on", "$tmp/q", "$port", "$3", "$4"],
+            off: ["$H", "off", "$tmp/q"], state: ["$H", "state", "$tmp/q"]}
+    deploy: $5
+YAML
+}
+TFTP="{driver: uboot-tftp, tftp_root: '$tmp/tftp'}"
+
+# 1. two modes through real U-Boot: interrupt, dhcp, tftpboot, zboot, verified
+mklab "$tmp/lab.yaml" qemu-x86-uboot "$ROM" "$tmp/tftp" "$TFTP"
+cat > "$tmp/plan.yaml" <<YAML
+suite:
+  name: uboot-smoke
+  modes: [fua, cache-nofua]
+  iterations: 1
+  reboot_between_modes: true
+  order: sequential
+  seed: 1
+  precondition_passes: 0
+  exclude_warmup: false
+  workloads:
+    - name: androbench
+      args: {seq_mib: 2, req_mib: 1, rand_mib: 1, rand_ios: 32, count: 1}
+plan:
+  name: uboot-real
+  lab: lab.yaml
+  suites: [uboot-smoke]
+  budget: 6m
+  results: lab.db
+YAML
+"$EMMCLAB" check "$tmp/plan.yaml" > /dev/null || fail "check of the plan"
+t0=$(now_ms)
+timeout 400 "$EMMCLAB" run --db "$tmp/lab.db" --no-report --no-upload \
+	--transcripts "$tmp/transcripts" "$tmp/plan.yaml" > "$tmp/run.log" 2>&1 \
+	|| { tail -30 "$tmp/run.log"; fail "emmclab run through real U-Boot failed"; }
+echo "two modes through real U-Boot: $(( ($(now_ms) - t0) / 1000 )) s"
+"$H" off "$tmp/q"
+q() { sqlite3 "$tmp/lab.db" "$1"; }
+[ "$(q "select count(*) from job where status='ok' and verified_mode=mode")" = 2 ] \
+	|| { q "select mode, verified_mode, status from job"; fail "not 2 verified ok jobs"; }
+[ "$(q "select count(*) from sample")" -gt 0 ] || fail "no samples stored"
+tr=$(ls "$tmp"/transcripts/ub1-*.log | head -1)
+grep -q 'Hit any key to stop autoboot' "$tr" || fail "no autoboot prompt in $tr"
+grep -q '=> if dhcp; then echo @@UB-[0-9]*-OK@@; else echo @@UB-[0-9]*-FAIL@@; fi' "$tr" \
+	|| fail "U-Boot commands not wrapped in if/then/else markers"
+grep -q 'zboot ${kernel_addr_r} 0 ${ramdisk_addr_r} ${initrd_size}' "$tr" || fail "no zboot"
+# U-Boot's zboot prints the command line it hands over: the type's, the kernel's, the mode's
+grep -q 'Kernel command line: "console=ttyS0,115200 panic=-1 quiet loglevel=4 mmc_block.fua=on mmc_core.disable_cqe=1"' \
+	"$tmp"/transcripts/ub1-*.log || fail "bootargs not merged type + kernel + mode"
+grep -q 'Starting kernel' "$tr" || fail "no kernel start"
+
+# boot_case NAME MAX_S WANT_EXIT LAB [board boot args...]: runs `board boot`,
+# leaves its stderr in $tmp/NAME.err and the elapsed ms in $took
+boot_case() {
+	local name=$1 max=$2 want=$3 labf=$4
+	shift 4
+	"$H" off "$tmp/q"
+	local t=$(now_ms) rc=0
+	timeout 300 "$EMMCLAB" board --lab "$labf" --transcripts "$tmp/transcripts-$name" ub1 boot "$@" \
+		> "$tmp/$name.out" 2> "$tmp/$name.err" || rc=$?
+	took=$(( $(now_ms) - t ))
+	echo "$name: exit $rc after $took ms: $(grep -v transcript "$tmp/$name.err" | tail -1)"
+	[ "$rc" = "$want" ] || { cat "$tmp/$name.err"; fail "$name: exit $rc, want $want"; }
+	[ "$took" -lt $((max * 1000)) ] || { cat "$tmp/$name.err"; fail "$name: $took ms, want < $max s"; }
+}
+
+# 2. wrong TFTP file: QEMU serves another directory than the one staged into
+mklab "$tmp/lab-wrongfile.yaml" qemu-x86-uboot-once "$ROM" "$tmp/empty" "$TFTP"
+boot_case wrong-tftp 15 3 "$tmp/lab-wrongfile.yaml"
+grep -q "deploy in deploy: .*tftp kernel failed: TFTP error: 'File not found'" "$tmp/wrong-tftp.err" \
+	|| { cat "$tmp/wrong-tftp.err"; fail "wrong TFTP file: not reported as deploy with U-Boot's text"; }
+
+# 3. wrong boot address: zboot of an address nothing was loaded to
+mklab "$tmp/lab-wrongaddr.yaml" qemu-x86-uboot-once "$ROM" "$tmp/tftp" \
+	"{driver: uboot-tftp, tftp_root: '$tmp/tftp', boot_cmd: 'zboot 0x2000000'}"
+boot_case wrong-addr 25 3 "$tmp/lab-wrongaddr.yaml"
+grep -q "deploy in deploy: .*boot failed: Error: Invalid Boot Flag" "$tmp/wrong-addr.err" \
+	&& grep -q "Kernel loading failed" "$tmp/wrong-addr.err" \
+	|| { cat "$tmp/wrong-addr.err"; fail "wrong boot address: not reported with U-Boot's text"; }
+
+# 4. autoboot not interruptible: bootdelay=-2 and a bootcmd that netboots the
+# staged kernel by itself (the environment of a copy of the ROM)
+kb=$(basename "$kernel")
+python3 "$SRC/harness/tests/helpers/uboot_rom_env.py" "$ROM" "$tmp/selfboot.rom" 'bootdelay=-2' \
+	"bootcmd=setenv autoload no; dhcp; tftpboot \${kernel_addr_r} ub1/$kb; tftpboot \${ramdisk_addr_r} ub1/initramfs.cpio.gz; setenv bootargs console=ttyS0,115200 panic=-1 quiet selfboot; zboot \${kernel_addr_r} 0 \${ramdisk_addr_r} \${filesize}"
+mklab "$tmp/lab-selfboot.yaml" qemu-x86-uboot-once "$tmp/selfboot.rom" "$tmp/tftp" "$TFTP"
+boot_case autoboot 30 3 "$tmp/lab-selfboot.yaml"
+grep -q "ub1: autoboot in bootloader: attempt 1: ub1: U-Boot booted by itself: the kernel started .* with no autoboot prompt" \
+	"$tmp/autoboot.err" || { cat "$tmp/autoboot.err"; fail "self-booting U-Boot not classified autoboot"; }
+! grep -q "bootloader-hang" "$tmp/autoboot.err" || fail "self-booting U-Boot called a bootloader hang"
+# without a deploy at the prompt the board carries on to its shell
+mklab "$tmp/lab-selfboot-none.yaml" qemu-x86-uboot-once "$tmp/selfboot.rom" "$tmp/tftp" "{driver: none}"
+boot_case carry-on 120 0 "$tmp/lab-selfboot-none.yaml" --run 'cat /proc/cmdline'
+grep -q "booted by itself.*carrying on" "$tmp/carry-on.err" || fail "carry-on not explained"
+grep -q "selfboot" "$tmp/carry-on.out" || { cat "$tmp/carry-on.out"; fail "not the self-booted kernel"; }
+
+# 5. QEMU dies mid-boot (kernel started): the console is lost, reported at once
+"$H" off "$tmp/q"
+mkdir -p "$tmp/transcripts-die"
+mklab "$tmp/lab-die.yaml" qemu-x86-uboot-once "$ROM" "$tmp/tftp" "$TFTP"
+"$EMMCLAB" board --lab "$tmp/lab-die.yaml" --transcripts "$tmp/transcripts-die" ub1 boot \
+	> /dev/null 2> "$tmp/die.err" &
+bpid=$!
+for _ in $(seq 600); do
+	grep -qs 'Starting kernel' "$tmp"/transcripts-die/ub1-*.log && break
+	sleep 0.1
+done
+grep -qs 'Starting kernel' "$tmp"/transcripts-die/ub1-*.log || fail "qemu-dies: no kernel start"
+kill -9 "$(cat "$tmp/q/qemu.pid")"
+t=$(now_ms)
+rc=0
+wait "$bpid" || rc=$?
+bpid=
+took=$(( $(now_ms) - t ))
+echo "qemu-dies: exit $rc, $took ms after the kill: $(grep -v transcript "$tmp/die.err" | tail -1)"
+[ "$rc" = 3 ] || { cat "$tmp/die.err"; fail "qemu-dies: exit $rc, want 3"; }
+[ "$took" -lt 6000 ] || fail "qemu-dies: reported $took ms after QEMU died (reconnect window 2 s)"
+grep -q "no-console in booting: attempt 1: console lost: .*reconnect window" "$tmp/die.err" \
+	|| { cat "$tmp/die.err"; fail "qemu-dies: not reported as console lost"; }
+echo "uboot_real: ok"

@@ -137,7 +137,12 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		config_free(lab);
 		return x;
 	}
-	struct run_opts o = {.log = cli->quiet ? NULL : stderr, .verbose = cli->verbose,
+	/* the log and the tables quote DUT text (kernel versions, part labels,
+	 * console lines): through lab_text_stream, control bytes escaped */
+	FILE *log = lab_text_stream(stderr), *out = lab_text_stream(stdout);
+	if (log)
+		setvbuf(log, NULL, _IOLBF, 0);
+	struct run_opts o = {.log = cli->quiet ? NULL : log ? log : stderr, .verbose = cli->verbose,
 			     .transcript_dir = tdir, .slot_retries = 1};
 	struct run_result res;
 	rc = run_plan(lab, s, &o, &res, &e);
@@ -146,7 +151,11 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	free(labfile);
 	free(self);
 	int exit_code = 0;
+	if (log)
+		fclose(log);
 	if (rc && res.run_id == 0) {
+		if (out)
+			fclose(out);
 		exit_code = cli_error(&e);
 		store_close(s);
 		config_free(lab);
@@ -207,7 +216,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	if (baseline) {
 		int nreg = 0;
 		struct lab_err be = {0};
-		if (regress_check(s, res.run_id, baseline, &nreg, stdout, &be))
+		if (regress_check(s, res.run_id, baseline, &nreg, out ? out : stdout, &be))
 			fprintf(stderr, "emmclab: baseline check: %s\n", be.msg);
 		else if (nreg > 0 && exit_code == 0)
 			exit_code = 1;
@@ -217,6 +226,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	 * incomplete too.  Both are printed above. */
 	if (res.jobs_infra > 0 || res.jobs_mismatch > 0 || res.aborted || res.jobs_ok == 0)
 		exit_code = 3;
+	if (out)
+		fclose(out);
 	store_close(s);
 	config_free(lab);
 	return exit_code;

@@ -501,15 +501,27 @@ void csv_map_free(struct csv_map *m)
 
 /* ---- rendering in the published layout ----------------------------------------- */
 
+bool csv_formula_like(const char *v)
+{
+	if (!v || !v[0] || !strchr("=+-@\t\r", v[0]))
+		return false;
+	double d;
+	return lab_parse_double(v, &d) != LAB_OK;
+}
+
 void csv_put_field(struct lab_buf *b, const char *v)
 {
 	if (!v)
 		v = "";
-	if (!strpbrk(v, ",\"\r\n")) {
+	bool formula = csv_formula_like(v);
+	if (formula)
+		lab_buf_append(b, "\"'", 2);
+	if (!formula && !strpbrk(v, ",\"\r\n")) {
 		lab_buf_append(b, v, strlen(v));
 		return;
 	}
-	lab_buf_append(b, "\"", 1);
+	if (!formula)
+		lab_buf_append(b, "\"", 1);
 	for (const char *p = v; *p; p++) {
 		if (*p == '"')
 			lab_buf_append(b, "\"", 1);

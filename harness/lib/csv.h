@@ -7,6 +7,7 @@
 #ifndef EMMCLAB_CSV_H
 #define EMMCLAB_CSV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "util.h"
@@ -67,8 +68,13 @@ int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **o
 int csv_read_file(const char *path, struct csv_file **out, struct lab_err *e);
 void csv_free(struct csv_file *f);
 
-/* Write a field, quoting it (RFC 4180) when it holds , " CR or LF. */
+/* Write a field, quoting it (RFC 4180) when it holds , " CR or LF.  A field a
+ * spreadsheet would run as a formula (csv_formula_like) is written as
+ * "'<field>" (quoted, a leading apostrophe: shown as text). */
 void csv_put_field(struct lab_buf *b, const char *v);
+/* True when v starts with = + - @ TAB or CR and is not a number ("-1.5",
+ * "+3", "-inf" stay numbers): docs/results-schema.md, "CSV export". */
+bool csv_formula_like(const char *v);
 
 /* Rendering rows in a file's published layout: lines are joined by eol,
  * the final line end is the caller's (a file may end without one). */

@@ -68,6 +68,26 @@ static void test_quoting(void)
 	csv_free(f);
 }
 
+/* Spreadsheet formula injection: non-numeric fields starting = + - @ TAB CR are
+ * written as text ("'..."), numbers stay numbers. */
+static void test_formula_fields(void)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{"-1.5", "-1.5"}, {"+3", "+3"}, {"-2e-3", "-2e-3"}, {"-inf", "-inf"}, {"seq_read", "seq_read"},
+		{"=1+1", "\"'=1+1\""}, {"+cmd|' /C calc'!A0", "\"'+cmd|' /C calc'!A0\""},
+		{"-x", "\"'-x\""}, {"-", "\"'-\""}, {"@SUM(A1)", "\"'@SUM(A1)\""},
+		{"\t=1", "\"'\t=1\""}, {"\r=1", "\"'\r=1\""}, {"=a,\"b\"", "\"'=a,\"\"b\"\"\""},
+		{"a=1", "a=1"}, {"", ""},
+	};
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(cases); i++) {
+		struct lab_buf b;
+		lab_buf_init(&b, 0);
+		csv_put_field(&b, cases[i].in);
+		is_str(lab_buf_cstr(&b), cases[i].out, "csv field");
+		lab_buf_free(&b);
+	}
+}
+
 static void test_bad_lines(void)
 {
 	struct lab_err e;
@@ -254,6 +274,7 @@ int main(void)
 		return 1;
 	}
 	test_quoting();
+	test_formula_fields();
 	test_bad_lines();
 	test_store_round_trip();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);

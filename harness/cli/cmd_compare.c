@@ -215,7 +215,7 @@ int cmd_compare(struct cli *cli, int argc, char **argv)
 	struct store *s;
 	if (cli_db_missing("compare", store_default_path(db)))
 		return 2;
-	if (store_open(store_default_path(db), STORE_NO_MIGRATE, &s, &e))
+	if (store_open(store_default_path(db), STORE_READONLY, &s, &e))
 		return cli_error(&e);
 	struct results *res = NULL;
 	struct compare_result *cr = NULL;

@@ -449,6 +449,37 @@ void lab_sha256(const void *data, size_t len, char hex[65])
 	sha256_hex(md, hex);
 }
 
+struct lab_sha256_ctx *lab_sha256_new(void)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
+		abort();
+	return (struct lab_sha256_ctx *)ctx;
+}
+
+void lab_sha256_update(struct lab_sha256_ctx *c, const void *data, size_t len)
+{
+	if (len && !EVP_DigestUpdate((EVP_MD_CTX *)c, data, len))
+		abort();
+}
+
+void lab_sha256_final(struct lab_sha256_ctx *c, char hex[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	if (!EVP_DigestFinal_ex((EVP_MD_CTX *)c, md, NULL))
+		abort();
+	EVP_MD_CTX_free((EVP_MD_CTX *)c);
+	sha256_hex(md, hex);
+}
+
+void lab_sha256_raw(const void *data, size_t len, unsigned char md[32])
+{
+	unsigned char full[EVP_MAX_MD_SIZE];
+	if (!EVP_Digest(data, len, full, NULL, EVP_sha256(), NULL))
+		abort();
+	memcpy(md, full, 32);
+}
+
 int lab_sha256_file(const char *path, char hex[65], struct lab_err *e)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -101,6 +101,13 @@ int lab_edit_distance(const char *a, const char *b);
 /* SHA-256 of a buffer or a file, as 64 lowercase hex chars + NUL. */
 void lab_sha256(const void *data, size_t len, char hex[65]);
 int lab_sha256_file(const char *path, char hex[65], struct lab_err *e);
+/* Incremental SHA-256: new, update any number of times, then final (which frees).
+ * lab_sha256_raw gives the 32-byte digest of a buffer. */
+struct lab_sha256_ctx;
+struct lab_sha256_ctx *lab_sha256_new(void);
+void lab_sha256_update(struct lab_sha256_ctx *c, const void *data, size_t len);
+void lab_sha256_final(struct lab_sha256_ctx *c, char hex[65]);
+void lab_sha256_raw(const void *data, size_t len, unsigned char md[32]);
 
 /*
  * Safe names (docs/configuration.md, "Names"): identifiers that end up in

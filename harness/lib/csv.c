@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
+#include "store_scratch.h"
 
 #define CSV_MAX_COLS 64
 
@@ -600,133 +600,22 @@ void csv_content_hex(const struct csv_content *c, const char *layout, char hex[6
 	lab_buf_free(&b);
 }
 
-/* ---- the scratch: a file's good rows in a temporary SQLite file ---------------------- */
-
-enum { SQ_INS, SQ_DUP, SQ_GRP_INS, SQ_GRP_KEY, SQ_ID_GET, SQ_ID_PUT, SQ_ROWS, SQ_N };
-
-struct csv_scratch {
-	sqlite3 *db;
-	sqlite3_stmt *q[SQ_N];
-};
-
-static const char *const scratch_sql[SQ_N] = {
-	[SQ_INS] = "INSERT INTO r (line, g, key, label, board, host, mode, metric, run, value, vtext)"
-		   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-	[SQ_DUP] = "SELECT line FROM r WHERE g = ?1 AND metric = ?2 AND run = ?3",
-	[SQ_GRP_INS] = "INSERT OR IGNORE INTO grp (g, key) VALUES (?1, ?2)",
-	[SQ_GRP_KEY] = "SELECT key FROM grp WHERE g = ?1",
-	[SQ_ID_GET] = "SELECT v FROM ids WHERE k = ?1",
-	[SQ_ID_PUT] = "INSERT OR REPLACE INTO ids (k, v) VALUES (?1, ?2)",
-	[SQ_ROWS] = "SELECT line, key, g, label, board, host, mode, metric, run, value, vtext"
-		    " FROM r ORDER BY line",
-};
-
-static void scratch_free(struct csv_scratch *sc)
-{
-	if (!sc)
-		return;
-	for (int i = 0; i < SQ_N; i++)
-		sqlite3_finalize(sc->q[i]);
-	sqlite3_close(sc->db);
-	free(sc);
-}
-
-/* "" as the file name: a private database on disk, deleted on close; only
- * the page cache (2 MiB) is in memory. */
-static int scratch_new(struct csv_scratch **out, struct lab_err *e)
-{
-	struct csv_scratch *sc = xcalloc(1, sizeof *sc);
-	*out = NULL;
-	int r = sqlite3_open_v2("", &sc->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-	if (r == SQLITE_OK)
-		r = sqlite3_exec(sc->db,
-				 "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
-				 " PRAGMA cache_size = -2048; PRAGMA temp_store = FILE;"
-				 "CREATE TABLE r (line INTEGER PRIMARY KEY, g TEXT NOT NULL,"
-				 " key TEXT NOT NULL, label TEXT, board TEXT, host TEXT, mode TEXT,"
-				 " metric TEXT NOT NULL, run INTEGER NOT NULL, value REAL, vtext TEXT);"
-				 "CREATE UNIQUE INDEX r_dup ON r (g, metric, run);"
-				 "CREATE TABLE grp (g TEXT PRIMARY KEY, key TEXT NOT NULL) WITHOUT ROWID;"
-				 "CREATE TABLE ids (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;"
-				 "BEGIN",
-				 NULL, NULL, NULL);
-	for (int i = 0; i < SQ_N && r == SQLITE_OK; i++)
-		r = sqlite3_prepare_v2(sc->db, scratch_sql[i], -1, &sc->q[i], NULL);
-	if (r != SQLITE_OK) {
-		int rc = lab_err_set(e, LAB_EINFRA, "import scratch file: %s",
-				     sc->db ? sqlite3_errmsg(sc->db) : sqlite3_errstr(r));
-		scratch_free(sc);
-		return rc;
-	}
-	*out = sc;
-	return LAB_OK;
-}
-
-static void bind_opt(sqlite3_stmt *q, int i, const char *v)
-{
-	if (v)
-		sqlite3_bind_text(q, i, v, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(q, i);
-}
-
-static int sq_done(struct csv_scratch *sc, sqlite3_stmt *q, int r, struct lab_err *e)
-{
-	sqlite3_reset(q);
-	sqlite3_clear_bindings(q);
-	if (r == SQLITE_DONE || r == SQLITE_ROW)
-		return LAB_OK;
-	return lab_err_set(e, LAB_EINFRA, "import scratch file: %s", sqlite3_errmsg(sc->db));
-}
+/* ---- the scratch (store_scratch.c): the good rows on disk ---------------------------- */
 
 int csv_id_get(struct csv_file *f, const char *key, int64_t *id, struct lab_err *e)
 {
-	sqlite3_stmt *q = f->scratch->q[SQ_ID_GET];
-	sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
-	int r = sqlite3_step(q);
-	*id = r == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
-	int rc = sq_done(f->scratch, q, r, e);
-	return rc ? -1 : r == SQLITE_ROW;
+	return store_scratch_id_get(f->scratch, key, id, e);
 }
 
 int csv_id_put(struct csv_file *f, const char *key, int64_t id, struct lab_err *e)
 {
-	sqlite3_stmt *q = f->scratch->q[SQ_ID_PUT];
-	sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 2, id);
-	return sq_done(f->scratch, q, sqlite3_step(q), e);
+	return store_scratch_id_put(f->scratch, key, id, e);
 }
 
 int csv_each_row(struct csv_file *f, int (*cb)(const struct csv_row *r, void *arg), void *arg,
 		 struct lab_err *e)
 {
-	/* its own statement: the callback may use the id map meanwhile */
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(f->scratch->db, scratch_sql[SQ_ROWS], -1, &q, NULL) != SQLITE_OK)
-		return lab_err_set(e, LAB_EINFRA, "import scratch file: %s",
-				   sqlite3_errmsg(f->scratch->db));
-	int r, rc = LAB_OK;
-	while (rc == LAB_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
-		struct csv_row row = {
-			.line = sqlite3_column_int(q, 0),
-			.key = (char *)sqlite3_column_text(q, 1),
-			.group = (char *)sqlite3_column_text(q, 2),
-			.label = (char *)sqlite3_column_text(q, 3),
-			.board = (char *)sqlite3_column_text(q, 4),
-			.host = (char *)sqlite3_column_text(q, 5),
-			.mode = (char *)sqlite3_column_text(q, 6),
-			.metric = (char *)sqlite3_column_text(q, 7),
-			.run = sqlite3_column_int(q, 8),
-			.value = sqlite3_column_double(q, 9),
-			.value_text = (char *)sqlite3_column_text(q, 10),
-		};
-		rc = cb(&row, arg);
-	}
-	if (rc == LAB_OK && r != SQLITE_DONE)
-		rc = lab_err_set(e, LAB_EINFRA, "import scratch file: %s",
-				 sqlite3_errmsg(f->scratch->db));
-	sqlite3_finalize(q);
-	return rc;
+	return store_scratch_each_row(f->scratch, cb, arg, e);
 }
 
 /* ---- scan ---------------------------------------------------------------------------- */
@@ -803,32 +692,11 @@ static int keep_row(struct scan *sc, const struct csv_rec *rec, struct csv_row *
 		    struct lab_err *e)
 {
 	struct csv_file *f = sc->c.f;
-	struct csv_scratch *x = f->scratch;
-	sqlite3_stmt *q = x->q[SQ_INS];
-	sqlite3_bind_int(q, 1, row->line);
-	sqlite3_bind_text(q, 2, row->group, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 3, row->key, -1, SQLITE_STATIC);
-	bind_opt(q, 4, row->label);
-	bind_opt(q, 5, row->board);
-	bind_opt(q, 6, row->host);
-	bind_opt(q, 7, row->mode);
-	sqlite3_bind_text(q, 8, row->metric, -1, SQLITE_STATIC);
-	sqlite3_bind_int(q, 9, row->run);
-	sqlite3_bind_double(q, 10, row->value);
-	sqlite3_bind_text(q, 11, row->value_text, -1, SQLITE_STATIC);
-	int r = sqlite3_step(q);
-	sqlite3_reset(q);
-	sqlite3_clear_bindings(q);
-	if (r == SQLITE_CONSTRAINT || (r & 0xff) == SQLITE_CONSTRAINT) {
-		sqlite3_stmt *d = x->q[SQ_DUP];
-		sqlite3_bind_text(d, 1, row->group, -1, SQLITE_STATIC);
-		sqlite3_bind_text(d, 2, row->metric, -1, SQLITE_STATIC);
-		sqlite3_bind_int(d, 3, row->run);
-		r = sqlite3_step(d);
-		int first = r == SQLITE_ROW ? sqlite3_column_int(d, 0) : 0;
-		int rc = sq_done(x, d, r, e);
-		if (rc)
-			return rc;
+	int first = 0;
+	int rc = store_scratch_add_row(f->scratch, row, &first, e);
+	if (rc)
+		return rc;
+	if (first) {
 		char ex[64];
 		excerpt(ex, sizeof ex, row->key);
 		add_bad(&sc->c, row->line, "duplicate run %d for %s%s%s (first on line %d)", row->run,
@@ -836,29 +704,17 @@ static int keep_row(struct scan *sc, const struct csv_rec *rec, struct csv_row *
 			f->layout == CSV_ANDROBENCH ? row->metric : "", first);
 		return LAB_OK;
 	}
-	if (r != SQLITE_DONE)
-		return lab_err_set(e, LAB_EINFRA, "import scratch file: %s", sqlite3_errmsg(x->db));
 	f->nrows++;
 	csv_content_add(&sc->content, row->label, row->board, row->host, row->mode, row->metric,
 			row->run, row->value);
 	if (!sc->rows_exact)
 		return LAB_OK;
 	/* Export renders every row of a job with the key of its first row. */
-	sqlite3_stmt *g = x->q[SQ_GRP_INS];
-	sqlite3_bind_text(g, 1, row->group, -1, SQLITE_STATIC);
-	sqlite3_bind_text(g, 2, row->key, -1, SQLITE_STATIC);
-	int rc = sq_done(x, g, sqlite3_step(g), e);
-	if (rc)
+	bool same;
+	if ((rc = store_scratch_first_key(f->scratch, row->group, row->key, &same, e)))
 		return rc;
-	if (sqlite3_changes(x->db) == 0) {
-		g = x->q[SQ_GRP_KEY];
-		sqlite3_bind_text(g, 1, row->group, -1, SQLITE_STATIC);
-		r = sqlite3_step(g);
-		if (r != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(g, 0), row->key) != 0)
-			sc->rows_exact = false;
-		if ((rc = sq_done(x, g, r, e)))
-			return rc;
-	}
+	if (!same)
+		sc->rows_exact = false;
 	struct csv_out out = {.b = &sc->render, .eol = ""};
 	sc->render.len = 0;
 	csv_render_row(&out, f->layout, row->key, row->metric, row->run, row->value_text);
@@ -873,7 +729,7 @@ static int scan(struct csv_rd *rd, const char *name, struct csv_file *f, struct 
 	struct scan sc = {.c = {.f = f}, .rd = rd, .rows_exact = true};
 	struct csv_rec rec = {0};
 	struct lab_buf comments;
-	int rc = scratch_new(&f->scratch, e);
+	int rc = store_scratch_new(&f->scratch, e);
 	if (rc)
 		return rc;
 	lab_buf_init(&comments, 1u << 20);
@@ -970,6 +826,40 @@ static struct csv_file *file_new(const char *name)
 	return f;
 }
 
+struct collect {
+	struct csv_file *f;
+	size_t cap;
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+static int collect_row(const struct csv_row *r, void *arg)
+{
+	struct collect *c = arg;
+	struct csv_file *f = c->f;
+	if (f->nrows == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 64;
+		f->rows = xreallocarray(f->rows, c->cap, sizeof *f->rows);
+	}
+	f->rows[f->nrows++] = (struct csv_row){
+		.line = r->line,
+		.key = xstrdup(r->key),
+		.group = xstrdup(r->group),
+		.label = dup_or_null(r->label),
+		.board = dup_or_null(r->board),
+		.host = dup_or_null(r->host),
+		.mode = dup_or_null(r->mode),
+		.metric = xstrdup(r->metric),
+		.run = r->run,
+		.value = r->value,
+		.value_text = xstrdup(r->value_text),
+	};
+	return LAB_OK;
+}
+
 int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **out,
 	      struct lab_err *e)
 {
@@ -987,40 +877,14 @@ int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **o
 		return rc;
 	}
 	/* the rows in memory too, for callers that look at them (tests, fuzzing) */
-	sqlite3_stmt *q;
-	size_t cap = 0;
-	if (sqlite3_prepare_v2(f->scratch->db, scratch_sql[SQ_ROWS], -1, &q, NULL) != SQLITE_OK) {
-		rc = lab_err_set(e, LAB_EINFRA, "import scratch file: %s", sqlite3_errmsg(f->scratch->db));
+	struct collect col = {.f = f};
+	f->nrows = 0;
+	rc = store_scratch_each_row(f->scratch, collect_row, &col, e);
+	if (rc) {
 		csv_free(f);
 		*out = NULL;
 		return rc;
 	}
-	size_t n = 0;
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? 2 * cap : 64;
-			f->rows = xreallocarray(f->rows, cap, sizeof *f->rows);
-		}
-		struct csv_row *r = &f->rows[n++];
-		const char *c[11];
-		for (int i = 0; i < 11; i++)
-			c[i] = (const char *)sqlite3_column_text(q, i);
-		*r = (struct csv_row){
-			.line = sqlite3_column_int(q, 0),
-			.key = xstrdup(c[1]),
-			.group = xstrdup(c[2]),
-			.label = c[3] ? xstrdup(c[3]) : NULL,
-			.board = c[4] ? xstrdup(c[4]) : NULL,
-			.host = c[5] ? xstrdup(c[5]) : NULL,
-			.mode = c[6] ? xstrdup(c[6]) : NULL,
-			.metric = xstrdup(c[7]),
-			.run = sqlite3_column_int(q, 8),
-			.value = sqlite3_column_double(q, 9),
-			.value_text = xstrdup(c[10]),
-		};
-	}
-	sqlite3_finalize(q);
-	f->nrows = n;
 	*out = f;
 	return LAB_OK;
 }
@@ -1064,7 +928,7 @@ void csv_free(struct csv_file *f)
 		free_row(&f->rows[i]);
 	for (size_t i = 0; i < f->nbad; i++)
 		free(f->bad[i].reason);
-	scratch_free(f->scratch);
+	store_scratch_free(f->scratch);
 	free(f->rows);
 	free(f->bad);
 	free(f->name);

@@ -39,7 +39,7 @@ struct csv_bad {
 	char *reason;
 };
 
-struct csv_scratch;
+struct store_scratch;
 
 struct csv_file {
 	enum csv_layout layout;
@@ -57,7 +57,7 @@ struct csv_file {
 	struct csv_bad *bad;
 	size_t nbad;      /* bad lines kept (<= CSV_MAX_BAD) */
 	size_t nbad_total;
-	struct csv_scratch *scratch; /* the good rows, in a temporary SQLite file */
+	struct store_scratch *scratch; /* the good rows, in a temporary SQLite file */
 };
 
 const char *csv_layout_name(enum csv_layout l);

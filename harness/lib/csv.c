@@ -761,7 +761,8 @@ static int scan(struct csv_rd *rd, const char *name, struct csv_file *f, struct 
 				lab_buf_append(&comments, "\n", 1);
 			if (lab_buf_append(&comments, rd->buf + rec.start, rec.end - rec.start))
 				anomalies++;
-			if (header_seen)
+			/* kept as a C string: a NUL byte would cut it */
+			if (header_seen || memchr(rd->buf + rec.start, '\0', rec.end - rec.start))
 				anomalies++;
 			continue;
 		}

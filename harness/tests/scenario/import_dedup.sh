@@ -75,11 +75,17 @@ size=$(stat -c %s "$tmp/big.csv")
 # kill one import half-way: its run must not survive the next import
 "$EMMCLAB" import --db "$tmp/big.db" "$tmp/big.csv" >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 600); do
-	n=$(sqlite3 "$tmp/big.db" 'SELECT count(*) FROM sample' 2>/dev/null || echo 0)
-	[ "${n:-0}" -gt 20000 ] && break
+# (the whole file is read and checked before the first sample is written)
+n=0
+for _ in $(seq 3000); do
+	kill -0 "$pid" 2>/dev/null || break
+	if [ -s "$tmp/big.db" ]; then # never let sqlite3 create the file first
+		n=$(sqlite3 -readonly "$tmp/big.db" 'SELECT count(*) FROM sample' 2>/dev/null || echo 0)
+		[ "${n:-0}" -gt 20000 ] && break
+	fi
 	sleep 0.1
 done
+[ "${n:-0}" -gt 20000 ] || fail "the import wrote no samples within 300 s"
 # another writer gets the lock while the import runs (transactions of 5000 samples)
 start=$(date +%s%N)
 sqlite3 -cmd '.timeout 3000' "$tmp/big.db" 'BEGIN IMMEDIATE; SELECT 1; ROLLBACK;' >/dev/null ||

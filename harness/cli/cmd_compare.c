@@ -215,7 +215,7 @@ int cmd_compare(struct cli *cli, int argc, char **argv)
 	struct store *s;
 	if (cli_db_missing("compare", store_default_path(db)))
 		return 2;
-	if (store_open(store_default_path(db), STORE_NO_MIGRATE, &s, &e))
+	if (store_open(store_default_path(db), STORE_READONLY, &s, &e))
 		return cli_error(&e);
 	struct results *res = NULL;
 	struct compare_result *cr = NULL;
@@ -247,9 +247,13 @@ int cmd_compare(struct cli *cli, int argc, char **argv)
 		printf(",\"better\":%zu,\"worse\":%zu,\"no_difference\":%zu,\"no_test\":%zu}\n", cr->nbetter,
 		       cr->nworse, cr->nnodiff, cr->nnotest);
 	} else {
+		/* labels, board and kernel names come from DUTs, imports and configs */
+		FILE *f = lab_text_stream(stdout);
 		if (baseline)
-			printf("run %lld against baseline '%s'\n", (long long)run, baseline);
-		print_text(stdout, cr);
+			fprintf(f ? f : stdout, "run %lld against baseline '%s'\n", (long long)run, baseline);
+		print_text(f ? f : stdout, cr);
+		if (f)
+			fclose(f);
 	}
 out:;
 	/* With a baseline, a significant regression is a finding: exit 1. */

@@ -270,6 +270,21 @@ static int db_merge(struct db_args *a)
 	return 0;
 }
 
+/* Listings quote paths, board names and import sources: printed through
+ * lab_text_stream (control bytes escaped).  Export writes its own formats. */
+static int listed(int (*fn)(struct db_args *), struct db_args *a)
+{
+	FILE *real = stdout, *safe = lab_text_stream(real);
+	if (safe)
+		stdout = safe;
+	int rc = fn(a);
+	if (safe) {
+		stdout = real;
+		fclose(safe);
+	}
+	return rc;
+}
+
 int cmd_db(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
@@ -283,15 +298,15 @@ int cmd_db(struct cli *cli, int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc; /* -1: --help was shown */
 	if (strcmp(sub, "merge") == 0)
-		return db_merge(&a);
+		return listed(db_merge, &a);
 	if ((rc = no_extra(sub, &a)))
 		return rc;
 	if (strcmp(sub, "migrate") == 0)
-		return db_migrate(&a);
+		return listed(db_migrate, &a);
 	if (strcmp(sub, "info") == 0)
-		return db_info(&a);
+		return listed(db_info, &a);
 	if (strcmp(sub, "check") == 0)
-		return db_check(&a);
+		return listed(db_check, &a);
 	if (strcmp(sub, "export") == 0)
 		return db_export(&a);
 	fprintf(stderr, "emmclab: db: unknown subcommand '%s' (migrate, info, check, export, merge)\n",

@@ -13,7 +13,7 @@ const struct cli_opt cmd_import_opts[] = {
 	{"db", OPT_DB, "PATH", CLI_DB_HELP, 0},
 	{"skip-bad", OPT_SKIP_BAD, NULL,
 	 "import the good lines of a file with bad ones (still reported)", 0},
-	{"force", OPT_FORCE, NULL, "import a file again that was imported before (same sha256)", 0},
+	{"force", OPT_FORCE, NULL, "import rows again that were imported before (same content)", 0},
 	{NULL, 0, NULL, NULL, 0},
 };
 

@@ -121,7 +121,7 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 	struct store *s;
 	if (cli_db_missing("report", store_default_path(db)))
 		return 2;
-	if (store_open(store_default_path(db), STORE_NO_MIGRATE, &s, &e))
+	if (store_open(store_default_path(db), STORE_READONLY, &s, &e))
 		return cli_error(&e);
 	struct report_model *m = NULL;
 	int rc = report_build(s, &o, &m, &e);

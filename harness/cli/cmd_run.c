@@ -232,7 +232,14 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	struct progress_opts po = {.out = cli->quiet ? NULL : stderr, .format = log_format,
 				   .live = !cli->quiet && isatty(STDERR_FILENO), .state_dir = sdir};
 	struct progress *prog = progress_new(&po);
-	struct run_opts o = {.log = cli->quiet ? NULL : stderr, .verbose = cli->verbose,
+	/* the log and the tables quote DUT text (kernel versions, part labels,
+	 * console lines): through lab_text_stream, control bytes escaped.  The
+	 * progress output is not: its JSON is escaped by the encoder and its live
+	 * block is made of our own terminal sequences and safe names. */
+	FILE *log = lab_text_stream(stderr), *out = lab_text_stream(stdout);
+	if (log)
+		setvbuf(log, NULL, _IOLBF, 0);
+	struct run_opts o = {.log = cli->quiet ? NULL : log ? log : stderr, .verbose = cli->verbose,
 			     .transcript_dir = tdir, .slot_retries = 1, .progress = prog};
 	struct run_result res;
 	rc = run_plan(lab, s, &o, &res, &e);
@@ -243,7 +250,11 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	free(labfile);
 	free(self);
 	int exit_code = 0;
+	if (log)
+		fclose(log);
 	if (rc && res.run_id == 0) {
+		if (out)
+			fclose(out);
 		exit_code = cli_error(&e);
 		json_log = NULL;
 		progress_free(prog);
@@ -310,7 +321,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	if (baseline) {
 		int nreg = 0;
 		struct lab_err be = {0};
-		if (regress_check(s, res.run_id, baseline, &nreg, stdout, &be))
+		if (regress_check(s, res.run_id, baseline, &nreg, out ? out : stdout, &be))
 			say("baseline check: %s", be.msg);
 		else if (nreg > 0 && exit_code == 0)
 			exit_code = 1;
@@ -323,6 +334,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	json_log = NULL;
 	progress_free(prog);
 	free(sdir);
+	if (out)
+		fclose(out);
 	store_close(s);
 	config_free(lab);
 	return exit_code;

@@ -129,6 +129,11 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 	const char *path = store_default_path(db);
 	if (store_open(path, STORE_READONLY, &s, &e))
 		return cli_error(&e);
+	/* sources, board names and event messages come from DUTs, imports and
+	 * configs: everything goes through lab_text_stream (control bytes escaped) */
+	FILE *real = stdout, *safe = lab_text_stream(real);
+	if (safe)
+		stdout = safe;
 	int n, rc;
 	printf("database %s (schema %d)\n", path, store_schema_version(s));
 	/* Runs in progress first: what someone in another shell wants to see. */
@@ -166,6 +171,10 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 		rc = store_outbox_list(s, 0, false, print_upload, &n, &e);
 		if (!rc && n == 0)
 			printf("  (none)\n");
+	}
+	if (safe) {
+		stdout = real;
+		fclose(safe);
 	}
 	store_close(s);
 	if (rc)

@@ -122,10 +122,13 @@ int cli_error(const struct lab_err *e)
 {
 	/* The source location helps with infrastructure errors; a usage error
 	 * already names the user's file:line:column or the bad option. */
+	/* messages quote DUT, import and config text: control bytes escaped */
+	char msg[4 * sizeof e->msg];
+	lab_text_escape(msg, sizeof msg, e->msg);
 	if (e->where[0] && e->rc != LAB_EUSAGE)
-		fprintf(stderr, "emmclab: %s (%s)\n", e->msg, e->where);
+		fprintf(stderr, "emmclab: %s (%s)\n", msg, e->where);
 	else
-		fprintf(stderr, "emmclab: %s\n", e->msg[0] ? e->msg : lab_strerror(e->rc));
+		fprintf(stderr, "emmclab: %s\n", msg[0] ? msg : lab_strerror(e->rc));
 	return lab_exit_code(e->rc ? e->rc : LAB_EINFRA);
 }
 

@@ -266,9 +266,14 @@ static int open_transcript(struct board *b, const char *dir, struct lab_err *e)
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(ts, sizeof ts, "%Y%m%dT%H%M%SZ", &tm);
-	char *path = xasprintf("%s/%s-%d-%s.log", dir, b->cfg->name, b->boot_n, ts);
+	char *fname = xasprintf("%s-%d-%s.log", b->cfg->name, b->boot_n, ts);
+	char *path;
+	int rc = lab_path_join(dir, fname, &path, e); /* the name cannot leave dir */
+	free(fname);
+	if (rc)
+		return rc;
 	uint64_t max = b->lab && b->lab->transcript_max ? b->lab->transcript_max : 64u * 1024 * 1024;
-	int rc = transcript_open(path, max, &b->tr, e);
+	rc = transcript_open(path, max, &b->tr, e);
 	free(path);
 	if (rc)
 		return rc;
@@ -737,7 +742,14 @@ int board_boot(struct board *b, const struct kernel_cfg *kernel, const char *ext
 	free(b->workdir);
 	const char *base = transcript_dir && transcript_dir[0] ? transcript_dir :
 		b->lab && b->lab->transcripts && b->lab->transcripts[0] ? b->lab->transcripts : ".";
-	b->workdir = xasprintf("%s/%s-work", base, b->cfg->name);
+	char *wname = xasprintf("%s-work", b->cfg->name);
+	struct lab_err we = {0};
+	int wrc = lab_path_join(base, wname, &b->workdir, &we); /* the name cannot leave base */
+	free(wname);
+	if (wrc) {
+		complete(b, wrc, FAIL_DEPLOY, "%s", we.msg);
+		return LAB_OK;
+	}
 	lab_mkdir_p(b->workdir, 0755);
 	b->attempt = 0;
 	boot_attempt(b);

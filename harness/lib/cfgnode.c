@@ -199,6 +199,18 @@ static int perr(struct parser *p, const yaml_mark_t *m, const char *fmt, ...)
 			   (int)m->column + 1, msg);
 }
 
+/* The first control character of s (C0 but tab and newline, DEL, C1), or -1. */
+static int control_byte(const char *s)
+{
+	for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
+		if ((*q < 0x20 && *q != '\t' && *q != '\n') || *q == 0x7f)
+			return *q;
+		if (q[0] == 0xc2 && q[1] >= 0x80 && q[1] <= 0x9f)
+			return q[1];
+	}
+	return -1;
+}
+
 static int syntax_error(struct parser *p)
 {
 	yaml_parser_t *y = &p->yp;
@@ -411,6 +423,16 @@ static int parse_node(struct parser *p, yaml_event_t *ev, int depth, struct cfg_
 			if (strlen(n->value) != ev->data.scalar.length) {
 				cfg_free(n);
 				return perr(p, &ev->start_mark, "NUL byte in scalar");
+			}
+			/* libyaml refuses raw control bytes but lets escapes ("\e", "\x01",
+			 * "\u009b") make them: check the unescaped value */
+			int bad = control_byte(n->value);
+			if (bad >= 0) {
+				cfg_free(n);
+				return perr(p, &ev->start_mark,
+					    "control character U+%04X in scalar (only tab and newline "
+					    "are allowed)",
+					    (unsigned)bad);
 			}
 		}
 		add_anchor(p, ev->data.scalar.anchor, n);

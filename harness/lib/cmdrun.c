@@ -137,6 +137,20 @@ void cmdrun_kill(struct cmdrun *c)
 int cmdrun_expand(const struct opt_strlist *tmpl, const char *const keys[],
 		  const char *const vals[], size_t n, char ***out, struct lab_err *e)
 {
+	/* A value substituted into a shell script would be parsed again by the
+	 * shell (a board named 'x;reboot'): values go in argv elements only. */
+	size_t script = opt_argv_script(tmpl);
+	if (script) {
+		for (const char *open = strchr(tmpl->v[script], '{'); open; open = strchr(open + 1, '{'))
+			for (size_t k = 0; k < n; k++)
+				if (strncmp(open + 1, keys[k], strlen(keys[k])) == 0 &&
+				    open[1 + strlen(keys[k])] == '}')
+					return LAB_ERR(e, LAB_EUSAGE,
+					       "placeholder {%s} inside the script of '%s -c': the shell "
+					       "would parse the value again; pass it as an argument after "
+					       "the script ('{%s}') and use \"$1\" (or $0)",
+					       keys[k], tmpl->v[0], keys[k]);
+	}
 	char **argv = xcalloc(tmpl->n + 1, sizeof *argv);
 	for (size_t i = 0; i < tmpl->n; i++) {
 		struct lab_buf b;

@@ -32,7 +32,10 @@ void cmdrun_kill(struct cmdrun *c);
 /*
  * Expand a template: every "{name}" in every element is replaced by the value
  * of that name (keys/vals, n pairs; a NULL value is "").  An unknown
- * placeholder is an error naming it (LAB_EUSAGE).  Returns a NULL-terminated
+ * placeholder is an error naming it (LAB_EUSAGE).  A value lands inside one
+ * argv element and is never parsed again: a placeholder inside the script of
+ * a `sh -c SCRIPT` template is an error (pass it as an argument after the
+ * script instead).  Returns a NULL-terminated
  * argv to free with cmdrun_argv_free().
  */
 int cmdrun_expand(const struct opt_strlist *tmpl, const char *const keys[],

@@ -106,7 +106,7 @@ static const struct opt timeouts_opts[] = {
 };
 
 static const struct opt type_base_opts[] = {
-	{.key = "name", .type = OPT_STR, .offset = F(board_type, name), .flags = OPT_REQUIRED,
+	{.key = "name", .type = OPT_NAME, .offset = F(board_type, name), .flags = OPT_REQUIRED,
 	 .help = "type name, referenced by boards' `type:`"},
 	{.key = "description", .type = OPT_STR, .offset = F(board_type, description), .def = "",
 	 .help = "free text"},
@@ -135,15 +135,15 @@ static const struct opt part_opts[] = {
 	 .help = "human name of the fitted eMMC part"},
 	{.key = "cid", .type = OPT_STR, .offset = F(part_cfg, cid), .def = "",
 	 .help = "expected CID (32 hex digits); checked against the DUT's identity"},
-	{.key = "model", .type = OPT_STR, .offset = F(part_cfg, model), .def = "",
+	{.key = "model", .type = OPT_NAME, .offset = F(part_cfg, model), .def = "",
 	 .help = "simulator/virtual profile name"},
 	{0},
 };
 
 static const struct opt board_opts[] = {
-	{.key = "name", .type = OPT_STR, .offset = F(board_cfg, name), .flags = OPT_REQUIRED,
+	{.key = "name", .type = OPT_NAME, .offset = F(board_cfg, name), .flags = OPT_REQUIRED,
 	 .help = "unique board name"},
-	{.key = "type", .type = OPT_STR, .offset = F(board_cfg, type_name), .flags = OPT_REQUIRED,
+	{.key = "type", .type = OPT_NAME, .offset = F(board_cfg, type_name), .flags = OPT_REQUIRED,
 	 .help = "board type name (may come from `defaults:`)"},
 	{.key = "part", .type = OPT_SECTION, .offset = F(board_cfg, part), .sub = part_opts,
 	 .help = "the eMMC part fitted"},
@@ -165,7 +165,7 @@ static const struct opt board_opts[] = {
 };
 
 static const struct opt kernel_opts[] = {
-	{.key = "name", .type = OPT_STR, .offset = F(kernel_cfg, name), .flags = OPT_REQUIRED,
+	{.key = "name", .type = OPT_NAME, .offset = F(kernel_cfg, name), .flags = OPT_REQUIRED,
 	 .help = "kernel name, referenced by plans"},
 	{.key = "image", .type = OPT_STR, .offset = F(kernel_cfg, image), .def = "",
 	 .help = "kernel image path (relative to this file)"},
@@ -181,7 +181,7 @@ static const struct opt kernel_opts[] = {
 };
 
 static const struct opt workload_opts[] = {
-	{.key = "name", .type = OPT_STR, .offset = F(workload_cfg, name), .flags = OPT_REQUIRED,
+	{.key = "name", .type = OPT_NAME, .offset = F(workload_cfg, name), .flags = OPT_REQUIRED,
 	 .help = "androbench | fscopy | powerfail | fio"},
 	{.key = "args", .type = OPT_NODE, .offset = F(workload_cfg, args),
 	 .help = "map passed to the agent as key=value"},
@@ -191,7 +191,7 @@ static const struct opt workload_opts[] = {
 };
 
 static const struct opt suite_base_opts[] = {
-	{.key = "name", .type = OPT_STR, .offset = F(suite_cfg, name), .flags = OPT_REQUIRED,
+	{.key = "name", .type = OPT_NAME, .offset = F(suite_cfg, name), .flags = OPT_REQUIRED,
 	 .help = "suite name, referenced by plans"},
 	{.key = "description", .type = OPT_STR, .offset = F(suite_cfg, description), .def = "",
 	 .help = "free text"},
@@ -214,7 +214,7 @@ static const struct opt suite_base_opts[] = {
 };
 
 static const struct opt plan_base_opts[] = {
-	{.key = "name", .type = OPT_STR, .offset = F(plan_cfg, name), .flags = OPT_REQUIRED,
+	{.key = "name", .type = OPT_NAME, .offset = F(plan_cfg, name), .flags = OPT_REQUIRED,
 	 .help = "plan name (stored with the run)"},
 	{.key = "lab", .type = OPT_STR, .offset = F(plan_cfg, lab), .def = "",
 	 .help = "lab file to load (relative to the plan)"},
@@ -256,7 +256,7 @@ struct lab_section {
 };
 
 static const struct opt lab_opts[] = {
-	{.key = "name", .type = OPT_STR, .offset = F(lab_section, name), .def = "lab",
+	{.key = "name", .type = OPT_NAME, .offset = F(lab_section, name), .def = "lab",
 	 .help = "lab name"},
 	{.key = "results", .type = OPT_STR, .offset = F(lab_section, results), .def = "lab.db",
 	 .help = "results database (relative to the directory of the first file named)"},
@@ -763,6 +763,13 @@ static int build_workloads(struct suite_cfg *s, const struct cfg_node *wl, struc
 			rc = opt_parse(workload_opts, wl->items[i], w, e);
 		if (!rc && w->args && w->args->kind != CFG_MAP)
 			rc = cfg_error(e, w->args, "'args' expects a map of key: value");
+		/* keys reach the DUT's shell as key=value words: names only */
+		for (size_t k = 0; !rc && w->args && k < w->args->n; k++) {
+			const char *why = lab_name_check(w->args->keys[k]->value);
+			if (why)
+				rc = opt_name_error(e, w->args->keys[k], "args", w->args->keys[k]->value,
+						    why);
+		}
 		if (!rc && lab_mode_parse(w->name) < 0) {
 			bool known = false;
 			for (size_t j = 0; workload_names[j]; j++)

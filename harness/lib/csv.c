@@ -4,21 +4,27 @@
  * published layout.  See csv.h and docs/results-schema.md.
  *
  * The parser is RFC 4180 (quoted fields may hold commas, doubled quotes and
- * line ends; LF or CRLF records) plus '#' comment lines.  It works on the
- * whole buffer, caps every field, and never trusts the input: each problem
- * becomes a (line, reason) entry rather than an abort.
+ * line ends; LF or CRLF records) plus '#' comment lines.  It works on a
+ * window of the input (see struct csv_rd), caps every field and record, and
+ * never trusts the input: each problem becomes a (line, reason) entry rather
+ * than an abort.  Good rows go to a temporary SQLite file, not to memory.
  */
 #include "csv.h"
 #include "mode.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "store_scratch.h"
 
 #define CSV_MAX_COLS 64
 
@@ -37,10 +43,30 @@ static const char *const fscopy_cols[] = {"dut", "module", "mode", "run", "secon
 
 /* ---- record reader ---------------------------------------------------------- */
 
+/*
+ * The reader works on a window of the input: a whole buffer (csv_parse), or
+ * up to CSV_WINDOW bytes of a file refilled between records, so memory does
+ * not grow with the file.  Before each record the window holds at least
+ * CSV_MAX_RECORD bytes past pos (or the rest of the file): a record that
+ * reaches the window's end before the file's is longer than that, and bad.
+ */
+#define CSV_WINDOW (1u << 20)
+#define CSV_MAX_RECORD (512u << 10)
+
 struct csv_rd {
 	const char *buf;
 	size_t len, pos;
 	int line; /* line of buf[pos] */
+	/* file input (fd >= 0); buf == win */
+	int fd;
+	char *win;
+	bool eof;
+	const char *path;
+	struct lab_sha256_ctx *sha;
+	uint64_t bytes;  /* read so far */
+	bool seen_lf;    /* crlf is decided by the file's first LF */
+	int crlf;
+	char last;       /* last byte read */
 };
 
 struct csv_field {
@@ -55,6 +81,7 @@ struct csv_rec {
 	int line;
 	size_t start, end; /* span of the whole record, line end excluded */
 	int had_eol;
+	int eol_len;       /* 1 (LF) or 2 (CRLF) when had_eol */
 	struct csv_field f[CSV_MAX_COLS];
 	size_t nf;         /* fields seen (may exceed CSV_MAX_COLS: only the first are kept) */
 	const char *err;   /* malformed: why */
@@ -86,6 +113,7 @@ static void skip_line(struct csv_rd *rd, struct csv_rec *r)
 	if (r->end > r->start && rd->buf[r->end - 1] == '\r')
 		r->end--;
 	if (rd->pos < rd->len) {
+		r->eol_len = rd->pos > r->start && rd->buf[rd->pos - 1] == '\r' ? 2 : 1;
 		rd->pos++;
 		rd->line++;
 		r->had_eol = 1;
@@ -105,6 +133,7 @@ static int read_record(struct csv_rd *rd, struct csv_rec *r)
 		rd->pos += el;
 		rd->line++;
 		r->had_eol = 1;
+		r->eol_len = (int)el;
 		return r->kind = REC_BLANK;
 	}
 	if (rd->buf[rd->pos] == '#') {
@@ -184,6 +213,7 @@ static int read_record(struct csv_rd *rd, struct csv_rec *r)
 			rd->pos += el;
 			rd->line++;
 			r->had_eol = 1;
+			r->eol_len = (int)el;
 		}
 		return r->kind;
 	}
@@ -193,7 +223,7 @@ static int read_record(struct csv_rd *rd, struct csv_rec *r)
 
 struct parse_ctx {
 	struct csv_file *f;
-	size_t cap_rows, cap_bad;
+	size_t cap_bad;
 };
 
 static void add_bad(struct parse_ctx *c, int line, const char *fmt, ...)
@@ -298,20 +328,35 @@ static int parse_run(const char *t, int *out)
 	return 0;
 }
 
-static void check_row(struct parse_ctx *c, const char *buf, const struct csv_rec *r)
+static void free_row(struct csv_row *r)
+{
+	free(r->key);
+	free(r->group);
+	free(r->label);
+	free(r->board);
+	free(r->host);
+	free(r->mode);
+	free(r->metric);
+	free(r->value_text);
+}
+
+/* Validate one data record into *out (owned strings, free_row); 0 when good,
+ * -1 when it was recorded as a bad line. */
+static int check_row(struct parse_ctx *c, const char *buf, const struct csv_rec *r,
+		     struct csv_row *out)
 {
 	struct csv_file *f = c->f;
 	size_t want = f->layout == CSV_ANDROBENCH ? 6 : 5;
 	char ex[64];
 	if (r->nf != want) {
 		add_bad(c, r->line, "expected %zu columns, found %zu", want, r->nf);
-		return;
+		return -1;
 	}
 	for (size_t i = 0; i < 3; i++) {
 		if (r->f[i].val[0] == '\0') {
 			add_bad(c, r->line, "empty %s",
 				(f->layout == CSV_ANDROBENCH ? androbench_cols : fscopy_cols)[i]);
-			return;
+			return -1;
 		}
 	}
 	struct csv_row row = {.line = r->line};
@@ -321,11 +366,11 @@ static void check_row(struct parse_ctx *c, const char *buf, const struct csv_rec
 		if (strcmp(q, "0") != 0 && strcmp(q, "1") != 0) {
 			excerpt(ex, sizeof ex, q);
 			add_bad(c, r->line, "queue_fua must be 0 or 1, not '%s'", ex);
-			return;
+			return -1;
 		}
 		if (r->f[3].val[0] == '\0') {
 			add_bad(c, r->line, "empty workload");
-			return;
+			return -1;
 		}
 		run_t = r->f[4].val;
 		val_t = r->f[5].val;
@@ -338,17 +383,17 @@ static void check_row(struct parse_ctx *c, const char *buf, const struct csv_rec
 	if (parse_run(run_t, &row.run)) {
 		excerpt(ex, sizeof ex, run_t);
 		add_bad(c, r->line, "run '%s' is not a positive integer", ex);
-		return;
+		return -1;
 	}
 	if (!decimal_text(val_t) || lab_parse_double(val_t, &row.value) || !isfinite(row.value)) {
 		excerpt(ex, sizeof ex, val_t);
 		add_bad(c, r->line, "value '%s' is not a number", ex);
-		return;
+		return -1;
 	}
 	if (row.value < 0 || val_t[0] == '-') {
 		excerpt(ex, sizeof ex, val_t);
 		add_bad(c, r->line, "negative value %s", ex);
-		return;
+		return -1;
 	}
 	row.key = xstrndup(buf + r->f[0].raw_start, r->f[2].raw_end - r->f[0].raw_start);
 	row.group = xasprintf("%zu:%s%zu:%s%zu:%s", strlen(r->f[0].val), r->f[0].val,
@@ -366,88 +411,20 @@ static void check_row(struct parse_ctx *c, const char *buf, const struct csv_rec
 		row.mode = xstrdup(r->f[2].val);
 		row.metric = xstrdup("wall_time");
 	}
-	if (f->nrows == c->cap_rows) {
-		c->cap_rows = c->cap_rows ? 2 * c->cap_rows : 64;
-		f->rows = xreallocarray(f->rows, c->cap_rows, sizeof *f->rows);
-	}
-	f->rows[f->nrows++] = row;
-	return;
+	*out = row;
+	return 0;
 bad_mode:
 	excerpt(ex, sizeof ex, r->f[2].val);
 	char modes[256];
 	lab_mode_list(modes, sizeof modes, ", ");
 	add_bad(c, r->line, "unknown mode '%s' (%s)", ex, modes);
-}
-
-/* ---- duplicates ------------------------------------------------------------------ */
-
-static int cmp_rowp(const void *a, const void *b)
-{
-	const struct csv_row *x = *(const struct csv_row *const *)a;
-	const struct csv_row *y = *(const struct csv_row *const *)b;
-	int c = strcmp(x->group, y->group);
-	if (!c)
-		c = strcmp(x->metric, y->metric);
-	if (!c)
-		c = (x->run > y->run) - (x->run < y->run);
-	if (!c)
-		c = (x->line > y->line) - (x->line < y->line);
-	return c;
+	return -1;
 }
 
 static int cmp_bad(const void *a, const void *b)
 {
 	const struct csv_bad *x = a, *y = b;
 	return (x->line > y->line) - (x->line < y->line);
-}
-
-static void free_row(struct csv_row *r)
-{
-	free(r->key);
-	free(r->group);
-	free(r->label);
-	free(r->board);
-	free(r->host);
-	free(r->mode);
-	free(r->metric);
-	free(r->value_text);
-}
-
-/* A run number twice in one group (and workload) is a bad line: the later one. */
-static void drop_duplicates(struct parse_ctx *c)
-{
-	struct csv_file *f = c->f;
-	if (f->nrows < 2)
-		return;
-	struct csv_row **idx = xcalloc(f->nrows, sizeof *idx);
-	for (size_t i = 0; i < f->nrows; i++)
-		idx[i] = &f->rows[i];
-	qsort(idx, f->nrows, sizeof *idx, cmp_rowp);
-	char *dead = xcalloc(f->nrows, 1);
-	for (size_t i = 1; i < f->nrows; i++) {
-		const struct csv_row *p = idx[i - 1], *r = idx[i];
-		if (strcmp(p->group, r->group) || strcmp(p->metric, r->metric) || p->run != r->run)
-			continue;
-		size_t first = i - 1;
-		while (first > 0 && dead[idx[first] - f->rows])
-			first--;
-		char ex[64];
-		excerpt(ex, sizeof ex, r->key);
-		add_bad(c, r->line, "duplicate run %d for %s%s%s (first on line %d)", r->run, ex,
-			f->layout == CSV_ANDROBENCH ? " " : "",
-			f->layout == CSV_ANDROBENCH ? r->metric : "", idx[first]->line);
-		dead[r - f->rows] = 1;
-	}
-	size_t j = 0;
-	for (size_t i = 0; i < f->nrows; i++) {
-		if (dead[i])
-			free_row(&f->rows[i]);
-		else
-			f->rows[j++] = f->rows[i];
-	}
-	f->nrows = j;
-	free(dead);
-	free(idx);
 }
 
 static uint64_t fnv1a(const char *s)
@@ -501,15 +478,27 @@ void csv_map_free(struct csv_map *m)
 
 /* ---- rendering in the published layout ----------------------------------------- */
 
+bool csv_formula_like(const char *v)
+{
+	if (!v || !v[0] || !strchr("=+-@\t\r", v[0]))
+		return false;
+	double d;
+	return lab_parse_double(v, &d) != LAB_OK;
+}
+
 void csv_put_field(struct lab_buf *b, const char *v)
 {
 	if (!v)
 		v = "";
-	if (!strpbrk(v, ",\"\r\n")) {
+	bool formula = csv_formula_like(v);
+	if (formula)
+		lab_buf_append(b, "\"'", 2);
+	if (!formula && !strpbrk(v, ",\"\r\n")) {
 		lab_buf_append(b, v, strlen(v));
 		return;
 	}
-	lab_buf_append(b, "\"", 1);
+	if (!formula)
+		lab_buf_append(b, "\"", 1);
 	for (const char *p = v; *p; p++) {
 		if (*p == '"')
 			lab_buf_append(b, "\"", 1);
@@ -553,56 +542,216 @@ void csv_render_row(struct csv_out *r, enum csv_layout l, const char *key, const
 	lab_buf_append(r->b, value_text, strlen(value_text));
 }
 
-/* Would export --layout original give back these bytes?  Rows of one job
- * share the key of the job's first row, as the store keeps one per job. */
-static int check_exact(const struct csv_file *f, const char *buf, size_t len)
+
+/* ---- content hash ----------------------------------------------------------------- */
+
+/* Trimmed, inner runs of blanks made one space: re-saving a file may change those. */
+static void norm_append(struct lab_buf *b, const char *s)
 {
-	struct lab_buf b;
-	struct csv_out r = {.b = &b, .eol = f->crlf ? "\r\n" : "\n"};
-	lab_buf_init(&b, 0);
-	csv_render_head(&r, f->comments, f->header);
-	struct csv_map first = {0};
-	for (size_t i = 0; i < f->nrows; i++) {
-		int found;
-		int64_t *k = csv_map_slot(&first, f->rows[i].group, &found);
-		if (!found)
-			*k = (int64_t)i;
-		const char *key = f->rows[*k].key;
-		csv_render_row(&r, f->layout, key, f->rows[i].metric, f->rows[i].run,
-			   f->rows[i].value_text);
-		if (b.len > len)
-			break;
+	s = s ? s : "";
+	while (*s == ' ' || *s == '\t')
+		s++;
+	bool blank = false;
+	for (; *s; s++) {
+		if (*s == ' ' || *s == '\t') {
+			blank = true;
+			continue;
+		}
+		if (blank)
+			lab_buf_append(b, " ", 1);
+		blank = false;
+		lab_buf_append(b, s, 1);
 	}
-	csv_map_free(&first);
-	if (f->final_eol)
-		lab_buf_append(&b, r.eol, strlen(r.eol));
-	int same = b.len == len && memcmp(b.data, buf, len) == 0;
-	lab_buf_free(&b);
-	return same;
 }
 
-/* ---- parse ------------------------------------------------------------------------- */
-
-int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **out,
-	      struct lab_err *e)
+void csv_content_add(struct csv_content *c, const char *label, const char *board,
+		     const char *host, const char *mode, const char *metric, int run, double value)
 {
-	struct csv_file *f = xcalloc(1, sizeof *f);
-	struct parse_ctx c = {.f = f};
-	struct csv_rd rd = {.buf = buf, .len = len, .line = 1};
+	struct lab_buf b;
+	lab_buf_init(&b, 0);
+	const char *const fields[] = {label, board, host, mode, metric};
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(fields); i++) {
+		norm_append(&b, fields[i]);
+		lab_buf_append(&b, "\x1f", 1);
+	}
+	char num[40];
+	lab_fmt_double(num, sizeof num, value);
+	lab_buf_printf(&b, "%d\x1f%s", run, num);
+	unsigned char md[32];
+	lab_sha256_raw(b.data, b.len, md);
+	lab_buf_free(&b);
+	/* the sum of the rows' digests mod 2^256: the same for any order of the rows */
+	unsigned carry = 0;
+	for (int i = 31; i >= 0; i--) {
+		unsigned t = (unsigned)c->sum[i] + md[i] + carry;
+		c->sum[i] = (unsigned char)t;
+		carry = t >> 8;
+	}
+	c->n++;
+}
+
+void csv_content_hex(const struct csv_content *c, const char *layout, char hex[65])
+{
+	struct lab_buf b;
+	lab_buf_init(&b, 0);
+	lab_buf_printf(&b, "emmclab-rows/1\n%s\n%" PRIu64 "\n", layout, c->n);
+	lab_buf_append(&b, c->sum, sizeof c->sum);
+	lab_sha256(b.data, b.len, hex);
+	lab_buf_free(&b);
+}
+
+/* ---- the scratch (store_scratch.c): the good rows on disk ---------------------------- */
+
+int csv_id_get(struct csv_file *f, const char *key, int64_t *id, struct lab_err *e)
+{
+	return store_scratch_id_get(f->scratch, key, id, e);
+}
+
+int csv_id_put(struct csv_file *f, const char *key, int64_t id, struct lab_err *e)
+{
+	return store_scratch_id_put(f->scratch, key, id, e);
+}
+
+int csv_each_row(struct csv_file *f, int (*cb)(const struct csv_row *r, void *arg), void *arg,
+		 struct lab_err *e)
+{
+	return store_scratch_each_row(f->scratch, cb, arg, e);
+}
+
+/* ---- scan ---------------------------------------------------------------------------- */
+
+static void rd_feed(struct csv_rd *rd, const char *p, size_t n)
+{
+	if (n == 0)
+		return;
+	lab_sha256_update(rd->sha, p, n);
+	rd->bytes += n;
+	if (!rd->seen_lf) {
+		const char *lf = memchr(p, '\n', n);
+		if (lf) {
+			rd->seen_lf = true;
+			rd->crlf = (lf > p ? lf[-1] : rd->last) == '\r';
+		}
+	}
+	rd->last = p[n - 1];
+}
+
+/* Keep at least CSV_MAX_RECORD bytes past pos in the window, or all that is left. */
+static int rd_fill(struct csv_rd *rd, struct lab_err *e)
+{
+	if (rd->fd < 0 || rd->eof || rd->len - rd->pos >= CSV_MAX_RECORD)
+		return LAB_OK;
+	memmove(rd->win, rd->win + rd->pos, rd->len - rd->pos);
+	rd->len -= rd->pos;
+	rd->pos = 0;
+	while (rd->len < CSV_WINDOW && !rd->eof) {
+		ssize_t n = read(rd->fd, rd->win + rd->len, CSV_WINDOW - rd->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return lab_err_set(e, LAB_EINFRA, "%s: read: %s", rd->path, strerror(errno));
+		if (n == 0)
+			rd->eof = true;
+		rd_feed(rd, rd->win + rd->len, (size_t)n);
+		rd->len += (size_t)n;
+	}
+	return LAB_OK;
+}
+
+/* A record ran into the end of the window: drop the rest of its physical line. */
+static int rd_skip_overlong(struct csv_rd *rd, struct lab_err *e)
+{
+	for (;;) {
+		const char *lf = memchr(rd->buf + rd->pos, '\n', rd->len - rd->pos);
+		if (lf) {
+			rd->pos = (size_t)(lf - rd->buf) + 1;
+			rd->line++;
+			return LAB_OK;
+		}
+		rd->pos = rd->len;
+		if (rd->eof)
+			return LAB_OK;
+		int rc = rd_fill(rd, e);
+		if (rc)
+			return rc;
+		if (rd->len == 0 && rd->eof)
+			return LAB_OK;
+	}
+}
+
+struct scan {
+	struct parse_ctx c;
+	struct csv_rd *rd;
+	struct csv_content content;
+	bool rows_exact; /* every good row re-renders as written */
+	struct lab_buf render;
+};
+
+/* A good row: into the scratch, or a duplicate (the later line is the bad one). */
+static int keep_row(struct scan *sc, const struct csv_rec *rec, struct csv_row *row,
+		    struct lab_err *e)
+{
+	struct csv_file *f = sc->c.f;
+	int first = 0;
+	int rc = store_scratch_add_row(f->scratch, row, &first, e);
+	if (rc)
+		return rc;
+	if (first) {
+		char ex[64];
+		excerpt(ex, sizeof ex, row->key);
+		add_bad(&sc->c, row->line, "duplicate run %d for %s%s%s (first on line %d)", row->run,
+			ex, f->layout == CSV_ANDROBENCH ? " " : "",
+			f->layout == CSV_ANDROBENCH ? row->metric : "", first);
+		return LAB_OK;
+	}
+	f->nrows++;
+	csv_content_add(&sc->content, row->label, row->board, row->host, row->mode, row->metric,
+			row->run, row->value);
+	if (!sc->rows_exact)
+		return LAB_OK;
+	/* Export renders every row of a job with the key of its first row. */
+	bool same;
+	if ((rc = store_scratch_first_key(f->scratch, row->group, row->key, &same, e)))
+		return rc;
+	if (!same)
+		sc->rows_exact = false;
+	struct csv_out out = {.b = &sc->render, .eol = ""};
+	sc->render.len = 0;
+	csv_render_row(&out, f->layout, row->key, row->metric, row->run, row->value_text);
+	if (sc->render.len != rec->end - rec->start ||
+	    memcmp(sc->render.data, sc->rd->buf + rec->start, sc->render.len) != 0)
+		sc->rows_exact = false;
+	return LAB_OK;
+}
+
+static int scan(struct csv_rd *rd, const char *name, struct csv_file *f, struct lab_err *e)
+{
+	struct scan sc = {.c = {.f = f}, .rd = rd, .rows_exact = true};
 	struct csv_rec rec = {0};
 	struct lab_buf comments;
-	int rc = LAB_OK;
-	const char *base = strrchr(name, '/');
-	f->name = xstrdup(base ? base + 1 : name);
-	f->bytes = len;
-	lab_sha256(buf, len, f->sha256);
-	const char *nl = memchr(buf, '\n', len);
-	f->crlf = nl && nl > buf && nl[-1] == '\r';
-	f->final_eol = len > 0 && buf[len - 1] == '\n';
+	int rc = store_scratch_new(&f->scratch, e);
+	if (rc)
+		return rc;
 	lab_buf_init(&comments, 1u << 20);
-
+	lab_buf_init(&sc.render, 0);
 	int header_seen = 0, anomalies = 0;
-	while (read_record(&rd, &rec) != REC_EOF) {
+	for (;;) {
+		if ((rc = rd_fill(rd, e)))
+			break;
+		if (read_record(rd, &rec) == REC_EOF)
+			break;
+		if (rd->fd >= 0 && !rd->eof && rd->pos >= rd->len) {
+			/* longer than the window allows: bad, and skipped to its line end */
+			int line = rec.line;
+			rec_clear(&rec);
+			rec.kind = REC_DATA;
+			rec.line = line;
+			rec.err = "record longer than 512 KiB";
+			if ((rc = rd_skip_overlong(rd, e)))
+				break;
+		}
+		if (rec.had_eol && rec.eol_len != (rd->crlf ? 2 : 1))
+			anomalies++; /* mixed line ends: export would use one */
 		if (rec.kind == REC_BLANK) {
 			anomalies++;
 			continue;
@@ -610,9 +759,10 @@ int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **o
 		if (rec.kind == REC_COMMENT) {
 			if (comments.len)
 				lab_buf_append(&comments, "\n", 1);
-			if (lab_buf_append(&comments, buf + rec.start, rec.end - rec.start))
+			if (lab_buf_append(&comments, rd->buf + rec.start, rec.end - rec.start))
 				anomalies++;
-			if (header_seen)
+			/* kept as a C string: a NUL byte would cut it */
+			if (header_seen || memchr(rd->buf + rec.start, '\0', rec.end - rec.start))
 				anomalies++;
 			continue;
 		}
@@ -628,7 +778,7 @@ int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **o
 				f->layout = CSV_FSCOPY;
 			} else {
 				char ex[64];
-				char *h = xstrndup(buf + rec.start, rec.end - rec.start);
+				char *h = xstrndup(rd->buf + rec.start, rec.end - rec.start);
 				excerpt(ex, sizeof ex, h);
 				free(h);
 				rc = lab_err_set(e, LAB_EUSAGE,
@@ -637,57 +787,149 @@ int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **o
 						 "dut,module,mode,run,seconds)", name, rec.line, ex);
 				break;
 			}
-			f->header = xstrndup(buf + rec.start, rec.end - rec.start);
+			f->header = xstrndup(rd->buf + rec.start, rec.end - rec.start);
 			header_seen = 1;
 			continue;
 		}
 		if (rec.err) {
-			add_bad(&c, rec.line, "%s", rec.err);
+			add_bad(&sc.c, rec.line, "%s", rec.err);
 			continue;
 		}
-		check_row(&c, buf, &rec);
+		struct csv_row row;
+		if (check_row(&sc.c, rd->buf, &rec, &row) == 0) {
+			rc = keep_row(&sc, &rec, &row, e);
+			free_row(&row);
+			if (rc)
+				break;
+		}
 	}
 	rec_clear(&rec);
+	lab_buf_free(&sc.render);
 	if (rc == LAB_OK && !header_seen)
 		rc = lab_err_set(e, LAB_EUSAGE, "%s: no header line (empty file or only comments)",
 				 name);
+	if (rc == LAB_OK) {
+		f->comments = comments.len ? xstrndup(comments.data, comments.len) : NULL;
+		if (f->nbad)
+			qsort(f->bad, f->nbad, sizeof *f->bad, cmp_bad);
+		f->exact = !anomalies && f->nbad_total == 0 && sc.rows_exact;
+		csv_content_hex(&sc.content, csv_layout_name(f->layout), f->content_sha256);
+	}
+	lab_buf_free(&comments);
+	return rc;
+}
+
+static struct csv_file *file_new(const char *name)
+{
+	struct csv_file *f = xcalloc(1, sizeof *f);
+	const char *base = strrchr(name, '/');
+	f->name = xstrdup(base ? base + 1 : name);
+	return f;
+}
+
+struct collect {
+	struct csv_file *f;
+	size_t cap;
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+static int collect_row(const struct csv_row *r, void *arg)
+{
+	struct collect *c = arg;
+	struct csv_file *f = c->f;
+	if (f->nrows == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 64;
+		f->rows = xreallocarray(f->rows, c->cap, sizeof *f->rows);
+	}
+	f->rows[f->nrows++] = (struct csv_row){
+		.line = r->line,
+		.key = xstrdup(r->key),
+		.group = xstrdup(r->group),
+		.label = dup_or_null(r->label),
+		.board = dup_or_null(r->board),
+		.host = dup_or_null(r->host),
+		.mode = dup_or_null(r->mode),
+		.metric = xstrdup(r->metric),
+		.run = r->run,
+		.value = r->value,
+		.value_text = xstrdup(r->value_text),
+	};
+	return LAB_OK;
+}
+
+int csv_parse(const char *buf, size_t len, const char *name, struct csv_file **out,
+	      struct lab_err *e)
+{
+	struct csv_file *f = file_new(name);
+	struct csv_rd rd = {.buf = buf, .len = len, .line = 1, .fd = -1, .eof = true};
+	f->bytes = len;
+	lab_sha256(buf, len, f->sha256);
+	const char *nl = memchr(buf, '\n', len);
+	rd.crlf = f->crlf = nl && nl > buf && nl[-1] == '\r';
+	f->final_eol = len > 0 && buf[len - 1] == '\n';
+	int rc = scan(&rd, name, f, e);
 	if (rc) {
-		lab_buf_free(&comments);
 		csv_free(f);
 		*out = NULL;
 		return rc;
 	}
-	f->comments = comments.len ? xstrndup(comments.data, comments.len) : NULL;
-	lab_buf_free(&comments);
-	drop_duplicates(&c);
-	if (f->nbad)
-		qsort(f->bad, f->nbad, sizeof *f->bad, cmp_bad);
-	f->exact = !anomalies && f->nbad_total == 0 && check_exact(f, buf, len);
+	/* the rows in memory too, for callers that look at them (tests, fuzzing) */
+	struct collect col = {.f = f};
+	f->nrows = 0;
+	rc = store_scratch_each_row(f->scratch, collect_row, &col, e);
+	if (rc) {
+		csv_free(f);
+		*out = NULL;
+		return rc;
+	}
 	*out = f;
 	return LAB_OK;
 }
 
 int csv_read_file(const char *path, struct csv_file **out, struct lab_err *e)
 {
-	char *buf;
-	size_t len;
 	*out = NULL;
-	int rc = lab_read_file(path, CSV_MAX_FILE, &buf, &len, e);
-	if (rc)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return lab_err_set(e, errno == ENOENT ? LAB_EUSAGE : LAB_EINFRA, "%s: %s", path,
+				   strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		close(fd);
+		return lab_err_set(e, LAB_EUSAGE, "%s: is a directory", path);
+	}
+	struct csv_file *f = file_new(path);
+	struct csv_rd rd = {.line = 1, .fd = fd, .path = path, .sha = lab_sha256_new()};
+	rd.win = xmalloc(CSV_WINDOW);
+	rd.buf = rd.win;
+	int rc = scan(&rd, path, f, e);
+	close(fd);
+	free(rd.win);
+	lab_sha256_final(rd.sha, f->sha256);
+	if (rc) {
+		csv_free(f);
 		return rc;
-	rc = csv_parse(buf, len, path, out, e);
-	free(buf);
-	return rc;
+	}
+	f->bytes = (size_t)rd.bytes;
+	f->crlf = rd.crlf;
+	f->final_eol = rd.bytes > 0 && rd.last == '\n';
+	*out = f;
+	return LAB_OK;
 }
 
 void csv_free(struct csv_file *f)
 {
 	if (!f)
 		return;
-	for (size_t i = 0; i < f->nrows; i++)
+	for (size_t i = 0; f->rows && i < f->nrows; i++)
 		free_row(&f->rows[i]);
 	for (size_t i = 0; i < f->nbad; i++)
 		free(f->bad[i].reason);
+	store_scratch_free(f->scratch);
 	free(f->rows);
 	free(f->bad);
 	free(f->name);

@@ -173,6 +173,56 @@ static void format_bound(char *buf, size_t n, const struct opt *o, double v)
 
 /* ---- values ---- */
 
+size_t opt_argv_script(const struct opt_strlist *tmpl)
+{
+	static const char *const shells[] = {"sh", "bash", "dash", "ash", "ksh", "mksh", "zsh"};
+	if (tmpl->n < 2)
+		return 0;
+	const char *prog = strrchr(tmpl->v[0], '/');
+	prog = prog ? prog + 1 : tmpl->v[0];
+	bool shell = false;
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(shells); i++)
+		shell |= strcmp(prog, shells[i]) == 0;
+	if (!shell)
+		return 0;
+	for (size_t i = 1; i + 1 < tmpl->n && tmpl->v[i][0] == '-'; i++)
+		if (tmpl->v[i][1] != '-' && strchr(tmpl->v[i], 'c'))
+			return i + 1; /* -c, -ec, -xc ...: the next word is the script */
+	return 0;
+}
+
+/* A "{word}" inside a shell script would be substituted and parsed again by the shell. */
+static int argv_check(const struct opt *o, const struct cfg_node *val,
+		      const struct opt_strlist *l, struct lab_err *e)
+{
+	size_t script = opt_argv_script(l);
+	if (script == 0)
+		return LAB_OK;
+	for (const char *open = strchr(l->v[script], '{'); open; open = strchr(open + 1, '{')) {
+		size_t k = strspn(open + 1, "abcdefghijklmnopqrstuvwxyz_");
+		if (k && open[1 + k] == '}') {
+			const struct cfg_node *at = val->kind == CFG_SEQ && script < val->n ?
+							    val->items[script] : val;
+			return cfg_error(e, at,
+					 "'%s': placeholder {%.*s} inside the script of '%s -c': the "
+					 "shell would parse the value again; pass it as an argument "
+					 "after the script ('{%.*s}') and use \"$1\"",
+					 o->key, (int)k, open + 1, l->v[0], (int)k, open + 1);
+		}
+	}
+	return LAB_OK;
+}
+
+int opt_name_error(struct lab_err *e, const struct cfg_node *at, const char *key,
+		   const char *value, const char *why)
+{
+	char shown[160];
+	lab_text_escape(shown, sizeof shown, value);
+	return cfg_error(e, at, "'%s': '%s' is not a valid name: %s "
+			 "([A-Za-z0-9][A-Za-z0-9._+-]{0,63}, no '..'; see docs/configuration.md)",
+			 key, shown, why);
+}
+
 static const char *kind_name(const struct cfg_node *n)
 {
 	switch (n->kind) {
@@ -197,10 +247,12 @@ static void free_one(const struct opt *o, void *obj)
 	void *p = field(obj, o);
 	switch (o->type) {
 	case OPT_STR:
+	case OPT_NAME:
 		free(*(char **)p);
 		*(char **)p = NULL;
 		break;
 	case OPT_STRLIST:
+	case OPT_ARGV:
 		strlist_free(p);
 		break;
 	case OPT_NODE:
@@ -254,12 +306,13 @@ int opt_parse_value(const struct opt *o, const struct cfg_node *val, void *obj, 
 		free_one(o, obj);
 		return set_default_one(o, obj, e);
 	}
-	bool need_scalar = o->type != OPT_STRLIST && o->type != OPT_NODE && o->type != OPT_SECTION;
+	bool need_scalar = o->type != OPT_STRLIST && o->type != OPT_ARGV && o->type != OPT_NODE &&
+			   o->type != OPT_SECTION;
 	if (need_scalar && val->kind != CFG_SCALAR) {
 		static const char *const what[] = {
 			[OPT_STR] = "a string", [OPT_INT] = "an integer", [OPT_DOUBLE] = "a number",
 			[OPT_BOOL] = "a boolean", [OPT_DURATION] = "a duration", [OPT_SIZE] = "a size",
-			[OPT_ENUM] = "one word",
+			[OPT_ENUM] = "one word", [OPT_NAME] = "a name",
 		};
 		return cfg_error(e, val, "'%s' expects %s, got %s", o->key, what[o->type],
 				 kind_name(val));
@@ -270,6 +323,15 @@ int opt_parse_value(const struct opt *o, const struct cfg_node *val, void *obj, 
 		free(*(char **)p);
 		*(char **)p = xstrdup(s);
 		return LAB_OK;
+	case OPT_NAME: {
+		/* "" means unset where the key is optional */
+		const char *why = s[0] || (o->flags & OPT_REQUIRED) ? lab_name_check(s) : NULL;
+		if (why)
+			return opt_name_error(e, val, o->key, s, why);
+		free(*(char **)p);
+		*(char **)p = xstrdup(s);
+		return LAB_OK;
+	}
 	case OPT_INT: {
 		int64_t v;
 		if (lab_parse_i64(s, &v))
@@ -335,7 +397,8 @@ int opt_parse_value(const struct opt *o, const struct cfg_node *val, void *obj, 
 		return cfg_error(e, val, "'%s': invalid value '%s' (choose one of: %s)", o->key, s,
 				 list);
 	}
-	case OPT_STRLIST: {
+	case OPT_STRLIST:
+	case OPT_ARGV: {
 		struct opt_strlist l = {0};
 		if (val->kind == CFG_SCALAR) {
 			l.v = xcalloc(1, sizeof *l.v);
@@ -355,6 +418,13 @@ int opt_parse_value(const struct opt *o, const struct cfg_node *val, void *obj, 
 		} else {
 			return cfg_error(e, val, "'%s' expects a string or a list of strings, got %s",
 					 o->key, kind_name(val));
+		}
+		if (o->type == OPT_ARGV) {
+			int rc = argv_check(o, val, &l, e);
+			if (rc) {
+				strlist_free(&l);
+				return rc;
+			}
 		}
 		strlist_free(p);
 		*(struct opt_strlist *)p = l;
@@ -378,14 +448,16 @@ static int set_default_one(const struct opt *o, void *obj, struct lab_err *e)
 {
 	void *p = field(obj, o);
 	switch (o->type) {
-	case OPT_STR: *(char **)p = NULL; break;
+	case OPT_STR:
+	case OPT_NAME: *(char **)p = NULL; break;
 	case OPT_INT: *(int64_t *)p = 0; break;
 	case OPT_DOUBLE: *(double *)p = 0; break;
 	case OPT_BOOL: *(bool *)p = false; break;
 	case OPT_DURATION:
 	case OPT_SIZE: *(uint64_t *)p = 0; break;
 	case OPT_ENUM: *(int *)p = 0; break;
-	case OPT_STRLIST: memset(p, 0, sizeof(struct opt_strlist)); break;
+	case OPT_STRLIST:
+	case OPT_ARGV: memset(p, 0, sizeof(struct opt_strlist)); break;
 	case OPT_NODE: *(struct cfg_node **)p = NULL; break;
 	case OPT_SECTION: return opt_defaults(o->sub, p, e);
 	}
@@ -395,7 +467,7 @@ static int set_default_one(const struct opt *o, void *obj, struct lab_err *e)
 	snprintf(name, sizeof name, "<default of '%s'>", o->key);
 	struct cfg_node *n = NULL;
 	int rc;
-	if (o->type == OPT_STRLIST || o->type == OPT_NODE) {
+	if (o->type == OPT_STRLIST || o->type == OPT_ARGV || o->type == OPT_NODE) {
 		rc = cfg_parse_buffer(name, o->def, strlen(o->def), &n, e);
 		if (rc)
 			return rc;
@@ -513,7 +585,8 @@ void opt_print_value(FILE *f, const struct opt *o, const void *obj, int indent)
 	cfg_print_string(f, o->key);
 	fputc(':', f);
 	switch (o->type) {
-	case OPT_STR: {
+	case OPT_STR:
+	case OPT_NAME: {
 		const char *s = *(char *const *)p;
 		fputc(' ', f);
 		if (s)
@@ -546,7 +619,8 @@ void opt_print_value(FILE *f, const struct opt *o, const void *obj, int indent)
 		cfg_print_string(f, o->choices && i >= 0 ? o->choices[i] : "~");
 		break;
 	}
-	case OPT_STRLIST: {
+	case OPT_STRLIST:
+	case OPT_ARGV: {
 		const struct opt_strlist *l = p;
 		fputs(" [", f);
 		for (size_t i = 0; i < l->n; i++) {
@@ -580,8 +654,8 @@ static const char *opt_type_name(const struct opt *o)
 	static const char *const names[] = {
 		[OPT_STR] = "string", [OPT_INT] = "integer", [OPT_DOUBLE] = "number",
 		[OPT_BOOL] = "bool", [OPT_DURATION] = "duration", [OPT_SIZE] = "size",
-		[OPT_ENUM] = "enum", [OPT_STRLIST] = "string list", [OPT_NODE] = "block",
-		[OPT_SECTION] = "map",
+		[OPT_ENUM] = "enum", [OPT_STRLIST] = "string list", [OPT_NODE] = "block", [OPT_ARGV] = "argv",
+		[OPT_SECTION] = "map", [OPT_NAME] = "name",
 	};
 	return names[o->type];
 }

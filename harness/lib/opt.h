@@ -23,6 +23,9 @@ enum opt_type {
 	OPT_STRLIST,  /* struct opt_strlist */
 	OPT_NODE,     /* struct cfg_node * (cloned, kept raw: driver-specific sub-blocks) */
 	OPT_SECTION,  /* nested struct at offset, parsed with .sub */
+	OPT_ARGV,     /* struct opt_strlist: a command template (argv, no shell); a {placeholder}
+		       * inside the script of `sh -c SCRIPT` is an error */
+	OPT_NAME,     /* char * (malloc'd), a safe name: lab_name_check() (util.h); "" = unset unless required */
 };
 
 enum opt_flags {
@@ -72,6 +75,15 @@ void opt_schema_md(FILE *f, const struct opt *table, const char *prefix);
 /* Shortest exact spellings ("1h30m", "64MiB") that opt_parse_* read back. */
 void opt_format_duration(char *buf, size_t n, uint64_t ms);
 void opt_format_size(char *buf, size_t n, uint64_t bytes);
+
+/* Index of the SCRIPT of a `sh -c SCRIPT ...` argv (also -ec, -xc; any of sh,
+ * bash, dash, ash, ksh, mksh, zsh by basename), or 0 when argv is not one. */
+size_t opt_argv_script(const struct opt_strlist *argv);
+
+/* The error for a value that is not a safe name (OPT_NAME, and map keys
+ * checked by hand): "file:line:col: 'key': 'v' is not a valid name: why (grammar)". */
+int opt_name_error(struct lab_err *e, const struct cfg_node *at, const char *key,
+		   const char *value, const char *why);
 
 int opt_parse_duration(const char *s, uint64_t *ms);
 int opt_parse_size(const char *s, uint64_t *bytes);

@@ -568,7 +568,15 @@ void progress_log(struct progress *p, const char *line)
 	strftime(ts, sizeof ts, "%H:%M:%S", &tm);
 	if (p->o.live)
 		erase_live(p);
-	fprintf(p->o.out, "[%s] %s\n", ts, line);
+	/* log lines quote DUT text: control bytes escaped (docs/reports.md) */
+	char *esc = NULL;
+	if (!lab_text_clean(line)) {
+		size_t n = lab_text_escape(NULL, 0, line) + 1;
+		esc = xmalloc(n);
+		lab_text_escape(esc, n, line);
+	}
+	fprintf(p->o.out, "[%s] %s\n", ts, esc ? esc : line);
+	free(esc);
 	fflush(p->o.out);
 	if (p->o.live)
 		changed(p);

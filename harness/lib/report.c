@@ -2,6 +2,7 @@
  * report.c - the report model, the renderer table and shared formatting.
  */
 #include "report.h"
+#include "csv.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -320,11 +321,12 @@ void report_xml_str(FILE *f, const char *s)
 void report_csv_str(FILE *f, const char *s)
 {
 	s = s ? s : "";
-	if (!strpbrk(s, ",\"\r\n")) {
+	bool formula = csv_formula_like(s); /* shown as text, never run by a spreadsheet */
+	if (!formula && !strpbrk(s, ",\"\r\n")) {
 		fputs(s, f);
 		return;
 	}
-	fputc('"', f);
+	fputs(formula ? "\"'" : "\"", f);
 	for (; *s; s++) {
 		if (*s == '"')
 			fputc('"', f);

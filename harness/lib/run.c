@@ -318,26 +318,41 @@ static uint64_t job_timeout(struct rboard *rb)
 	return plan_ms && plan_ms < ms ? plan_ms : ms;
 }
 
+static void append_quoted(struct lab_buf *b, const char *s)
+{
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'')
+			lab_buf_append(b, "'\\''", 4);
+		else
+			lab_buf_append(b, p, 1);
+	}
+}
+
 static void append_arg(struct lab_buf *b, const char *k, const char *v)
 {
-	/* Values are passed to a POSIX shell: single-quote anything unusual. */
+	/* Values are passed to a POSIX shell: single-quote anything unusual.
+	 * Keys are safe names (checked at load); one that is not is quoted with
+	 * its value, so the shell still sees one key=value word. */
 	bool plain = *v != '\0';
 	for (const char *p = v; *p; p++)
 		if (!(strchr("._/:,+-", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
 		      (*p >= 'A' && *p <= 'Z')))
 			plain = false;
+	if (lab_name_check(k) != NULL) {
+		lab_buf_append(b, " '", 2);
+		append_quoted(b, k);
+		lab_buf_append(b, "=", 1);
+		append_quoted(b, v);
+		lab_buf_append(b, "'", 1);
+		return;
+	}
 	lab_buf_printf(b, " %s=", k);
 	if (plain) {
 		lab_buf_printf(b, "%s", v);
 		return;
 	}
 	lab_buf_append(b, "'", 1);
-	for (const char *p = v; *p; p++) {
-		if (*p == '\'')
-			lab_buf_append(b, "'\\''", 4);
-		else
-			lab_buf_append(b, p, 1);
-	}
+	append_quoted(b, v);
 	lab_buf_append(b, "'", 1);
 }
 

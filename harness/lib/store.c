@@ -347,6 +347,65 @@ static int is_memory(const char *path)
 	return strcmp(path, ":memory:") == 0 || strncmp(path, "file::memory:", 13) == 0;
 }
 
+/* "file:" URI of a path: everything but unreserved characters and '/' percent-encoded. */
+static char *path_uri(const char *path, const char *query)
+{
+	struct lab_buf b;
+	lab_buf_init(&b, 0);
+	lab_buf_append(&b, "file:", 5);
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    strchr("/-._~", *p))
+			lab_buf_append(&b, p, 1);
+		else
+			lab_buf_printf(&b, "%%%02X", *p);
+	}
+	lab_buf_printf(&b, "?%s", query);
+	char *r = xstrdup(lab_buf_cstr(&b));
+	lab_buf_free(&b);
+	return r;
+}
+
+/*
+ * How a STORE_READONLY open reaches the file without leaving files behind
+ * (docs/results-schema.md, "Read-only access").  A read-only SQLite
+ * connection to a WAL database creates -wal and -shm and cannot remove them,
+ * so:
+ *  - file and directory writable: a read-write connection with query_only on;
+ *    the last connection to close removes -wal and -shm as usual;
+ *  - else, a -wal file exists (a writer is active, or died): an ordinary
+ *    read-only open, which reads the log through the existing -shm;
+ *  - else nobody is writing and nobody we could race can create a log here:
+ *    mode=ro&immutable=1, which takes no locks and creates nothing.
+ * Returns the name to open (malloc'd) and sets *oflags; *query_only tells the
+ * caller to switch query_only on.
+ */
+static char *ro_open_name(const char *path, int *oflags, bool *query_only)
+{
+	*query_only = false;
+	if (strncmp(path, "file:", 5) == 0) {
+		*oflags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+		return xstrdup(path);
+	}
+	char *dir = dir_of(path);
+	bool writable = access(path, W_OK) == 0 && access(dir, W_OK | X_OK) == 0;
+	free(dir);
+	if (writable) {
+		*oflags |= SQLITE_OPEN_READWRITE;
+		*query_only = true;
+		return xstrdup(path);
+	}
+	char *wal = xasprintf("%s-wal", path);
+	struct stat st;
+	bool has_wal = stat(wal, &st) == 0;
+	free(wal);
+	*oflags |= SQLITE_OPEN_READONLY;
+	if (has_wal)
+		return xstrdup(path);
+	*oflags |= SQLITE_OPEN_URI;
+	return path_uri(path, "mode=ro&immutable=1");
+}
+
 int store_open(const char *path, int flags, struct store **out, struct lab_err *e)
 {
 	struct stat st;
@@ -371,12 +430,27 @@ int store_open(const char *path, int flags, struct store **out, struct lab_err *
 	struct store *s = xcalloc(1, sizeof *s);
 	s->path = xstrdup(path);
 	s->flags = flags;
-	int oflags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE |
-		     ((flags & STORE_READONLY) ? SQLITE_OPEN_READONLY
-					       : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-	if (strncmp(path, "file:", 5) == 0)
-		oflags |= SQLITE_OPEN_URI;
-	int r = sqlite3_open_v2(path, &s->db, oflags, NULL);
+	int oflags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
+	bool query_only = false;
+	char *name;
+	if ((flags & STORE_READONLY) && !mem) {
+		if (stat(path, &st) < 0 && strncmp(path, "file:", 5) != 0) {
+			int rc = lab_err_set(e, LAB_EINFRA, "%s: no such database", path);
+			store_close(s);
+			return rc;
+		}
+		name = ro_open_name(path, &oflags, &query_only);
+	} else {
+		oflags |= (flags & STORE_READONLY) ? SQLITE_OPEN_READONLY
+						   : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+		if (strncmp(path, "file:", 5) == 0)
+			oflags |= SQLITE_OPEN_URI;
+		name = xstrdup(path);
+	}
+	int r = sqlite3_open_v2(name, &s->db, oflags, NULL);
+	free(name);
+	if (r == SQLITE_OK && query_only)
+		r = sqlite3_exec(s->db, "PRAGMA query_only = ON", NULL, NULL, NULL);
 	if (r != SQLITE_OK) {
 		int rc = open_fail(path, flags, r, s->db ? sqlite3_system_errno(s->db) : 0, e);
 		store_close(s);

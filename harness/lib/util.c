@@ -449,6 +449,37 @@ void lab_sha256(const void *data, size_t len, char hex[65])
 	sha256_hex(md, hex);
 }
 
+struct lab_sha256_ctx *lab_sha256_new(void)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
+		abort();
+	return (struct lab_sha256_ctx *)ctx;
+}
+
+void lab_sha256_update(struct lab_sha256_ctx *c, const void *data, size_t len)
+{
+	if (len && !EVP_DigestUpdate((EVP_MD_CTX *)c, data, len))
+		abort();
+}
+
+void lab_sha256_final(struct lab_sha256_ctx *c, char hex[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	if (!EVP_DigestFinal_ex((EVP_MD_CTX *)c, md, NULL))
+		abort();
+	EVP_MD_CTX_free((EVP_MD_CTX *)c);
+	sha256_hex(md, hex);
+}
+
+void lab_sha256_raw(const void *data, size_t len, unsigned char md[32])
+{
+	unsigned char full[EVP_MAX_MD_SIZE];
+	if (!EVP_Digest(data, len, full, NULL, EVP_sha256(), NULL))
+		abort();
+	memcpy(md, full, 32);
+}
+
 int lab_sha256_file(const char *path, char hex[65], struct lab_err *e)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -480,4 +511,194 @@ int lab_sha256_file(const char *path, char hex[65], struct lab_err *e)
 	EVP_MD_CTX_free(ctx);
 	sha256_hex(md, hex);
 	return LAB_OK;
+}
+
+/* ---- safe names, paths and text ---- */
+
+static bool name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '+' || c == '-';
+}
+
+const char *lab_name_check(const char *s)
+{
+	if (s == NULL || s[0] == '\0')
+		return "a name cannot be empty";
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+	      (s[0] >= '0' && s[0] <= '9')))
+		return "a name starts with a letter or a digit";
+	size_t i;
+	for (i = 0; s[i]; i++) {
+		if (!name_char(s[i]))
+			return "a name holds only letters, digits and . _ + -";
+		if (i >= LAB_NAME_MAX)
+			return "a name is at most 64 characters";
+	}
+	if (strstr(s, ".."))
+		return "a name cannot contain '..'";
+	return NULL;
+}
+
+int lab_path_join(const char *dir, const char *name, char **out, struct lab_err *e)
+{
+	*out = NULL;
+	bool bad = name == NULL || name[0] == '\0' || strcmp(name, ".") == 0 ||
+		   strcmp(name, "..") == 0 || strchr(name, '/') != NULL;
+	for (const char *p = name; !bad && *p; p++)
+		bad = (unsigned char)*p < 0x20 || *p == 0x7f;
+	if (bad)
+		return LAB_ERR(e, LAB_EUSAGE, "'%s' cannot be a file name inside %s (a single path "
+			       "component without control bytes, not '.' or '..')",
+			       name ? name : "", dir);
+	size_t dl = strlen(dir);
+	*out = dl && dir[dl - 1] == '/' ? xasprintf("%s%s", dir, name) : xasprintf("%s/%s", dir, name);
+	return LAB_OK;
+}
+
+/* Bytes of the valid, printable UTF-8 character at s, or 0 when s[0] must be escaped. */
+static size_t text_char_len(const unsigned char *s, size_t avail)
+{
+	unsigned char c = s[0];
+	if (c < 0x80)
+		return (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f ? 0 : 1;
+	size_t len;
+	unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		lo = c == 0xe0 ? 0xa0 : 0x80;
+		hi = c == 0xed ? 0x9f : 0xbf; /* no UTF-16 surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		lo = c == 0xf0 ? 0x90 : 0x80;
+		hi = c == 0xf4 ? 0x8f : 0xbf;
+	} else
+		return 0;
+	if (avail < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (c == 0xc2 && s[1] <= 0x9f)
+		return 0; /* C1 control: 0x9b is CSI on some terminals */
+	return len;
+}
+
+size_t lab_text_escape(char *dst, size_t n, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t avail = strlen(s), need = 0, w = 0;
+	bool full = n == 0;
+	while (avail) {
+		size_t l = text_char_len(p, avail);
+		char esc[5];
+		const char *piece = (const char *)p;
+		size_t pl = l;
+		if (l == 0) {
+			snprintf(esc, sizeof esc, "\\x%02x", p[0]);
+			piece = esc;
+			pl = 4;
+			l = 1;
+		}
+		if (!full && w + pl < n) {
+			memcpy(dst + w, piece, pl);
+			w += pl;
+		} else
+			full = true;
+		need += pl;
+		p += l;
+		avail -= l;
+	}
+	if (n)
+		dst[w] = '\0';
+	return need;
+}
+
+bool lab_text_clean(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t avail = strlen(s);
+	while (avail) {
+		size_t l = text_char_len(p, avail);
+		if (l == 0)
+			return false;
+		p += l;
+		avail -= l;
+	}
+	return true;
+}
+
+struct text_cookie {
+	FILE *under;
+	unsigned char part[4]; /* an incomplete UTF-8 sequence held for the next write */
+	size_t npart;
+};
+
+static void text_emit(struct text_cookie *c, const unsigned char *p, size_t avail, bool final)
+{
+	while (avail) {
+		size_t l = text_char_len(p, avail);
+		if (l == 0 && !final && avail < 4 && p[0] >= 0xc2 && p[0] <= 0xf4) {
+			/* maybe only cut by the write boundary: decide with the next bytes */
+			unsigned char tmp[4];
+			memcpy(tmp, p, avail);
+			bool prefix_ok = true;
+			for (size_t i = 1; i < avail; i++)
+				prefix_ok &= (tmp[i] & 0xc0) == 0x80;
+			if (prefix_ok) {
+				memcpy(c->part, p, avail);
+				c->npart = avail;
+				return;
+			}
+		}
+		if (l == 0) {
+			fprintf(c->under, "\\x%02x", p[0]);
+			l = 1;
+		} else
+			fwrite(p, 1, l, c->under);
+		p += l;
+		avail -= l;
+	}
+}
+
+static ssize_t text_write(void *cookie, const char *buf, size_t size)
+{
+	struct text_cookie *c = cookie;
+	size_t done = 0;
+	/* complete a held sequence first, byte by byte */
+	while (c->npart && done < size) {
+		c->part[c->npart++] = (unsigned char)buf[done++];
+		unsigned char held[4];
+		size_t nh = c->npart;
+		memcpy(held, c->part, nh);
+		c->npart = 0;
+		text_emit(c, held, nh, false);
+	}
+	text_emit(c, (const unsigned char *)buf + done, size - done, false);
+	return (ssize_t)size;
+}
+
+static int text_close(void *cookie)
+{
+	struct text_cookie *c = cookie;
+	if (c->npart)
+		text_emit(c, c->part, c->npart, true);
+	fflush(c->under);
+	free(c);
+	return 0;
+}
+
+FILE *lab_text_stream(FILE *under)
+{
+	struct text_cookie *c = xcalloc(1, sizeof *c);
+	c->under = under;
+	cookie_io_functions_t io = {.write = text_write, .close = text_close};
+	FILE *f = fopencookie(c, "w", io);
+	if (f == NULL) {
+		free(c);
+		return NULL;
+	}
+	return f;
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 /* Return codes; also the CLI exit codes where they overlap (see docs/cli.md). */
 enum lab_rc {
@@ -100,6 +101,43 @@ int lab_edit_distance(const char *a, const char *b);
 /* SHA-256 of a buffer or a file, as 64 lowercase hex chars + NUL. */
 void lab_sha256(const void *data, size_t len, char hex[65]);
 int lab_sha256_file(const char *path, char hex[65], struct lab_err *e);
+/* Incremental SHA-256: new, update any number of times, then final (which frees).
+ * lab_sha256_raw gives the 32-byte digest of a buffer. */
+struct lab_sha256_ctx;
+struct lab_sha256_ctx *lab_sha256_new(void);
+void lab_sha256_update(struct lab_sha256_ctx *c, const void *data, size_t len);
+void lab_sha256_final(struct lab_sha256_ctx *c, char hex[65]);
+void lab_sha256_raw(const void *data, size_t len, unsigned char md[32]);
+
+/*
+ * Safe names (docs/configuration.md, "Names"): identifiers that end up in
+ * file names, URLs, argv and the DUT's shell.  Grammar:
+ * [A-Za-z0-9][A-Za-z0-9._+-]{0,63} with no "..".  Returns NULL when s is
+ * one, else a short reason (static text) for the error message.
+ */
+#define LAB_NAME_MAX 64
+const char *lab_name_check(const char *s);
+
+/*
+ * dir + "/" + name into *out (malloc'd), refusing a name that could leave
+ * dir: empty, ".", "..", containing '/' or a control byte (LAB_EUSAGE).
+ * For files named after boards, runs, ... (transcripts, work dirs).
+ */
+int lab_path_join(const char *dir, const char *name, char **out, struct lab_err *e);
+
+/*
+ * Terminal-safe text (docs/reports.md, "Control characters"): C0 controls
+ * except TAB and LF, DEL, C1 controls (U+0080..U+009F) and bytes that are
+ * not valid UTF-8 are written as "\xNN" (one escape per byte); everything
+ * else passes unchanged.  lab_text_escape writes into dst (always
+ * NUL-terminated, cut at a whole escape) and returns the length the whole
+ * escaped text needs; lab_text_clean is true when s needs no escape.
+ */
+size_t lab_text_escape(char *dst, size_t n, const char *s);
+bool lab_text_clean(const char *s);
+/* A write-only stream that applies the same escaping to everything written
+ * to it and passes it on to `under` (fclose flushes, leaves `under` open). */
+FILE *lab_text_stream(FILE *under);
 
 #define LAB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define LAB_UNUSED(x) ((void)(x))

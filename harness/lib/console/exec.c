@@ -37,7 +37,7 @@ struct exec_cfg {
 };
 
 static const struct opt exec_opts[] = {
-	{.key = "command", .type = OPT_STRLIST, .offset = offsetof(struct exec_cfg, command),
+	{.key = "command", .type = OPT_ARGV, .offset = offsetof(struct exec_cfg, command),
 	 .flags = OPT_REQUIRED, .help = "argv of the program whose stdio is the console (no shell)"},
 	{.key = "pty", .type = OPT_BOOL, .offset = offsetof(struct exec_cfg, pty), .def = "false",
 	 .help = "give the child a pseudo-terminal instead of a socketpair"},

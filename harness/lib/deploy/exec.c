@@ -21,7 +21,7 @@ struct dexec_cfg {
 };
 
 static const struct opt dexec_opts[] = {
-	{.key = "command", .type = OPT_STRLIST, .offset = offsetof(struct dexec_cfg, command),
+	{.key = "command", .type = OPT_ARGV, .offset = offsetof(struct dexec_cfg, command),
 	 .flags = OPT_REQUIRED,
 	 .help = "argv: {kernel} {image} {initrd} {dtb} {board} {bootargs} {workdir}"},
 	{0},

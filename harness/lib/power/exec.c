@@ -21,13 +21,13 @@ struct exec_cfg {
 };
 
 static const struct opt exec_opts[] = {
-	{.key = "on", .type = OPT_STRLIST, .offset = offsetof(struct exec_cfg, on),
+	{.key = "on", .type = OPT_ARGV, .offset = offsetof(struct exec_cfg, on),
 	 .flags = OPT_REQUIRED, .help = "argv of the power-on command ({board})"},
-	{.key = "off", .type = OPT_STRLIST, .offset = offsetof(struct exec_cfg, off),
+	{.key = "off", .type = OPT_ARGV, .offset = offsetof(struct exec_cfg, off),
 	 .flags = OPT_REQUIRED, .help = "argv of the power-off command"},
-	{.key = "cycle", .type = OPT_STRLIST, .offset = offsetof(struct exec_cfg, cycle),
+	{.key = "cycle", .type = OPT_ARGV, .offset = offsetof(struct exec_cfg, cycle),
 	 .help = "argv of a power-cycle command (default: off, off_time, on)"},
-	{.key = "state", .type = OPT_STRLIST, .offset = offsetof(struct exec_cfg, state),
+	{.key = "state", .type = OPT_ARGV, .offset = offsetof(struct exec_cfg, state),
 	 .help = "argv printing on/off, or exiting 0 (on) / 1 (off)"},
 	{0},
 };

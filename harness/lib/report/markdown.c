@@ -82,9 +82,22 @@ static void table(FILE *f, const struct compare_result *cr, bool with_mode)
 	}
 }
 
-static int render(const struct report_model *m, FILE *f, struct lab_err *e)
+static int render_body(const struct report_model *m, FILE *f);
+
+/* Written through lab_text_stream: labels, names and event messages come from
+ * the DUT, imports and configs (docs/reports.md, "Control characters"). */
+static int render(const struct report_model *m, FILE *out, struct lab_err *e)
 {
 	LAB_UNUSED(e);
+	FILE *f = lab_text_stream(out);
+	int rc = render_body(m, f ? f : out);
+	if (f)
+		fclose(f);
+	return rc;
+}
+
+static int render_body(const struct report_model *m, FILE *f)
+{
 	fputs("# ", f);
 	md(f, m->opts.title ? m->opts.title : "emmclab report");
 	fputs(": ", f);

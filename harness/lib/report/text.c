@@ -15,11 +15,14 @@
 /* Print one line cut to `width` columns (UTF-8 aware: never splits a character). */
 static void __attribute__((format(printf, 3, 4))) tline(FILE *f, int width, const char *fmt, ...)
 {
-	char buf[1024];
+	char raw[1024], buf[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
+	vsnprintf(raw, sizeof raw, fmt, ap);
 	va_end(ap);
+	/* DUT, import and config text may hold control bytes: escape before
+	 * measuring, so the cut counts what the terminal shows */
+	lab_text_escape(buf, sizeof buf, raw);
 	size_t len = strlen(buf), i = 0, cut = 0;
 	int cols = 0;
 	while (i < len) {
@@ -167,7 +170,19 @@ static void fmt_mean(char *buf, size_t n, const struct compare_side *s)
 		snprintf(buf, n, "%.4g", s->d.mean);
 }
 
-void report_text_mode_table(const struct report_model *m, FILE *f)
+static void mode_table(const struct report_model *m, FILE *f);
+
+/* Written through lab_text_stream: part labels, board and kernel names come
+ * from the DUT, imports and configs (docs/reports.md, "Control characters"). */
+void report_text_mode_table(const struct report_model *m, FILE *out)
+{
+	FILE *f = lab_text_stream(out);
+	mode_table(m, f ? f : out);
+	if (f)
+		fclose(f);
+}
+
+static void mode_table(const struct report_model *m, FILE *f)
 {
 	const struct compare_result *c = m->modes;
 	size_t shown = 0;
@@ -228,9 +243,20 @@ void report_text_mode_table(const struct report_model *m, FILE *f)
 		(long long)m->run_id);
 }
 
-static int render(const struct report_model *m, FILE *f, struct lab_err *e)
+static int render_body(const struct report_model *m, FILE *f);
+
+static int render(const struct report_model *m, FILE *out, struct lab_err *e)
 {
 	LAB_UNUSED(e);
+	FILE *f = lab_text_stream(out);
+	int rc = render_body(m, f ? f : out);
+	if (f)
+		fclose(f);
+	return rc;
+}
+
+static int render_body(const struct report_model *m, FILE *f)
+{
 	int w = TEXT_WIDTH;
 	tline(f, w, "%s: %s", m->opts.title ? m->opts.title : "emmclab report", m->scope);
 	tline(f, w, "generated %s", m->generated_at);

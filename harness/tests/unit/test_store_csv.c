@@ -68,6 +68,135 @@ static void test_quoting(void)
 	csv_free(f);
 }
 
+/* Spreadsheet formula injection: non-numeric fields starting = + - @ TAB CR are
+ * written as text ("'..."), numbers stay numbers. */
+static void test_formula_fields(void)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{"-1.5", "-1.5"}, {"+3", "+3"}, {"-2e-3", "-2e-3"}, {"-inf", "-inf"}, {"seq_read", "seq_read"},
+		{"=1+1", "\"'=1+1\""}, {"+cmd|' /C calc'!A0", "\"'+cmd|' /C calc'!A0\""},
+		{"-x", "\"'-x\""}, {"-", "\"'-\""}, {"@SUM(A1)", "\"'@SUM(A1)\""},
+		{"\t=1", "\"'\t=1\""}, {"\r=1", "\"'\r=1\""}, {"=a,\"b\"", "\"'=a,\"\"b\"\"\""},
+		{"a=1", "a=1"}, {"", ""},
+	};
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(cases); i++) {
+		struct lab_buf b;
+		lab_buf_init(&b, 0);
+		csv_put_field(&b, cases[i].in);
+		is_str(lab_buf_cstr(&b), cases[i].out, "csv field");
+		lab_buf_free(&b);
+	}
+}
+
+/* csv_read_file (streamed through a 1 MiB window) and csv_parse (a buffer) agree. */
+static struct csv_file *read_text(const char *name, const char *text, size_t len,
+				  struct lab_err *e)
+{
+	char *p = xasprintf("%s/%s", tmpdir, name);
+	struct csv_file *f = NULL;
+	lab_err_clear(e);
+	if (lab_write_file_atomic(p, text, len, e) == LAB_OK)
+		csv_read_file(p, &f, e);
+	free(p);
+	return f;
+}
+
+static void test_stream_parity(void)
+{
+	struct lab_err e = {0};
+	/* ~3 MiB, CRLF, quoted keys with commas and line ends: records straddle the window */
+	struct lab_buf b;
+	lab_buf_init(&b, 0);
+	lab_buf_printf(&b, "# parity\r\ndut,module,mode,run,seconds\r\n");
+	int rows = 0;
+	for (int d = 0; b.len < (3u << 20); d++)
+		for (int r = 1; r <= 5; r++, rows++)
+			lab_buf_printf(&b, "DUT%d,\"mod, %d\r\nline two\",%s,%d,%d.%02d\r\n", d, d,
+				       d % 2 ? "fua" : "cache-nofua", r, 700 + d % 90, r * 7);
+	struct csv_file *m = NULL;
+	csv_parse(b.data, b.len, "big.csv", &m, &e);
+	struct csv_file *f = read_text("big.csv", b.data, b.len, &e);
+	ok(m && f, "both read (%s)", e.msg);
+	if (m && f) {
+		is_int((long long)f->nrows, rows, "streamed: every row");
+		is_int((long long)m->nrows, rows, "buffer: every row");
+		is_int((long long)f->nbad_total, 0, "no bad lines");
+		ok(f->exact && m->exact && f->crlf && f->final_eol, "both exact, CRLF, final newline");
+		is_str(f->content_sha256, m->content_sha256, "same row hash");
+		is_str(f->sha256, m->sha256, "same file hash");
+		is_int((long long)f->bytes, (long long)b.len, "bytes counted");
+	}
+	csv_free(m);
+	csv_free(f);
+	lab_buf_free(&b);
+
+	/* a record longer than the window allows is a bad line; the next line is read */
+	lab_buf_init(&b, 0);
+	lab_buf_printf(&b, "dut,module,mode,run,seconds\nD1,m,fua,1,1.0\nD1,");
+	for (int i = 0; i < 1500000; i++) /* short fields: only the record is too long */
+		lab_buf_append(&b, "x,", 2);
+	lab_buf_printf(&b, ",fua,2,1.0\nD1,m,fua,3,1.5\nD1,m,fua,1,9\n");
+	f = read_text("long.csv", b.data, b.len, &e);
+	ok(f != NULL, "overlong record: read (%s)", e.msg);
+	if (f) {
+		is_int((long long)f->nrows, 2, "the good rows around it");
+		ok(has_bad(f, 3, "record longer than 512 KiB"), "line 3 is bad: too long");
+		ok(has_bad(f, 5, "duplicate run 1 for D1,m,fua (first on line 2)"),
+		   "streamed duplicate names the first line");
+		ok(!f->exact, "not exact");
+	}
+	csv_free(f);
+	lab_buf_free(&b);
+}
+
+/* Found by fuzz_csv: a NUL byte in a comment line cut the stored comments, yet the
+ * streamed check called the file exact; export then differed from the file. */
+static void test_nul_comment(void)
+{
+	struct lab_err e = {0};
+	static const char text[] = "# a\0b\ndut,module,mode,run,seconds\nD1,m,fua,1,1.5\n";
+	struct csv_file *f = NULL;
+	csv_parse(text, sizeof text - 1, "nulc.csv", &f, &e);
+	ok(f && f->nrows == 1 && !f->exact, "NUL in a comment: imported, not byte-exact");
+	csv_free(f);
+}
+
+/* The row hash ignores what a re-save changes and sees what a change changes. */
+static void test_content_hash(void)
+{
+	struct lab_err e = {0};
+	const char *base = "# c\ndut,module,mode,run,seconds\nD1,\"m 1\",fua,1,1.50\nD1,\"m 1\",fua,2,2\n"
+			   "D2,m,cache-nofua,1,3\n";
+	const char *same[] = {
+		"dut,module,mode,run,seconds\r\nD2,m,cache-nofua,1,3\r\nD1,m 1,fua,2,2.0\r\n"
+		"# another comment\r\nD1,  m   1 ,fua,1,1.5",
+		"DUT,MODULE,MODE,RUN,SECONDS\n\"D1\",\"m 1\",fua,1,15e-1\nD1,\"m 1\",fua,2,2\nD2,m,cache-nofua,1,3\n",
+	};
+	const char *other[] = {
+		"dut,module,mode,run,seconds\nD1,m 1,fua,1,1.51\nD1,m 1,fua,2,2\nD2,m,cache-nofua,1,3\n",
+		"dut,module,mode,run,seconds\nD1,m 1,fua,1,1.5\nD1,m 1,fua,3,2\nD2,m,cache-nofua,1,3\n",
+		"dut,module,mode,run,seconds\nD1,m 1,fua,1,1.5\nD1,m 1,fua,2,2\nD2,m,fua,1,3\n",
+		"dut,module,mode,run,seconds\nD1,m 1,fua,1,1.5\nD1,m 1,fua,2,2\n",
+	};
+	struct csv_file *f0 = parse(base, &e);
+	ok(f0 != NULL, "base parsed");
+	if (!f0)
+		return;
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(same); i++) {
+		struct csv_file *f = parse(same[i], &e);
+		ok(f && strcmp(f->content_sha256, f0->content_sha256) == 0 &&
+			   strcmp(f->sha256, f0->sha256) != 0,
+		   "re-saved copy %zu: same rows, other bytes", i);
+		csv_free(f);
+	}
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(other); i++) {
+		struct csv_file *f = parse(other[i], &e);
+		ok(f && strcmp(f->content_sha256, f0->content_sha256) != 0, "changed copy %zu: new rows", i);
+		csv_free(f);
+	}
+	csv_free(f0);
+}
+
 static void test_bad_lines(void)
 {
 	struct lab_err e;
@@ -254,6 +383,10 @@ int main(void)
 		return 1;
 	}
 	test_quoting();
+	test_formula_fields();
+	test_stream_parity();
+	test_content_hash();
+	test_nul_comment();
 	test_bad_lines();
 	test_store_round_trip();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);

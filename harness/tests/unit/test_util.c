@@ -1,0 +1,87 @@
+/* util: the safe-name grammar, path joins that cannot leave their directory, and the
+ * terminal-safe text escaping (strings and the stream filter). */
+#include "tap.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void test_names(void)
+{
+	static const char *const good[] = {"rk1", "sim-1", "6.1.0-fua+cqe", "a_b.c", "X",
+					   "0123456789012345678901234567890123456789012345678901234567890123"};
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(good); i++)
+		ok(lab_name_check(good[i]) == NULL, "good name '%s'", good[i]);
+	static const char *const bad[] = {"", "a;b", "$(reboot)", "`id`", "../x", "a/b", "a b",
+					  "a\x1b[2J", "a\tb", "a\nb", "-rf", ".hidden", "a..b", "x=y",
+					  "{board}", "a'b", "a\"b", "a\\b", "\xc3\xa9t\xc3\xa9",
+					  "01234567890123456789012345678901234567890123456789012345678901234"};
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(bad); i++)
+		ok(lab_name_check(bad[i]) != NULL, "bad name #%zu refused (%s)", i,
+		   lab_name_check(bad[i]) ? lab_name_check(bad[i]) : "accepted");
+}
+
+static void test_path_join(void)
+{
+	char *p = NULL;
+	struct lab_err e = {0};
+	is_int(lab_path_join("/srv/tr", "rk1-1-20261201T000000Z.log", &p, &e), LAB_OK, "join");
+	is_str(p, "/srv/tr/rk1-1-20261201T000000Z.log", "joined path");
+	free(p);
+	is_int(lab_path_join("/srv/tr/", "x", &p, &e), LAB_OK, "join after a slash");
+	is_str(p, "/srv/tr/x", "no double slash");
+	free(p);
+	static const char *const bad[] = {"", ".", "..", "../etc/passwd", "a/../../b", "/etc/x",
+					  "a\nb", "a\x7f"};
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(bad); i++) {
+		lab_err_clear(&e);
+		p = (char *)"untouched";
+		int rc = lab_path_join("/srv/tr", bad[i], &p, &e);
+		ok(rc == LAB_EUSAGE && p == NULL, "escape #%zu refused (%s)", i, e.msg);
+	}
+}
+
+static void test_escape(void)
+{
+	char buf[256];
+	lab_text_escape(buf, sizeof buf, "plain text, tab\tand newline\n");
+	is_str(buf, "plain text, tab\tand newline\n", "clean text unchanged");
+	ok(lab_text_clean("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "UTF-8 is clean");
+	lab_text_escape(buf, sizeof buf, "\x1b[2J\x1b]0;title\x07\r\x7f");
+	is_str(buf, "\\x1b[2J\\x1b]0;title\\x07\\x0d\\x7f", "C0 and DEL escaped");
+	lab_text_escape(buf, sizeof buf, "a\xc2\x9b" "31mb");
+	is_str(buf, "a\\xc2\\x9b31mb", "C1 control (U+009B CSI) escaped");
+	lab_text_escape(buf, sizeof buf, "x\x9b\xff\xc3(\xed\xa0\x80");
+	is_str(buf, "x\\x9b\\xff\\xc3(\\xed\\xa0\\x80", "invalid UTF-8 bytes escaped one by one");
+	ok(!lab_text_clean("a\x1b"), "ESC is not clean");
+	size_t need = lab_text_escape(buf, 6, "ab\x01");
+	is_int((long long)need, 6, "needed length");
+	is_str(buf, "ab", "cut at a whole escape");
+}
+
+static void test_stream(void)
+{
+	char *mem = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&mem, &len);
+	FILE *f = lab_text_stream(m);
+	ok(f != NULL, "stream");
+	setvbuf(f, NULL, _IONBF, 0); /* every fputc is its own write: sequences get split */
+	const char *in = "ok \xe2\x82\xac \x1b[31mred\xc2\x9b end\xe2\x82";
+	for (const char *p = in; *p; p++)
+		fputc(*p, f);
+	fclose(f);
+	fclose(m);
+	is_str(mem, "ok \xe2\x82\xac \\x1b[31mred\\xc2\\x9b end\\xe2\\x82",
+	       "split UTF-8 kept, controls escaped, a cut sequence at the end escaped");
+	free(mem);
+}
+
+int main(void)
+{
+	test_names();
+	test_path_join();
+	test_escape();
+	test_stream();
+	return tap_done();
+}

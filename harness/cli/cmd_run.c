@@ -51,7 +51,7 @@ static char *self_path(void)
 	return xstrdup(buf);
 }
 
-enum { O_NO_REPORT = CLI_LONG_ONLY, O_NO_UPLOAD, O_WITH_SIM };
+enum { O_NO_REPORT = CLI_LONG_ONLY, O_NO_UPLOAD, O_WITH_SIM, O_RESUME };
 
 const struct cli_opt cmd_run_opts[] = {
 	{"db", 'd', "PATH",
@@ -65,6 +65,10 @@ const struct cli_opt cmd_run_opts[] = {
 	 "start the simulated lab of the plan's lab file first, stop it after", 0},
 	{"baseline", 'b', "NAME",
 	 "check the run against this regression baseline (exit 1 on a regression)", 0},
+	{"resume", O_RESUME, "RUN",
+	 "continue an interrupted run (RUN: id or uuid; default the newest unfinished run of the "
+	 "plan): stored iterations are kept, interrupted ones run again",
+	 CLI_OPTIONAL},
 	{NULL, 0, NULL, NULL, 0},
 };
 
@@ -75,6 +79,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	const char *tdir = NULL;
 	bool with_sim = false, no_report = false, no_upload = false;
 	const char *baseline = NULL;
+	const char *resume = NULL;
 	struct cli_getopt g;
 	int c;
 	cli_getopt_init(&g, "run");
@@ -87,6 +92,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		case 't': tdir = optarg; break;
 		case O_WITH_SIM: with_sim = true; break;
 		case 'b': baseline = optarg; break;
+		case O_RESUME: resume = optarg ? optarg : ""; break;
 		default: return cli_getopt_fail(&g);
 		}
 	}
@@ -138,7 +144,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		return x;
 	}
 	struct run_opts o = {.log = cli->quiet ? NULL : stderr, .verbose = cli->verbose,
-			     .transcript_dir = tdir, .slot_retries = 1};
+			     .transcript_dir = tdir, .slot_retries = 1, .resume = resume};
 	struct run_result res;
 	rc = run_plan(lab, s, &o, &res, &e);
 	if (with_sim)
@@ -161,6 +167,10 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		(long long)res.run_id, res.aborted ? "aborted" : "finished", (double)res.wall_ms / 1000.0,
 		res.jobs, res.jobs_ok, res.jobs_infra, res.jobs_mismatch, res.jobs_skipped,
 		res.iterations, res.samples, res.events);
+	if (res.store_busy_waits)
+		fprintf(stderr, "emmclab: the results store was busy %d time(s), %.1f s in all "
+				"(another process held the database lock); nothing was lost\n",
+			res.store_busy_waits, (double)res.store_busy_ms / 1000.0);
 	if (res.boards_quarantined)
 		fprintf(stderr, "emmclab: %d board(s) quarantined\n", res.boards_quarantined);
 

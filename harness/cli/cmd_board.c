@@ -15,6 +15,7 @@
 #include "store.h"
 #include "config.h"
 #include "console.h"
+#include "lock.h"
 #include "power.h"
 #include "usb.h"
 
@@ -505,6 +506,18 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 		free(runs);
 		return 2;
 	}
+	/* One process drives a board at a time (a run, another `board` command):
+	 * power, console and boot (which flashes) take its lock. */
+	struct lab_lock *lk = NULL;
+	char *ldir = lock_dir(lab->locks, &e);
+	if (!ldir || lock_take(ldir, name, &lk, NULL, &e)) {
+		free(ldir);
+		fprintf(stderr, "emmclab: %s\n", e.msg);
+		config_free(lab);
+		free(runs);
+		return 3;
+	}
+	free(ldir);
 	struct bctx c = {.cli = cli, .lab = lab, .runs = runs, .nruns = nruns, .agent_args = agent};
 	c.l = loop_new();
 	static const struct board_events ev = {.state = on_state, .event = on_event,
@@ -539,6 +552,7 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 out:
 	restore_tty(&c);
 	loop_free(c.l);
+	lock_release(lk);
 	config_free(lab);
 	free(runs);
 	return code;

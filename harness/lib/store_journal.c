@@ -751,6 +751,12 @@ int store_jnl_open(struct store *s, const char *uuid, struct store_jnl **out, st
 			return rc;
 		}
 	}
+	/* A resumed run numbers on after what its earlier processes committed:
+	 * entries at or below run.journal_seq are skipped as already applied. */
+	int64_t mark = run_mark(j);
+	if (j->next_seq <= mark)
+		j->next_seq = mark + 1;
+	j->run_id = 0; /* looked up again inside the first flush */
 	*out = j;
 	return LAB_OK;
 }

@@ -131,7 +131,9 @@ const char *store_path(struct store *s);
  * (one line each, capped); *problems = count. */
 int store_check(struct store *s, struct lab_buf *report, int *problems, struct lab_err *e);
 /* Copy every run of the database at src_path whose uuid is not in s, with new
- * ids, in one transaction.  Parts, boards and kernels are matched by identity. */
+ * ids, one transaction per run (the lock is never held for long; on an error
+ * the runs already copied stay, *copied says how many).  Parts, boards and
+ * kernels are matched by identity. */
 int store_merge(struct store *s, const char *src_path, int *copied, int *skipped,
 		struct lab_err *e);
 

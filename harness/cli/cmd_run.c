@@ -18,9 +18,9 @@
 
 /* Run `emmclab sim start|stop LAB` as a child of this CLI (blocking is fine
  * here: this is the command line, not the event loop). */
-static int sim_ctl(const char *self, const char *verb, const char *lab)
+static int sim_ctl(const char *self, const char *verb, const char *lab, const char *flag)
 {
-	char *argv[] = {(char *)self, "sim", (char *)verb, (char *)lab, NULL};
+	char *argv[] = {(char *)self, "sim", (char *)verb, (char *)lab, (char *)flag, NULL};
 	if (lab == NULL)
 		argv[3] = NULL;
 	pid_t pid = fork();
@@ -122,7 +122,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		labfile = config_path(lab->plan->file, lab->plan->lab);
 		if (!cli->quiet)
 			fprintf(stderr, "emmclab: starting the simulated lab %s\n", labfile);
-		int src = sim_ctl(self, "start", labfile);
+		/* Resuming after a crash: the simulator the dead run left is reused. */
+		int src = sim_ctl(self, "start", labfile, resume ? "--reuse" : NULL);
 		if (src != 0) {
 			fprintf(stderr, "emmclab: could not start the simulated lab (exit %d)\n", src);
 			free(labfile);
@@ -137,7 +138,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	if (rc) {
 		int x = cli_error(&e);
 		if (with_sim)
-			sim_ctl(self, "stop", NULL);
+			sim_ctl(self, "stop", NULL, NULL);
 		free(labfile);
 		free(self);
 		config_free(lab);
@@ -148,7 +149,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	struct run_result res;
 	rc = run_plan(lab, s, &o, &res, &e);
 	if (with_sim)
-		sim_ctl(self, "stop", NULL);
+		sim_ctl(self, "stop", NULL, NULL);
 	free(labfile);
 	free(self);
 	int exit_code = 0;

@@ -101,3 +101,25 @@ wait $pid || fail "the live run failed"
 	{ cat "$T/err2" >&2; fail "a live run was resumed (exit $rc)"; }
 echo "ok $((SEEDS + 1)) - a live run is not resumed: its pid is named"
 rl_sim_stop
+
+# --with-sim: the simulator a killed run leaves behind is reused by --resume,
+# and stopped when the resumed run ends.
+export EMMCLAB_SIM_DIR="$T/sim"
+rm -rf "$T/lab.db"*
+"$EMMCLAB" run --with-sim --db "$T/lab.db" --no-report "$T/plan.yaml" >"$T/out" 2>"$T/err" &
+pid=$!
+for _ in $(seq 1 200); do
+	[ "$(q "$T/lab.db" "select count(*) from iteration" 2>/dev/null || echo 0)" -ge 2 ] && break
+	sleep 0.05
+done
+kill -9 $pid
+wait $pid 2>/dev/null || true
+simpid=$(cat "$T/sim/sim.pid")
+kill -0 "$simpid" || fail "the simulator did not outlive the killed run"
+"$EMMCLAB" run --resume --with-sim --db "$T/lab.db" --no-report "$T/plan.yaml" >"$T/out" 2>"$T/err" ||
+	{ cat "$T/err" >&2; fail "resume --with-sim failed"; }
+grep -q "simulator already running for .* (pid $simpid): reused" "$T/err" ||
+	{ cat "$T/err" >&2; fail "the left-over simulator was not reused"; }
+kill -0 "$simpid" 2>/dev/null && fail "the simulator was not stopped after the resumed run"
+rl_tuples "$T/lab.db" 1 | cmp -s "$T/ref.tuples" - || fail "--with-sim resume: samples differ"
+echo "ok $((SEEDS + 2)) - resume --with-sim reuses the simulator the killed run left, then stops it"

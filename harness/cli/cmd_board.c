@@ -506,11 +506,14 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 		free(runs);
 		return 2;
 	}
-	/* One process drives a board at a time (a run, another `board` command):
-	 * power, console and boot (which flashes) take its lock. */
+	/* One process drives a board at a time: boot (which deploys, i.e.
+	 * flashes) takes the board's lock as a run does; console and power share
+	 * it with each other (watch the console, cycle power from another shell),
+	 * never with a run or a boot. */
 	struct lab_lock *lk = NULL;
 	char *ldir = lock_dir(lab->locks, &e);
-	if (!ldir || lock_take(ldir, name, &lk, NULL, &e)) {
+	if (!ldir || (is_boot ? lock_take(ldir, name, &lk, NULL, &e)
+			      : lock_take_shared(ldir, name, &lk, NULL, &e))) {
 		free(ldir);
 		fprintf(stderr, "emmclab: %s\n", e.msg);
 		config_free(lab);

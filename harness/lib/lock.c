@@ -16,6 +16,7 @@
 struct lab_lock {
 	int fd;
 	char *path;
+	bool shared;
 };
 
 /* Read a small file whole (procfs files report size 0: read until EOF). */
@@ -208,8 +209,8 @@ static void self_cmdline(char *out, size_t n)
 	lab_strlcpy(out, b, n);
 }
 
-int lock_take(const char *dir, const char *name, struct lab_lock **out,
-	      struct lock_holder *holder, struct lab_err *e)
+static int take(const char *dir, const char *name, bool shared, struct lab_lock **out,
+		struct lock_holder *holder, struct lab_err *e)
 {
 	*out = NULL;
 	if (holder)
@@ -222,7 +223,7 @@ int lock_take(const char *dir, const char *name, struct lab_lock **out,
 		free(path);
 		return rc;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	if (flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
 		int err = errno;
 		struct lock_holder h;
 		int rc;
@@ -254,8 +255,10 @@ int lock_take(const char *dir, const char *name, struct lab_lock **out,
 			 me.pid, me.start, me.boot_id, since, cmd);
 	if (n < 0 || (size_t)n >= sizeof rec)
 		n = (int)strlen(rec);
-	/* Written after locking: a reader never sees a record of a non-holder. */
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, rec, (size_t)n, 0) != n) {
+	/* Written after locking: a reader never sees a record of a non-holder
+	 * (shared holders: the newest one's). */
+	if ((!shared && ftruncate(fd, 0) < 0) || pwrite(fd, rec, (size_t)n, 0) != n ||
+	    (shared && ftruncate(fd, n) < 0)) {
 		int rc = lab_err_set(e, LAB_EINFRA, "board %s: lock %s: %s", name, path,
 				     strerror(errno));
 		close(fd);
@@ -265,8 +268,21 @@ int lock_take(const char *dir, const char *name, struct lab_lock **out,
 	struct lab_lock *l = xcalloc(1, sizeof *l);
 	l->fd = fd;
 	l->path = path;
+	l->shared = shared;
 	*out = l;
 	return LAB_OK;
+}
+
+int lock_take(const char *dir, const char *name, struct lab_lock **out,
+	      struct lock_holder *holder, struct lab_err *e)
+{
+	return take(dir, name, false, out, holder, e);
+}
+
+int lock_take_shared(const char *dir, const char *name, struct lab_lock **out,
+		     struct lock_holder *holder, struct lab_err *e)
+{
+	return take(dir, name, true, out, holder, e);
 }
 
 void lock_release(struct lab_lock *l)
@@ -275,7 +291,7 @@ void lock_release(struct lab_lock *l)
 		return;
 	/* Emptied while still held: the next holder's record is the only one a
 	 * reader can find. */
-	if (ftruncate(l->fd, 0) < 0) {
+	if (!l->shared && ftruncate(l->fd, 0) < 0) {
 		/* a stale record is only a less precise message */
 	}
 	close(l->fd);

@@ -53,6 +53,10 @@ char *lock_dir(const char *lab_locks, struct lab_err *e);
  * it (*holder filled when given), or another message on an I/O error. */
 int lock_take(const char *dir, const char *name, struct lab_lock **out,
 	      struct lock_holder *holder, struct lab_err *e);
+/* The same, shared: shared holders (`board console`, `board power`) go
+ * together, but never with an exclusive one (a run, `board boot`). */
+int lock_take_shared(const char *dir, const char *name, struct lab_lock **out,
+		     struct lock_holder *holder, struct lab_err *e);
 /* Release (close) and free; NULL is fine. */
 void lock_release(struct lab_lock *l);
 /* Read a lock file's holder record; LAB_EINFRA when absent or empty. */

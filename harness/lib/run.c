@@ -1333,8 +1333,17 @@ static void on_signal(struct loop *l, int signo, void *arg)
 	LAB_UNUSED(l);
 	struct runner *r = arg;
 	if (++r->signals >= 2) {
-		if (!r->hard_stop)
+		if (!r->hard_stop) {
 			hard_stop(r);
+		} else if (r->signals >= 3 && r->jnl && store_jnl_pending(r->jnl)) {
+			/* Waiting for a busy database after the boards stopped: give up
+			 * the wait, not the results (they stay in the journal). */
+			struct lab_err e = {0};
+			lab_err_set(&e, LAB_EINFRA, "stopped while the database was busy; %zu entries "
+						    "kept in the journal for the next run",
+				    store_jnl_pending(r->jnl));
+			store_fail(r, &e);
+		}
 		return;
 	}
 	r->stopping = true;

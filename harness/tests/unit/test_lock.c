@@ -65,6 +65,23 @@ static void test_exclusive(void)
 	lock_release(d);
 }
 
+static void test_shared(void)
+{
+	struct lab_lock *a = NULL, *b = NULL, *x = NULL;
+	struct lab_err e = {0};
+	is_int(lock_take_shared(dir, "s1", &a, NULL, &e), LAB_OK, "shared (a console)");
+	is_int(lock_take_shared(dir, "s1", &b, NULL, &e), LAB_OK, "shared again (a power command)");
+	e = (struct lab_err){0};
+	is_int(lock_take(dir, "s1", &x, NULL, &e), LAB_EINFRA, "exclusive (a run) refused meanwhile");
+	ok(strstr(e.msg, "in use by pid") != NULL, "holder named: %s", e.msg);
+	lock_release(a);
+	lock_release(b);
+	is_int(lock_take(dir, "s1", &x, NULL, &e), LAB_OK, "exclusive once they are gone");
+	e = (struct lab_err){0};
+	is_int(lock_take_shared(dir, "s1", &a, NULL, &e), LAB_EINFRA, "shared refused under a run");
+	lock_release(x);
+}
+
 static void test_dead_holder(void)
 {
 	pid_t pid = hold_in_child("dut/1");
@@ -133,6 +150,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 77;
 	test_exclusive();
+	test_shared();
 	test_dead_holder();
 	test_proc();
 	test_dir();

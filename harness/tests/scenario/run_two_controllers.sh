@@ -77,6 +77,10 @@ ok_jobs() { q "$T/lab.db" "select count(*) from job j join board b on b.id=j.boa
 boots=$(curl -sS "http://127.0.0.1:$PORT/sim/state" | python3 -c 'import json,sys; print([b["boots"] for b in json.load(sys.stdin)["boards"] if b["name"]=="b2"][0])')
 [ "$boots" = "$(q "$T/lab.db" "select count(*) from transcript t join board b on b.id=t.board_id where b.name='b2'")" ] ||
 	fail "b2 booted $boots times, not once per transcript of run 1"
+# the jobs that never reached identify are counted by status: 4 jobs, 2 ok
+"$EMMCLAB" status --db "$T/lab.db" >"$T/status" 2>&1
+grep -Eq "^ +$runB +[0-9T:Z-]+ +complete +lab / nightly +4 +2 +0 +0 +60$" "$T/status" ||
+	{ cat "$T/status" >&2; fail "status does not count run 2's skipped jobs"; }
 echo "ok 1 - two controllers on one lab: each board driven by one of them, the other names the holder"
 echo "ok 2 - board power on a board a run holds: refused, holder named"
 rl_sim_stop

@@ -35,6 +35,9 @@
 #include <unistd.h>
 
 #define JNL_MAGIC "emmclab-journal 1"
+/* Committed entries stay in the file (a replay skips them by run.journal_seq)
+ * until it grows past this: one ftruncate per MiB, not two syscalls a flush. */
+#define JNL_RESET_BYTES (1u << 20)
 
 enum { JQ_JOB_ID, JQ_JOB_INSERT, JQ_JOB_START, JQ_JOB_PART, JQ_JOB_CAUSE, JQ_BOARD_ID, JQ_MARK, JQ_COUNT };
 
@@ -57,6 +60,8 @@ struct store_jnl {
 	char uuid[40];
 	int64_t run_id;   /* 0 until the run row is known */
 	int64_t next_seq; /* of the next entry */
+	int64_t mark;     /* run.journal_seq as last committed by us; -1 unknown */
+	uint64_t bytes;   /* in the file: it is emptied past JNL_RESET_BYTES */
 	char **lines;     /* pending entries, oldest first */
 	size_t n, cap;
 	int64_t *job_ids; /* by plan index; 0 unknown */
@@ -451,6 +456,7 @@ static int jnl_write(struct store_jnl *j, const char *data, size_t len, struct l
 			return LAB_ERR(e, LAB_EINFRA, "%s: %s", j->path, strerror(errno));
 		data += w;
 		len -= (size_t)w;
+		j->bytes += (uint64_t)w;
 	}
 	return LAB_OK;
 }
@@ -630,6 +636,7 @@ static int jnl_reset_file(struct store_jnl *j, struct lab_err *e)
 		return LAB_OK;
 	if (ftruncate(j->fd, 0) < 0)
 		return LAB_ERR(e, LAB_EINFRA, "%s: %s", j->path, strerror(errno));
+	j->bytes = 0;
 	char head[96];
 	int n = snprintf(head, sizeof head, "%s %s\n", JNL_MAGIC, j->uuid);
 	return jnl_write(j, head, (size_t)n, e);
@@ -665,6 +672,7 @@ static struct store_jnl *jnl_new(struct store *s, const char *uuid)
 	j->s = s;
 	j->fd = -1;
 	j->next_seq = 1;
+	j->mark = -1;
 	lab_strlcpy(j->uuid, uuid, sizeof j->uuid);
 	lab_buf_init(&j->line, 0);
 	return j;
@@ -756,6 +764,9 @@ int store_jnl_open(struct store *s, const char *uuid, struct store_jnl **out, st
 	int64_t mark = run_mark(j);
 	if (j->next_seq <= mark)
 		j->next_seq = mark + 1;
+	/* Only this process (it holds the journal's flock) commits the run's
+	 * entries from now on: the mark is known without asking again. */
+	j->mark = j->run_id ? mark : -1;
 	j->run_id = 0; /* looked up again inside the first flush */
 	*out = j;
 	return LAB_OK;
@@ -766,14 +777,15 @@ int store_jnl_flush(struct store_jnl *j, bool *busy, struct lab_err *e)
 	*busy = false;
 	if (j->n == 0)
 		return LAB_OK;
-	int64_t mark = run_mark(j);
+	int64_t mark = j->mark >= 0 ? j->mark : run_mark(j);
 	int rc = apply_lines(j, j->lines, j->n, mark, busy, NULL, e);
 	if (rc || *busy)
 		return rc;
 	for (size_t i = 0; i < j->n; i++)
 		free(j->lines[i]);
 	j->n = 0;
-	return jnl_reset_file(j, e);
+	j->mark = j->next_seq - 1;
+	return j->bytes > JNL_RESET_BYTES ? jnl_reset_file(j, e) : LAB_OK;
 }
 
 size_t store_jnl_pending(const struct store_jnl *j)

@@ -39,7 +39,16 @@
  * until it grows past this: one ftruncate per MiB, not two syscalls a flush. */
 #define JNL_RESET_BYTES (1u << 20)
 
-enum { JQ_JOB_ID, JQ_JOB_INSERT, JQ_JOB_START, JQ_JOB_PART, JQ_JOB_CAUSE, JQ_BOARD_ID, JQ_MARK, JQ_COUNT };
+enum {
+	JQ_JOB_ID,
+	JQ_JOB_INSERT,
+	JQ_JOB_START,
+	JQ_JOB_PART,
+	JQ_JOB_CAUSE,
+	JQ_BOARD_ID,
+	JQ_MARK,
+	JQ_COUNT
+};
 
 static const char *const jq_sql[JQ_COUNT] = {
 	[JQ_JOB_ID] = "SELECT id FROM job WHERE run_id = ?1 AND seq = ?2 ORDER BY id LIMIT 1",

@@ -15,6 +15,7 @@
 #include "store.h"
 #include "config.h"
 #include "console.h"
+#include "lock.h"
 #include "power.h"
 #include "usb.h"
 
@@ -520,6 +521,21 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 		free(runs);
 		return 2;
 	}
+	/* One process drives a board at a time: boot (which deploys, i.e.
+	 * flashes) takes the board's lock as a run does; console and power share
+	 * it with each other (watch the console, cycle power from another shell),
+	 * never with a run or a boot. */
+	struct lab_lock *lk = NULL;
+	char *ldir = lock_dir(lab->locks, &e);
+	if (!ldir || (is_boot ? lock_take(ldir, name, &lk, NULL, &e)
+			      : lock_take_shared(ldir, name, &lk, NULL, &e))) {
+		free(ldir);
+		fprintf(stderr, "emmclab: %s\n", e.msg);
+		config_free(lab);
+		free(runs);
+		return 3;
+	}
+	free(ldir);
 	struct bctx c = {.cli = cli, .lab = lab, .runs = runs, .nruns = nruns, .agent_args = agent};
 	c.l = loop_new();
 	static const struct board_events ev = {.state = on_state, .event = on_event,
@@ -556,6 +572,7 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 out:
 	restore_tty(&c);
 	loop_free(c.l);
+	lock_release(lk);
 	config_free(lab);
 	free(runs);
 	return code;

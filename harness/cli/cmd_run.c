@@ -22,9 +22,9 @@
 
 /* Run `emmclab sim start|stop LAB` as a child of this CLI (blocking is fine
  * here: this is the command line, not the event loop). */
-static int sim_ctl(const char *self, const char *verb, const char *lab)
+static int sim_ctl(const char *self, const char *verb, const char *lab, const char *flag)
 {
-	char *argv[] = {(char *)self, "sim", (char *)verb, (char *)lab, NULL};
+	char *argv[] = {(char *)self, "sim", (char *)verb, (char *)lab, (char *)flag, NULL};
 	if (lab == NULL)
 		argv[3] = NULL;
 	pid_t pid = fork();
@@ -55,7 +55,7 @@ static char *self_path(void)
 	return xstrdup(buf);
 }
 
-enum { O_NO_REPORT = CLI_LONG_ONLY, O_NO_UPLOAD, O_WITH_SIM, O_LOG_FORMAT, O_STATE_DIR, O_DRY_RUN };
+enum { O_NO_REPORT = CLI_LONG_ONLY, O_NO_UPLOAD, O_WITH_SIM, O_LOG_FORMAT, O_STATE_DIR, O_DRY_RUN, O_RESUME };
 
 const struct cli_opt cmd_run_opts[] = {
 	{"db", 'd', "PATH",
@@ -75,6 +75,10 @@ const struct cli_opt cmd_run_opts[] = {
 	 "stderr log: text (default; with a live per-board view on a terminal) or json (one object a line)", 0},
 	{"state-dir", O_STATE_DIR, "DIR",
 	 "directory of the live progress file `status` reads (default $EMMCLAB_STATE_DIR, else .DB.live beside the database)", 0},
+	{"resume", O_RESUME, "RUN",
+	 "continue an interrupted run (RUN: id or uuid; default the newest unfinished run of the "
+	 "plan): stored iterations are kept, interrupted ones run again",
+	 CLI_OPTIONAL},
 	{NULL, 0, NULL, NULL, 0},
 };
 
@@ -149,6 +153,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	const char *baseline = NULL;
 	const char *state_dir = NULL;
 	enum progress_format log_format = PROGRESS_TEXT;
+	const char *resume = NULL;
 	struct cli_getopt g;
 	int c;
 	cli_getopt_init(&g, "run");
@@ -173,6 +178,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 				return cli_usage("run");
 			}
 			break;
+		case O_RESUME: resume = optarg ? optarg : ""; break;
 		default: return cli_getopt_fail(&g);
 		}
 	}
@@ -207,7 +213,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		labfile = config_path(lab->plan->file, lab->plan->lab);
 		if (!cli->quiet)
 			fprintf(stderr, "emmclab: starting the simulated lab %s\n", labfile);
-		int src = sim_ctl(self, "start", labfile);
+		/* Resuming after a crash: the simulator the dead run left is reused. */
+		int src = sim_ctl(self, "start", labfile, resume ? "--reuse" : NULL);
 		if (src != 0) {
 			fprintf(stderr, "emmclab: could not start the simulated lab (exit %d)\n", src);
 			free(labfile);
@@ -222,7 +229,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	if (rc) {
 		int x = cli_error(&e);
 		if (with_sim)
-			sim_ctl(self, "stop", NULL);
+			sim_ctl(self, "stop", NULL, NULL);
 		free(labfile);
 		free(self);
 		config_free(lab);
@@ -240,13 +247,14 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	if (log)
 		setvbuf(log, NULL, _IOLBF, 0);
 	struct run_opts o = {.log = cli->quiet ? NULL : log ? log : stderr, .verbose = cli->verbose,
-			     .transcript_dir = tdir, .slot_retries = 1, .progress = prog};
+			     .transcript_dir = tdir, .slot_retries = 1, .progress = prog,
+			     .resume = resume};
 	struct run_result res;
 	rc = run_plan(lab, s, &o, &res, &e);
 	if (log_format == PROGRESS_JSON && !cli->quiet)
 		json_log = prog;
 	if (with_sim)
-		sim_ctl(self, "stop", NULL);
+		sim_ctl(self, "stop", NULL, NULL);
 	free(labfile);
 	free(self);
 	int exit_code = 0;
@@ -275,6 +283,10 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			(long long)res.run_id, res.aborted ? "aborted" : "finished",
 			(double)res.wall_ms / 1000.0, res.jobs, res.jobs_ok, res.jobs_infra,
 			res.jobs_mismatch, res.jobs_skipped, res.iterations, res.samples, res.events);
+	if (res.store_busy_waits)
+		say("the results store was busy %d time(s), %.1f s in all (another process held the "
+		    "database lock); nothing was lost",
+		    res.store_busy_waits, (double)res.store_busy_ms / 1000.0);
 	if (res.boards_quarantined)
 		say("%d board(s) quarantined", res.boards_quarantined);
 

@@ -186,7 +186,29 @@ static void board_field(struct lab_buf *state, size_t i, const char *key, char *
 	json_get(lab_buf_cstr(state), state->len, path, out, n, NULL);
 }
 
-static int sim_start(const char *lab, const char *dir_opt)
+static int sim_stop(const char *dir);
+
+/* Whether the simulator pid was started for the lab file lababs (its
+ * command line says --lab LABABS). */
+static bool sim_runs_lab(pid_t pid, const char *lababs)
+{
+	char path[64], b[8192];
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, b, sizeof b - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	b[n] = '\0';
+	for (char *p = b; p < b + n; p += strlen(p) + 1)
+		if (strcmp(p, "--lab") == 0 && p + strlen(p) + 1 < b + n)
+			return strcmp(p + strlen(p) + 1, lababs) == 0;
+	return false;
+}
+
+static int sim_start(const char *lab, const char *dir_opt, bool reuse)
 {
 	if (!lab)
 		return cli_usage("sim");
@@ -202,6 +224,16 @@ static int sim_start(const char *lab, const char *dir_opt)
 		return cli_error(&e);
 	}
 	pid_t running = sim_pid(dir);
+	if (running && reuse) {
+		/* run --resume --with-sim: the simulator a killed run left behind */
+		if (sim_runs_lab(running, lababs)) {
+			printf("simulator already running for %s (pid %d): reused\n", lababs, (int)running);
+			return 0;
+		}
+		printf("simulator (pid %d) runs another lab: restarting it\n", (int)running);
+		sim_stop(dir);
+		running = sim_pid(dir);
+	}
 	if (running) {
 		lab_err_set(&e, LAB_EINFRA, "a simulator already runs in %s (pid %d): emmclab sim stop first",
 			    dir, (int)running);
@@ -399,12 +431,16 @@ static char *qenc(const char *s)
 	return r;
 }
 
-enum { O_STATE_DIR = CLI_LONG_ONLY, O_JSON };
+enum { O_STATE_DIR = CLI_LONG_ONLY, O_JSON, O_REUSE };
 
 const struct cli_opt cmd_sim_opts[] = {
 	{"state-dir", O_STATE_DIR, "DIR",
 	 "state directory (default $EMMCLAB_SIM_DIR, else /tmp/emmclab-sim)", 0},
 	{"json", O_JSON, NULL, "status, fault, clear, power: the simulator's JSON answer", 0},
+	{"reuse", O_REUSE, NULL,
+	 "start: a simulator already running for the same lab file is kept (another lab's is "
+	 "restarted) instead of an error",
+	 0},
 	{NULL, 0, NULL, NULL, 0},
 };
 
@@ -415,7 +451,7 @@ int cmd_sim(struct cli *cli, int argc, char **argv)
 		return cli_usage("sim");
 	const char *sub = argv[1];
 	const char *dir_opt = NULL;
-	bool json = false;
+	bool json = false, reuse = false;
 	struct cli_getopt g;
 	int c;
 	argc--;
@@ -425,6 +461,7 @@ int cmd_sim(struct cli *cli, int argc, char **argv)
 		switch (c) {
 		case O_STATE_DIR: dir_opt = optarg; break;
 		case O_JSON: json = true; break;
+		case O_REUSE: reuse = true; break;
 		default: return cli_getopt_fail(&g);
 		}
 	}
@@ -436,7 +473,7 @@ int cmd_sim(struct cli *cli, int argc, char **argv)
 		pos[npos++] = argv[optind];
 	}
 	if (strcmp(sub, "start") == 0)
-		return npos == 1 && !json ? sim_start(pos[0], dir_opt) : cli_usage("sim");
+		return npos == 1 && !json ? sim_start(pos[0], dir_opt, reuse) : cli_usage("sim");
 	const char *dir = sim_dir(dir_opt);
 	if (strcmp(sub, "stop") == 0 && npos == 0)
 		return sim_stop(dir);

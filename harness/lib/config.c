@@ -251,6 +251,8 @@ struct lab_section {
 	char *results;
 	char *transcripts;
 	uint64_t transcript_max;
+	char *locks;
+	uint64_t store_wait_ms;
 	struct cfg_node *sim;
 	struct cfg_node *resources;
 };
@@ -265,6 +267,13 @@ static const struct opt lab_opts[] = {
 	{.key = "transcript_max", .type = OPT_SIZE, .offset = F(lab_section, transcript_max),
 	 .def = "64MiB", .min = 4096, .max = 1099511627776.0,
 	 .help = "bytes per transcript file before it rotates"},
+	{.key = "locks", .type = OPT_STR, .offset = F(lab_section, locks), .def = "",
+	 .help = "directory of the board lock files (empty: $EMMCLAB_LOCKS, /run/emmclab, or a "
+		 "per-user directory when /run is not writable; see docs/running.md)"},
+	{.key = "store_wait", .type = OPT_DURATION, .offset = F(lab_section, store_wait_ms),
+	 .def = "30m", .min = 0, .max = 604800000.0,
+	 .help = "how long a run keeps retrying writes while another process holds the "
+		 "database lock (entries wait in a journal meanwhile)"},
 	{.key = "sim", .type = OPT_NODE, .offset = F(lab_section, sim),
 	 .help = "simulator-only settings, ignored by the controller"},
 	{.key = "resources", .type = OPT_NODE, .offset = F(lab_section, resources),
@@ -930,6 +939,8 @@ static int build_lab(struct lab_cfg *c, const struct cfg_node *n, struct lab_err
 		c->transcript_max = s.transcript_max;
 		c->resources = s.resources;
 		s.resources = NULL;
+		c->locks = s.locks && s.locks[0] ? base_path(c, s.locks) : NULL;
+		c->store_wait_ms = s.store_wait_ms;
 		s.name = NULL;
 	}
 	opt_free(lab_opts, &s);
@@ -1180,6 +1191,7 @@ void config_free(struct lab_cfg *c)
 	free(c->name);
 	free(c->results);
 	free(c->transcripts);
+	free(c->locks);
 	free(c->base_dir);
 	free(c);
 }
@@ -1273,6 +1285,11 @@ void config_print(FILE *f, const struct lab_cfg *c)
 	char sz[64];
 	opt_format_size(sz, sizeof sz, c->transcript_max);
 	fprintf(f, "\n  transcript_max: %s\n", sz);
+	if (c->locks) {
+		fputs("  locks: ", f);
+		cfg_print_string(f, c->locks);
+		fputc('\n', f);
+	}
 	if (c->ntypes) {
 		fputs("types:\n", f);
 		for (size_t i = 0; i < c->ntypes; i++)

@@ -3,6 +3,7 @@
 #include "board.h"
 #include "collect.h"
 #include "json.h"
+#include "lock.h"
 #include "loop.h"
 #include "plan.h"
 #include "power.h"
@@ -41,6 +42,9 @@ struct rboard {
 	struct collect col;
 	struct powerfail pf;   /* the power-fail workload (the controller cuts the power) */
 	bool done;
+	struct lab_lock *lock; /* the board's lock (lock.h); NULL: another process has it */
+	char *locked_by;       /* why not: "board locked by pid N" */
+	bool *slot_done;       /* resume: slots whose iteration is already stored */
 };
 
 struct runner {
@@ -59,6 +63,18 @@ struct runner {
 	struct schedule_res *shared; /* the lab's shared resources (NULL: none) */
 	char *transcript_dir;
 	struct lab_err err; /* first store error: fatal for the run */
+	/* the store: every write is a journal entry, flushed from a timer */
+	struct store_jnl *jnl;
+	struct loop_timer flush_t;
+	uint64_t backoff_ms;     /* 0: not waiting for the database */
+	uint64_t busy_since_ms;  /* when the current wait began */
+	uint64_t busy_total_ms;  /* all waits of the run */
+	int busy_waits;
+	/* stops */
+	int signals;             /* SIGINT/SIGTERM received */
+	bool hard_stop;          /* the second one: abort now, power off, mark aborted */
+	struct loop_timer hard_t;
+	char *lockdir;
 };
 
 static void start_board(void *arg);
@@ -66,6 +82,9 @@ static void sysfs_step(struct rboard *rb);
 
 static void next_slot(struct rboard *rb);
 static void run_workload(struct rboard *rb);
+static void jnl_dirty(struct runner *r);
+static int job_seq(struct runner *r, const struct plan_job *j);
+static void job_started(struct rboard *rb, struct plan_job *j);
 
 static void logf_(struct runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(struct runner *r, const char *fmt, ...)
@@ -149,11 +168,10 @@ static void record_event(struct rboard *rb, const char *kind, const char *stage,
 {
 	struct runner *r = rb->r;
 	struct lab_err e = {0};
-	int64_t job_id = 0;
-	if (rb->cur < rb->pb->nslots)
-		job_id = cur_job(rb)->db_id;
-	if (store_event(r->store, r->res->run_id, job_id, rb->board_id, kind, stage, msg, &e))
+	int seq = rb->cur < rb->pb->nslots ? job_seq(r, cur_job(rb)) : -1;
+	if (store_jnl_event(r->jnl, seq, rb->cfg->name, kind, stage, msg, &e))
 		store_fail(r, &e);
+	jnl_dirty(r);
 	r->res->events++;
 	if (r->o->progress && progress_event(r->o->progress, (size_t)(rb - r->rb), kind, stage, msg))
 		return;
@@ -174,10 +192,12 @@ static void finish_job(struct rboard *rb, struct plan_job *j, int status, const 
 	case JOB_MISMATCH: r->res->jobs_mismatch++; break;
 	default: r->res->jobs_skipped++; break;
 	}
-	if (j->db_id) {
+	{
 		struct lab_err e = {0};
-		if (store_job_finish(r->store, j->db_id, names[status], &e))
+		if (store_jnl_job_finish(r->jnl, job_seq(r, j), names[status],
+					 status == JOB_OK ? NULL : why, &e))
 			store_fail(r, &e);
+		jnl_dirty(r);
 	}
 	if (r->o->progress && progress_job(r->o->progress, (size_t)(rb - r->rb), j->suite->name,
 					   lab_mode_names[j->mode], names[status], why))
@@ -201,10 +221,11 @@ static void on_transcript(struct board *b, const char *path, const char *sha, ui
 	LAB_UNUSED(b);
 	struct rboard *rb = arg;
 	struct lab_err e = {0};
-	int64_t job_id = rb->cur < rb->pb->nslots ? cur_job(rb)->db_id : 0;
-	if (store_transcript(rb->r->store, rb->r->res->run_id, job_id, rb->board_id, path, sha,
-			     (int64_t)bytes, boot_n, &e))
+	int seq = rb->cur < rb->pb->nslots ? job_seq(rb->r, cur_job(rb)) : -1;
+	if (store_jnl_transcript(rb->r->jnl, seq, rb->cfg->name, path, sha, (int64_t)bytes, boot_n,
+				 &e))
 		store_fail(rb->r, &e);
+	jnl_dirty(rb->r);
 }
 
 /* ---- finishing ---- */
@@ -401,12 +422,13 @@ static void on_workload_done(struct board *b, int rc, enum board_fail fail, cons
 	}
 	double dur = c->wall_time >= 0 ? c->wall_time : (double)(lab_now_ns() - rb->wl_start_ns) / 1e9;
 	struct lab_err e = {0};
-	if (store_iteration_write(r->store, j->db_id, w->name, s->iteration, dur, 0, c->samples,
-				  c->nsamples, c->counters, c->ncounters, NULL, &e)) {
+	if (store_jnl_iteration(r->jnl, job_seq(r, j), w->name, s->iteration, dur, 0, c->samples,
+				c->nsamples, c->counters, c->ncounters, &e)) {
 		store_fail(r, &e);
 		end_board(rb);
 		return;
 	}
+	jnl_dirty(r);
 	r->res->iterations++;
 	r->res->samples += (int)c->nsamples;
 	if (r->o->verbose)
@@ -479,13 +501,14 @@ static void pf_checked(void *arg, int64_t acked, int64_t lost, int64_t corrupt)
 		{"corrupt_records", (double)corrupt, "records"},
 	};
 	struct lab_err e = {0};
-	if (store_iteration_write(r->store, j->db_id, "powerfail", s->iteration,
-				  (double)(lab_now_ns() - rb->wl_start_ns) / 1e9, 0, smp, 3, c->counters,
-				  c->ncounters, NULL, &e)) {
+	if (store_jnl_iteration(r->jnl, job_seq(r, j), "powerfail", s->iteration,
+				(double)(lab_now_ns() - rb->wl_start_ns) / 1e9, 0, smp, 3, c->counters,
+				c->ncounters, &e)) {
 		store_fail(r, &e);
 		end_board(rb);
 		return;
 	}
+	jnl_dirty(r);
 	r->res->iterations++;
 	r->res->samples += 3;
 	if (lost > 0 || corrupt > 0) {
@@ -744,12 +767,13 @@ static void on_mode_done(struct board *b, int rc, enum board_fail fail, const ch
 	}
 	int vm = lab_mode_from_verified(c->fua, c->write_cache, c->cqe);
 	struct lab_err e = {0};
-	if (store_job_verified(r->store, j->db_id, c->fua, c->write_cache, c->cqe,
-			       vm >= 0 ? lab_mode_names[vm] : c->vmode, &e)) {
+	if (store_jnl_job_verified(r->jnl, job_seq(r, j), c->fua, c->write_cache, c->cqe,
+				   vm >= 0 ? lab_mode_names[vm] : c->vmode, &e)) {
 		store_fail(r, &e);
 		end_board(rb);
 		return;
 	}
+	jnl_dirty(r);
 	if (vm != j->mode) {
 		char *m = xasprintf("requested %s but the DUT runs %s (queue/fua=%d write_cache=%d cqe=%d); "
 				    "no samples stored for this job",
@@ -820,25 +844,13 @@ static void on_identify_done(struct board *b, int rc, enum board_fail fail, cons
 	}
 	c->part.label = pc->label && pc->label[0] ? pc->label : rb->cfg->name;
 	struct lab_err e = {0};
-	if (store_part_upsert(r->store, &c->part, &rb->part_id, &e) ||
-	    (c->kernel[0] && store_kernel_upsert(r->store, c->kernel, NULL, NULL, NULL, &rb->kernel_id, &e))) {
+	/* The job's row exists since the run began; now it learns its part. */
+	if (store_jnl_job_part(r->jnl, job_seq(r, j), &c->part, c->kernel[0] ? c->kernel : NULL, &e)) {
 		store_fail(r, &e);
 		end_board(rb);
 		return;
 	}
-	if (!j->db_id) {
-		struct store_job_info ji = {
-			.run_id = r->res->run_id, .board_id = rb->board_id, .part_id = rb->part_id,
-			.kernel_id = rb->kernel_id, .suite = j->suite->name, .mode = lab_mode_names[j->mode],
-			.seq = (int)(j - r->plan->jobs),
-			.kernel_cmdline = rb->cfg->type ? rb->cfg->type->modes[j->mode].cmdline : NULL};
-		if (store_job_begin(r->store, &ji, &j->db_id, &e)) {
-			store_fail(r, &e);
-			end_board(rb);
-			return;
-		}
-		j->status = JOB_RUNNING;
-	}
+	jnl_dirty(r);
 	collect_reset(c);
 	verify_mode(rb);
 }
@@ -932,7 +944,8 @@ static void next_slot(struct rboard *rb)
 		end_board(rb);
 		return;
 	}
-	while (rb->cur < rb->pb->nslots && cur_job(rb)->status >= JOB_OK)
+	while (rb->cur < rb->pb->nslots &&
+	       (cur_job(rb)->status >= JOB_OK || (rb->slot_done && rb->slot_done[rb->cur])))
 		rb->cur++;
 	if (r->stopping || rb->cur >= rb->pb->nslots) {
 		end_board(rb);
@@ -940,9 +953,10 @@ static void next_slot(struct rboard *rb)
 	}
 	struct plan_job *j = cur_job(rb);
 	const struct plan_slot *s = cur_slot(rb);
-	if (!j->started_ns)
+	if (!j->started_ns) {
 		j->started_ns = lab_now_ns();
-	else if ((lab_now_ns() - j->started_ns) / 1000000ull > job_timeout(rb)) {
+		job_started(rb, j);
+	} else if ((lab_now_ns() - j->started_ns) / 1000000ull > job_timeout(rb)) {
 		char *m = xasprintf("job ran past its time limit (%llu ms: the plan's job_budget or the type's timeouts.job); timed out",
 				    (unsigned long long)job_timeout(rb));
 		record_event(rb, "job-timeout", NULL, m);
@@ -975,19 +989,180 @@ static void next_slot(struct rboard *rb)
 	start_workloads(rb);
 }
 
-/* Runs left 'running' by a controller that was killed (SIGKILL, power loss of
+/* ---- the store: journal entries, flushed from a timer, retried while busy ----
+ * Every write of the run is a journal entry (store.h); a flush commits what
+ * is pending in one transaction on the next loop pass.  When another process
+ * holds the database lock the flush gives up at once and is retried with
+ * backoff for the lab's store_wait; the entries wait in memory and in the
+ * journal file meanwhile, so neither the loop nor the night is lost. */
+
+#define RUN_BUSY_TIMEOUT_MS 20
+#define FLUSH_BACKOFF_MIN_MS 50
+#define FLUSH_BACKOFF_MAX_MS 2000
+
+static int job_seq(struct runner *r, const struct plan_job *j)
+{
+	return (int)(j - r->plan->jobs);
+}
+
+static void job_started(struct rboard *rb, struct plan_job *j)
+{
+	struct lab_err e = {0};
+	j->status = JOB_RUNNING;
+	if (store_jnl_job_start(rb->r->jnl, job_seq(rb->r, j), &e))
+		store_fail(rb->r, &e);
+	jnl_dirty(rb->r);
+}
+
+static void jnl_dirty(struct runner *r)
+{
+	if (r->jnl && !r->backoff_ms && !loop_timer_pending(&r->flush_t))
+		loop_timer_start(r->loop, &r->flush_t, 0);
+}
+
+static bool store_gave_up(const struct runner *r)
+{
+	return r->err.msg[0] != '\0';
+}
+
+static void flush_now(struct runner *r)
+{
+	if (!r->jnl || store_jnl_pending(r->jnl) == 0 || store_gave_up(r))
+		return;
+	size_t n = store_jnl_pending(r->jnl);
+	bool busy = false;
+	struct lab_err e = {0};
+	if (store_jnl_flush(r->jnl, &busy, &e)) {
+		store_fail(r, &e); /* the entries stay in the journal for a replay */
+		return;
+	}
+	uint64_t now = loop_now_ms(r->loop);
+	if (busy) {
+		if (!r->backoff_ms) {
+			r->busy_since_ms = now;
+			r->backoff_ms = FLUSH_BACKOFF_MIN_MS;
+			r->busy_waits++;
+			logf_(r, "results store busy (another process holds the database lock), "
+				 "retrying; %zu entries wait in the journal", n);
+		} else if (r->backoff_ms < FLUSH_BACKOFF_MAX_MS) {
+			r->backoff_ms = r->backoff_ms * 2 > FLUSH_BACKOFF_MAX_MS ? FLUSH_BACKOFF_MAX_MS
+										 : r->backoff_ms * 2;
+		}
+		if (now - r->busy_since_ms > r->lab->store_wait_ms) {
+			lab_err_set(&e, LAB_EINFRA,
+				    "%s: database busy for %.0f s (lab store_wait); %zu entries kept in "
+				    "the journal for the next run", store_path(r->store),
+				    (double)(now - r->busy_since_ms) / 1000.0, n);
+			store_fail(r, &e);
+			return;
+		}
+		loop_timer_start(r->loop, &r->flush_t, r->backoff_ms);
+		return;
+	}
+	if (!r->res->run_id)
+		r->res->run_id = store_jnl_run_id(r->jnl);
+	if (r->backoff_ms) {
+		uint64_t waited = now - r->busy_since_ms;
+		r->busy_total_ms += waited;
+		r->backoff_ms = 0;
+		char *m = xasprintf("results store busy for %.1f s (another process held the database "
+				    "lock); %zu entries waited in the journal, nothing lost",
+				    (double)waited / 1000.0, n);
+		logf_(r, "%s", m);
+		if (store_jnl_event(r->jnl, -1, NULL, "store-busy", NULL, m, &e))
+			store_fail(r, &e);
+		free(m);
+		jnl_dirty(r);
+	}
+}
+
+static void on_flush(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	flush_now(arg);
+}
+
+static void on_wake(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	*(bool *)arg = true;
+}
+
+/* A wait on the loop (signals and children still handled). */
+static void runner_wait(struct runner *r, uint64_t ms)
+{
+	bool woke = false;
+	struct loop_timer t;
+	loop_timer_init(&t, on_wake, &woke);
+	loop_timer_start(r->loop, &t, ms);
+	while (!woke)
+		if (loop_run_once(r->loop, -1) < 0)
+			break;
+	loop_timer_stop(r->loop, &t);
+}
+
+/* After the boards: commit what is pending, however long the lock is held
+ * (up to store_wait). */
+static void drain_store(struct runner *r)
+{
+	while (r->jnl && store_jnl_pending(r->jnl) > 0 && !store_gave_up(r)) {
+		if (!loop_timer_pending(&r->flush_t))
+			loop_timer_start(r->loop, &r->flush_t, 0);
+		if (loop_run_once(r->loop, -1) < 0)
+			break;
+	}
+}
+
+/* The run row's status and its uploads, in one transaction; retried while busy. */
+static int finish_run_row(struct runner *r, const char *status, struct lab_err *fe)
+{
+	uint64_t t0 = loop_now_ms(r->loop), backoff = FLUSH_BACKOFF_MIN_MS;
+	for (;;) {
+		*fe = (struct lab_err){0};
+		int rc = upload_finish_run(r->store, r->res->run_id, status,
+					   upload_config_targets(r->lab), fe);
+		if (!rc || !store_busy(r->store) ||
+		    loop_now_ms(r->loop) - t0 > r->lab->store_wait_ms)
+			return rc;
+		runner_wait(r, backoff);
+		backoff = backoff * 2 > FLUSH_BACKOFF_MAX_MS ? FLUSH_BACKOFF_MAX_MS : backoff * 2;
+	}
+}
+
+/* ---- runs of dead controllers ----
+ * Runs left 'running' by a controller that was killed (SIGKILL, power loss of
  * the controller): everything they committed is whole (iterations are atomic);
- * mark them aborted and their unfinished jobs infra, so reports do not wait
- * for them.  Only runs of this host whose process is gone are touched. */
+ * mark them aborted and their unfinished jobs infra (finished_at stays NULL:
+ * --resume re-runs those), so reports do not wait for them.  Dead is judged
+ * by pid, process start time and boot id (lock.h), not by pid alone. */
 struct dead_runs {
 	int64_t id[64];
 	size_t n;
 };
 
-static void note_dead(int64_t run_id, int64_t pid, void *arg)
+static void proc_from_cfg(const char *cfg, struct lock_proc *p)
+{
+	char v[64];
+	memset(p, 0, sizeof *p);
+	size_t len = cfg ? strlen(cfg) : 0;
+	if (!len)
+		return;
+	if (json_get(cfg, len, "pid", v, sizeof v, NULL) == LAB_OK)
+		lab_parse_i64(v, &p->pid);
+	if (json_get(cfg, len, "pid_start", v, sizeof v, NULL) == LAB_OK)
+		p->start = strtoull(v, NULL, 10);
+	if (json_get(cfg, len, "boot_id", v, sizeof v, NULL) == LAB_OK)
+		lab_strlcpy(p->boot_id, v, sizeof p->boot_id);
+}
+
+static void note_dead(int64_t run_id, const char *cfg, void *arg)
 {
 	struct dead_runs *d = arg;
-	if (d->n < LAB_ARRAY_SIZE(d->id) && pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+	struct lock_proc p;
+	proc_from_cfg(cfg, &p);
+	if (d->n < LAB_ARRAY_SIZE(d->id) && p.pid > 0 && !lock_proc_alive(&p))
 		d->id[d->n++] = run_id;
 }
 
@@ -995,7 +1170,7 @@ static void reap_dead_runs(struct runner *r, const char *host)
 {
 	struct dead_runs d = {.n = 0};
 	struct lab_err e = {0};
-	if (store_runs_running(r->store, host, note_dead, &d, &e) != LAB_OK)
+	if (store_runs_running_cfg(r->store, host, note_dead, &d, &e) != LAB_OK)
 		return;
 	for (size_t i = 0; i < d.n; i++) {
 		e = (struct lab_err){0};
@@ -1005,38 +1180,272 @@ static void reap_dead_runs(struct runner *r, const char *host)
 }
 
 /* A quarantine event with no later unquarantine (emmclab board NAME release). */
-static bool board_still_quarantined(struct store *s, int64_t board_id)
+static bool board_still_quarantined(struct store *s, const char *name)
 {
 	struct lab_err e = {0};
+	int64_t id = 0;
 	bool q = false;
-	return store_board_quarantined(s, board_id, &q, &e) == LAB_OK && q;
+	return store_board_find(s, name, &id, &e) == LAB_OK && id > 0 &&
+	       store_board_quarantined(s, id, &q, &e) == LAB_OK && q;
+}
+
+/* ---- board locks ---- */
+
+static int lock_boards(struct runner *r, struct lab_err *e)
+{
+	r->lockdir = lock_dir(r->lab->locks, e);
+	if (!r->lockdir)
+		return e->rc ? e->rc : LAB_EINFRA;
+	for (size_t i = 0; i < r->nrb; i++) {
+		struct rboard *rb = &r->rb[i];
+		struct lock_holder h;
+		struct lab_err le = {0};
+		if (lock_take(r->lockdir, rb->cfg->name, &rb->lock, &h, &le) == LAB_OK)
+			continue;
+		rb->locked_by = h.proc.pid > 0 ? xasprintf("board locked by pid %lld (%s) since %s",
+							   (long long)h.proc.pid, h.cmd, h.since)
+					       : xstrdup(le.msg);
+		logf_(r, "%s: %s: its jobs are skipped", rb->cfg->name, rb->locked_by);
+	}
+	return LAB_OK;
 }
 
 static void start_board(void *arg)
 {
-	next_slot(arg);
+	struct rboard *rb = arg;
+	if (rb->locked_by) {
+		/* Another process drives this board: touch nothing, record why. */
+		record_event(rb, "board-locked", NULL, rb->locked_by);
+		skip_rest(rb, rb->locked_by);
+		board_finished(rb);
+		return;
+	}
+	next_slot(rb);
+}
+
+/* ---- resume ----
+ * The run's stored iterations say what is done: an iteration (slot) whose
+ * every workload is stored is never run again; one stored in part was
+ * interrupted: discarded (a journal entry) and run again.  A job that ended
+ * for its own reasons (ok, mode mismatch, an infra failure it finished with,
+ * a quarantine) stays as it is; one that ended because the run did is
+ * resumed. */
+struct resume_ctx {
+	struct runner *r;
+	uint64_t **mask; /* per job: bit w of mask[n] = workload w of iteration n stored */
+	char bad[256];
+};
+
+static int wl_index(const struct suite_cfg *s, const char *name)
+{
+	for (size_t i = 0; i < s->nworkloads && i < 64; i++)
+		if (strcmp(s->workloads[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static bool job_resumable(const struct store_resume_job *j)
+{
+	const char *st = j->status;
+	if (!strcmp(st, "pending") || !strcmp(st, "running"))
+		return true;
+	if (!strcmp(st, "infra"))
+		return j->finished_at == NULL; /* marked by reap_dead_runs */
+	if (!strcmp(st, "skipped"))
+		return !j->cause || (strcmp(j->cause, "board quarantined") != 0 &&
+				     strcmp(j->cause, "wrong part fitted") != 0);
+	return false;
+}
+
+static void resume_job(const struct store_resume_job *sj, void *arg)
+{
+	struct resume_ctx *c = arg;
+	struct runner *r = c->r;
+	if (sj->seq < 0 || (size_t)sj->seq >= r->plan->njobs) {
+		snprintf(c->bad, sizeof c->bad, "job %d is not in this plan", sj->seq);
+		return;
+	}
+	struct plan_job *j = &r->plan->jobs[sj->seq];
+	const char *board = r->lab->boards[j->board].name;
+	if (strcmp(sj->board, board) || strcmp(sj->suite, j->suite->name) ||
+	    strcmp(sj->mode, lab_mode_names[j->mode])) {
+		snprintf(c->bad, sizeof c->bad, "job %d was %s/%s/%s, the plan now says %s/%s/%s",
+			 sj->seq, sj->board, sj->suite, sj->mode, board, j->suite->name,
+			 lab_mode_names[j->mode]);
+		return;
+	}
+	if (job_resumable(sj))
+		return;
+	static const char *const names[] = {"pending", "running", "ok", "infra", "mode-mismatch",
+					    "skipped"};
+	for (int s = JOB_OK; s <= JOB_SKIPPED; s++)
+		if (!strcmp(sj->status, names[s]))
+			j->status = s;
+	if (j->status < JOB_OK)
+		j->status = JOB_INFRA;
+	switch (j->status) {
+	case JOB_OK: r->res->jobs_ok++; break;
+	case JOB_INFRA: r->res->jobs_infra++; break;
+	case JOB_MISMATCH: r->res->jobs_mismatch++; break;
+	default: r->res->jobs_skipped++; break;
+	}
+}
+
+static void resume_iter(int seq, const char *workload, int n, void *arg)
+{
+	struct resume_ctx *c = arg;
+	struct runner *r = c->r;
+	if (seq < 0 || (size_t)seq >= r->plan->njobs)
+		return;
+	struct plan_job *j = &r->plan->jobs[seq];
+	int w = wl_index(j->suite, workload);
+	if (w < 0 || n < 1 || n > j->iterations)
+		return;
+	c->mask[seq][n] |= 1ull << w;
+}
+
+static int resume_prepare(struct runner *r, const char *arg, char uuid[40], char *cfg_json,
+			  struct lab_err *e)
+{
+	struct lab_cfg *lab = r->lab;
+	int64_t id = 0;
+	int rc = arg && *arg ? store_run_find(r->store, arg, &id, e)
+			     : store_run_latest_unfinished(r->store, lab->plan->name, lab->name, &id, e);
+	if (rc)
+		return rc;
+	struct store_run_row row;
+	if ((rc = store_run_get(r->store, id, &row, e)))
+		return rc;
+	if (!strcmp(row.status, "complete"))
+		return lab_err_set(e, LAB_EUSAGE, "run %lld is complete: nothing to resume",
+				   (long long)id);
+	if (strcmp(row.plan, lab->plan->name) || strcmp(row.lab, lab->name))
+		return lab_err_set(e, LAB_EUSAGE, "run %lld is plan %s on lab %s, not %s on %s",
+				   (long long)id, row.plan, row.lab, lab->plan->name, lab->name);
+	struct resume_ctx c = {.r = r};
+	c.mask = xcalloc(r->plan->njobs, sizeof *c.mask);
+	for (size_t i = 0; i < r->plan->njobs; i++)
+		c.mask[i] = xcalloc((size_t)r->plan->jobs[i].iterations + 1, sizeof **c.mask);
+	char *old_cfg = NULL;
+	rc = store_run_resume_info(r->store, id, &old_cfg, resume_job, resume_iter, &c, e);
+	struct lock_proc p;
+	proc_from_cfg(old_cfg, &p);
+	free(old_cfg);
+	if (!rc && !strcmp(row.status, "running") && p.pid > 0 && p.pid != (int64_t)getpid() &&
+	    lock_proc_alive(&p))
+		rc = lab_err_set(e, LAB_EUSAGE, "run %lld is still running (pid %lld)", (long long)id,
+				 (long long)p.pid);
+	if (!rc && c.bad[0])
+		rc = lab_err_set(e, LAB_EUSAGE, "run %lld was made from another plan: %s",
+				 (long long)id, c.bad);
+	if (!rc) {
+		lab_strlcpy(uuid, row.uuid, 40);
+		rc = store_jnl_open(r->store, uuid, &r->jnl, e);
+	}
+	if (!rc)
+		rc = store_jnl_resume(r->jnl, cfg_json, e);
+	int done_iters = 0, dropped = 0;
+	for (size_t i = 0; i < r->plan->njobs && !rc; i++) {
+		struct plan_job *j = &r->plan->jobs[i];
+		if (j->status >= JOB_OK)
+			continue;
+		uint64_t full = j->suite->nworkloads >= 64 ? ~0ull : (1ull << j->suite->nworkloads) - 1;
+		for (int n = 1; n <= j->iterations && !rc; n++) {
+			if (c.mask[i][n] == full && full) {
+				j->done_iterations++;
+				done_iters++;
+				continue;
+			}
+			for (size_t w = 0; w < j->suite->nworkloads && w < 64 && !rc; w++)
+				if (c.mask[i][n] & (1ull << w)) {
+					rc = store_jnl_iteration_drop(r->jnl, (int)i,
+								      j->suite->workloads[w].name, n, e);
+					dropped++;
+				}
+			c.mask[i][n] = 0;
+		}
+	}
+	for (size_t b = 0; b < r->nrb && !rc; b++) {
+		struct rboard *rb = &r->rb[b];
+		rb->slot_done = xcalloc(rb->pb->nslots + 1, sizeof *rb->slot_done);
+		for (size_t k = 0; k < rb->pb->nslots; k++) {
+			const struct plan_slot *s = &rb->pb->slots[k];
+			struct plan_job *j = &r->plan->jobs[s->job];
+			rb->slot_done[k] = j->status < JOB_OK && c.mask[s->job][s->iteration] != 0;
+		}
+	}
+	/* A job whose every iteration is stored only missed its ending. */
+	for (size_t i = 0; i < r->plan->njobs && !rc; i++) {
+		struct plan_job *j = &r->plan->jobs[i];
+		if (j->status < JOB_OK && j->done_iterations >= j->iterations) {
+			j->status = JOB_OK;
+			r->res->jobs_ok++;
+			rc = store_jnl_job_finish(r->jnl, (int)i, "ok", NULL, e);
+		}
+	}
+	for (size_t i = 0; i < r->plan->njobs; i++)
+		free(c.mask[i]);
+	free(c.mask);
+	if (!rc) {
+		r->res->run_id = id;
+		logf_(r, "run %lld: resuming: %d iterations already stored, %d interrupted ones "
+			 "discarded", (long long)id, done_iters, dropped);
+	}
+	return rc;
 }
 
 /* ---- signals and budget ---- */
+
+static void on_hard_deadline(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(t);
+	struct runner *r = arg;
+	logf_(r, "boards still powering off after the abort: giving up on them");
+	loop_stop(l);
+}
+
+/* The second signal: abort what is in flight, but still power every board
+ * off (bounded), and mark the run aborted. */
+static void hard_stop(struct runner *r)
+{
+	r->hard_stop = true;
+	r->stopping = true;
+	r->res->aborted = true;
+	logf_(r, "second signal: aborting now; powering every board off");
+	for (size_t i = 0; i < r->nrb; i++) {
+		struct rboard *rb = &r->rb[i];
+		if (rb->done || rb->locked_by)
+			continue;
+		powerfail_stop(&rb->pf);
+		board_abort(rb->b);
+		if (board_power_off(rb->b, on_powered_off, rb) != LAB_OK)
+			board_finished(rb);
+	}
+	loop_timer_start(r->loop, &r->hard_t, 15000);
+}
 
 static void on_signal(struct loop *l, int signo, void *arg)
 {
 	LAB_UNUSED(l);
 	struct runner *r = arg;
-	if (r->stopping) {
-		/* Second signal: abort boards at once (stored data is consistent anyway). */
-		for (size_t i = 0; i < r->nrb; i++) {
-			if (!r->rb[i].done) {
-				board_abort(r->rb[i].b);
-				r->rb[i].done = true;
-			}
+	if (++r->signals >= 2) {
+		if (!r->hard_stop) {
+			hard_stop(r);
+		} else if (r->signals >= 3 && r->jnl && store_jnl_pending(r->jnl)) {
+			/* Waiting for a busy database after the boards stopped: give up
+			 * the wait, not the results (they stay in the journal). */
+			struct lab_err e = {0};
+			lab_err_set(&e, LAB_EINFRA, "stopped while the database was busy; %zu entries "
+						    "kept in the journal for the next run",
+				    store_jnl_pending(r->jnl));
+			store_fail(r, &e);
 		}
-		loop_stop(r->loop);
 		return;
 	}
 	r->stopping = true;
 	r->res->aborted = true;
-	logf_(r, "signal %d: finishing the iterations in flight, then stopping (again to abort now)", signo);
+	logf_(r, "signal %d: finishing the iterations in flight, then powering the boards off "
+		 "(again to abort now)", signo);
 }
 
 static void on_budget(struct loop *l, struct loop_timer *t, void *arg)
@@ -1070,6 +1479,64 @@ static void run_progress_begin(struct runner *r)
 	schedule_est_free(&est);
 }
 
+/* The controller's identity in the run row: host, pid, its start time and
+ * the boot id, so a later run tells a dead controller from a live one. */
+static char *controller_json(struct runner *r, const char *host)
+{
+	struct lock_proc me;
+	lock_proc_self(&me);
+	struct lab_buf cfg;
+	lab_buf_init(&cfg, 0);
+	lab_buf_printf(&cfg, "{\"plan\":");
+	json_buf_str(&cfg, r->lab->plan->name);
+	lab_buf_printf(&cfg, ",\"lab\":");
+	json_buf_str(&cfg, r->lab->name);
+	lab_buf_printf(&cfg, ",\"boards\":%zu,\"jobs\":%zu,\"host\":", r->plan->nboards,
+		       r->plan->njobs);
+	json_buf_str(&cfg, host);
+	lab_buf_printf(&cfg, ",\"pid\":%ld,\"pid_start\":%llu,\"boot_id\":", (long)me.pid,
+		       (unsigned long long)me.start);
+	json_buf_str(&cfg, me.boot_id);
+	lab_buf_printf(&cfg, "}");
+	char *s = xstrdup(lab_buf_cstr(&cfg));
+	lab_buf_free(&cfg);
+	return s;
+}
+
+static int journal_boards(struct runner *r, struct lab_err *e)
+{
+	int rc = LAB_OK;
+	for (size_t i = 0; i < r->nrb && !rc; i++) {
+		const struct board_cfg *bc = r->rb[i].cfg;
+		rc = store_jnl_board(r->jnl, bc->name, bc->type_name, bc->type ? bc->type->host : NULL,
+				     r->lab->name, e);
+	}
+	return rc;
+}
+
+/* A new run: its row, its boards and every job of the plan (pending, no
+ * part yet), so a job that fails before identify is still counted. */
+static int begin_new_run(struct runner *r, const char *cfg_json, struct lab_err *e)
+{
+	char uuid[37];
+	int rc = store_new_uuid(uuid, e);
+	if (!rc)
+		rc = store_jnl_open(r->store, uuid, &r->jnl, e);
+	if (rc)
+		return rc;
+	struct store_run_info ri = {.plan = r->lab->plan->name, .lab = r->lab->name, .source = "lab",
+				    .config_json = cfg_json};
+	if ((rc = store_jnl_run(r->jnl, &ri, e)) || (rc = journal_boards(r, e)))
+		return rc;
+	for (size_t i = 0; i < r->plan->njobs && !rc; i++) {
+		const struct plan_job *j = &r->plan->jobs[i];
+		const struct board_cfg *bc = &r->lab->boards[j->board];
+		rc = store_jnl_job(r->jnl, (int)i, bc->name, j->suite->name, lab_mode_names[j->mode],
+				   bc->type ? bc->type->modes[j->mode].cmdline : NULL, e);
+	}
+	return rc;
+}
+
 int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, struct run_result *res,
 	     struct lab_err *e)
 {
@@ -1090,6 +1557,8 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 	}
 	if ((rc = schedule_res_new(lab, &r.shared, e))) /* bad resources or uses, before any board is powered */
 		goto out;
+	loop_timer_init(&r.flush_t, on_flush, &r);
+	loop_timer_init(&r.hard_t, on_hard_deadline, &r);
 	if (o->transcript_dir)
 		r.transcript_dir = xstrdup(o->transcript_dir);
 	else if (lab->transcripts)
@@ -1104,6 +1573,20 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 	for (size_t i = 0; i < r.plan->nnotes; i++)
 		logf_(&r, "%s", r.plan->notes[i]);
 
+	/* Journals of controllers that died are committed before anything else. */
+	{
+		struct lab_buf jl;
+		lab_buf_init(&jl, 0);
+		int nrep = 0;
+		struct lab_err je = {0};
+		if (store_jnl_replay_dir(s, &nrep, &jl, &je))
+			logf_(&r, "%s", je.msg);
+		if (jl.len)
+			logf_(&r, "%.*s", (int)(jl.len - 1), jl.data);
+		lab_buf_free(&jl);
+	}
+	store_set_busy_timeout(s, RUN_BUSY_TIMEOUT_MS);
+
 	r.rb = xcalloc(r.plan->nboards, sizeof *r.rb);
 	static const struct board_events bev = {.event = on_board_event, .transcript = on_transcript};
 	for (size_t i = 0; i < r.plan->nboards; i++) {
@@ -1114,40 +1597,33 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 		rb->booted_job = -1;
 		powerfail_init(&rb->pf, r.loop, &pf_hooks, rb);
 		collect_reset(&rb->col);
-		rc = store_board_upsert(s, rb->cfg->name, rb->cfg->type_name, rb->cfg->type ? rb->cfg->type->host : NULL,
-					lab->name, &rb->board_id, e);
-		if (rc)
-			goto out_boards;
 		rc = board_new(r.loop, lab, rb->cfg, &bev, rb, &rb->b, e);
 		if (rc)
 			goto out_boards;
 		r.nrb++;
-		if (board_still_quarantined(s, rb->board_id)) {
+		if (board_still_quarantined(s, rb->cfg->name)) {
 			/* Not retried forever: a quarantined board waits for an operator. */
 			board_health_restore(rb->b, 0, true);
 			logf_(&r, "%s: quarantined by an earlier run: skipped (emmclab board %s release)",
 			      rb->cfg->name, rb->cfg->name);
 		}
 	}
+	if ((rc = lock_boards(&r, e)))
+		goto out_boards;
 	char host[128] = "";
 	gethostname(host, sizeof host - 1);
-	struct lab_buf cfg;
-	lab_buf_init(&cfg, 0);
-	lab_buf_printf(&cfg, "{\"plan\":");
-	json_buf_str(&cfg, lab->plan->name);
-	lab_buf_printf(&cfg, ",\"lab\":");
-	json_buf_str(&cfg, lab->name);
-	lab_buf_printf(&cfg, ",\"boards\":%zu,\"jobs\":%zu,\"host\":", r.plan->nboards,
-		       r.plan->njobs);
-	json_buf_str(&cfg, host);
-	lab_buf_printf(&cfg, ",\"pid\":%ld}", (long)getpid());
+	char *cfg_json = controller_json(&r, host);
 	reap_dead_runs(&r, host);
-	struct store_run_info ri = {.plan = lab->plan->name, .lab = lab->name, .source = "lab",
-				    .config_json = lab_buf_cstr(&cfg)};
-	rc = store_run_begin(s, &ri, &res->run_id, e);
-	lab_buf_free(&cfg);
+	rc = o->resume ? resume_prepare(&r, o->resume, (char[40]){0}, cfg_json, e)
+		       : begin_new_run(&r, cfg_json, e);
+	if (!rc && o->resume)
+		rc = journal_boards(&r, e);
+	free(cfg_json);
 	if (rc)
 		goto out_boards;
+	/* The run row first: its id is known from here on (or after the
+	 * database lock is released). */
+	flush_now(&r);
 	res->jobs = (int)r.plan->njobs;
 
 	r.active = r.nrb;
@@ -1170,27 +1646,39 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 			break;
 	res->wall_ms = lab_now_ms() - t0;
 	loop_timer_stop(r.loop, &r.budget);
-	loop_signal(r.loop, SIGINT, NULL, NULL);
-	loop_signal(r.loop, SIGTERM, NULL, NULL);
+	loop_timer_stop(r.loop, &r.hard_t);
 	for (size_t i = 0; i < r.plan->njobs; i++) {
 		struct plan_job *j = &r.plan->jobs[i];
 		if (j->status < JOB_OK) {
 			j->status = JOB_SKIPPED;
 			res->jobs_skipped++;
-			if (j->db_id)
-				store_job_finish(s, j->db_id, "skipped", NULL);
+			struct lab_err je = {0};
+			if (store_jnl_job_finish(r.jnl, (int)i, "skipped",
+						 res->aborted ? "run stopped" : "not started", &je))
+				store_fail(&r, &je);
 		}
 	}
-	{
-		const char *status = res->aborted ? "aborted" : r.err.msg[0] ? "failed" : "complete";
+	/* Everything of the run commits before its row says it ended. */
+	drain_store(&r);
+	loop_signal(r.loop, SIGINT, NULL, NULL);
+	loop_signal(r.loop, SIGTERM, NULL, NULL);
+	res->store_busy_ms = r.busy_total_ms;
+	res->store_busy_waits = r.busy_waits;
+	if (!res->run_id && r.jnl)
+		res->run_id = store_jnl_run_id(r.jnl);
+	if (res->run_id && !store_gave_up(&r)) {
+		const char *status = r.hard_stop ? "aborted" : res->aborted ? "interrupted" : "complete";
 		struct lab_err fe = {0};
 		/* Finishing the run and queueing its uploads is one transaction: a
 		 * completed run is never without its outbox entries (upload.c). */
-		if (upload_finish_run(s, res->run_id, status, upload_config_targets(lab), &fe) &&
-		    !r.err.msg[0])
+		if (finish_run_row(&r, status, &fe) && !r.err.msg[0])
 			r.err = fe;
 		if (o->progress)
 			progress_run_end(o->progress, status);
+	} else if (res->run_id) {
+		/* the run row stays 'running': the next run finds it dead (or resumes it) */
+		if (o->progress)
+			progress_run_end(o->progress, "stopped (results wait in the journal)");
 	}
 	if (r.err.msg[0]) {
 		*e = r.err;
@@ -1201,8 +1689,13 @@ out_boards:
 		powerfail_fini(&r.rb[i].pf);
 		collect_reset(&r.rb[i].col);
 		board_free(r.rb[i].b);
+		lock_release(r.rb[i].lock);
+		free(r.rb[i].locked_by);
+		free(r.rb[i].slot_done);
 	}
 	free(r.rb);
+	store_jnl_close(r.jnl);
+	loop_timer_stop(r.loop, &r.flush_t);
 	/* Let the children the boards' drivers killed (exec consoles, QEMU,
 	 * flashers) be reaped and deferred frees run, bounded, before the loop goes. */
 	uint64_t drain_end = loop_now_ms(r.loop) + 5000;
@@ -1212,6 +1705,7 @@ out:
 	schedule_res_free(r.shared);
 	loop_free(r.loop);
 	free(r.transcript_dir);
+	free(r.lockdir);
 	plan_free(r.plan);
 	return rc;
 }

@@ -29,6 +29,7 @@ struct run_opts {
 	const char *transcript_dir; /* default: lab transcripts or results/transcripts */
 	int slot_retries;           /* retries of a failed slot (default 1) */
 	struct progress *progress;  /* stages, live view, JSON log, progress file (NULL: log only) */
+	const char *resume;         /* run --resume: NULL a new run, "" the latest unfinished one, else id/uuid */
 };
 
 struct run_result {
@@ -40,6 +41,8 @@ struct run_result {
 	bool aborted;
 	bool budget_exhausted;
 	uint64_t wall_ms;
+	uint64_t store_busy_ms;     /* time writes waited for another process's database lock */
+	int store_busy_waits;
 };
 
 int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, struct run_result *res,

@@ -109,9 +109,11 @@ struct store {
 	int flags;
 	int version;
 	sqlite3_stmt *st[ST_COUNT];
+	char clock[32]; /* store_set_clock: the time writes record, "" = now */
 };
 
-static const char *const run_status_ok[] = {"running", "complete", "aborted", "failed", NULL};
+static const char *const run_status_ok[] = {"running", "complete", "interrupted", "aborted",
+					    "failed", NULL};
 static const char *const job_status_ok[] = {"pending", "running", "ok", "infra",
 					    "mode-mismatch", "skipped", NULL};
 
@@ -157,9 +159,33 @@ int store_schema_version(struct store *s)
 	return s->version;
 }
 
-static void now_iso(char buf[32])
+/* The time a write records: now, or the time a journalled entry was made
+ * (a write retried after the database was busy keeps its real time). */
+static void now_iso(struct store *s, char buf[32])
 {
-	lab_utc_iso(buf, 32, (int64_t)time(NULL));
+	if (s->clock[0])
+		memcpy(buf, s->clock, 32);
+	else
+		lab_utc_iso(buf, 32, (int64_t)time(NULL));
+}
+
+void store_set_clock(struct store *s, const char *at)
+{
+	if (at && *at)
+		lab_strlcpy(s->clock, at, sizeof s->clock);
+	else
+		s->clock[0] = '\0';
+}
+
+void store_set_busy_timeout(struct store *s, int ms)
+{
+	sqlite3_busy_timeout(s->db, ms);
+}
+
+bool store_busy(struct store *s)
+{
+	int c = sqlite3_errcode(s->db) & 0xff;
+	return c == SQLITE_BUSY || c == SQLITE_LOCKED;
 }
 
 /* What an operator searches the log for, from a (primary or extended) code. */
@@ -547,6 +573,27 @@ void store_close(struct store *s)
 	free(s);
 }
 
+/* A migration that left a row pointing nowhere is refused (rolled back). */
+static int fk_check(struct store *s, const char *name, struct lab_err *e)
+{
+	sqlite3_stmt *q;
+	int r = sqlite3_prepare_v2(s->db, "PRAGMA foreign_key_check", -1, &q, NULL);
+	if (r != SQLITE_OK)
+		return store_fail(s, e, r, "foreign_key_check");
+	r = sqlite3_step(q);
+	int rc = LAB_OK;
+	if (r == SQLITE_ROW)
+		rc = lab_err_set(e, LAB_EINFRA,
+				 "%s: migration %s: table %s row %lld refers to a missing %s row",
+				 s->path, name, (const char *)sqlite3_column_text(q, 0),
+				 (long long)sqlite3_column_int64(q, 1),
+				 (const char *)sqlite3_column_text(q, 2));
+	else if (r != SQLITE_DONE)
+		rc = store_fail(s, e, r, "foreign_key_check");
+	sqlite3_finalize(q);
+	return rc;
+}
+
 int store_migrate(struct store *s, int target, struct lab_err *e)
 {
 	int latest = store_schema_latest();
@@ -569,8 +616,14 @@ int store_migrate(struct store *s, int target, struct lab_err *e)
 		if (m->version <= s->version || m->version > target)
 			continue;
 		int rc, cur = 0;
-		if ((rc = store_exec(s, "BEGIN IMMEDIATE", "starting a migration", e)))
+		/* A migration may rebuild a table (SQLite's documented way to change
+		 * a column): with foreign keys on, DROP TABLE would cascade into the
+		 * rows that refer to it.  Off for the migration (it cannot change
+		 * inside a transaction), checked before committing, on again after. */
+		if ((rc = store_exec(s, "PRAGMA foreign_keys = OFF", "starting a migration", e)))
 			return rc;
+		if ((rc = store_exec(s, "BEGIN IMMEDIATE", "starting a migration", e)))
+			goto fk_on;
 		/* Another process may have migrated while we waited for the lock. */
 		if ((rc = pragma_int(s, "PRAGMA user_version", &cur, e)))
 			goto undo;
@@ -578,12 +631,16 @@ int store_migrate(struct store *s, int target, struct lab_err *e)
 			s->version = cur;
 			if ((rc = store_exec(s, "COMMIT", "committing", e)))
 				goto undo;
+			if ((rc = store_exec(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", e)))
+				return rc;
 			continue;
 		}
 		char *what = xasprintf("migration %s", m->name);
 		rc = store_exec(s, m->sql, what, e);
 		free(what);
 		if (rc)
+			goto undo;
+		if ((rc = fk_check(s, m->name, e)))
 			goto undo;
 		char pragma[96];
 		snprintf(pragma, sizeof pragma, "PRAGMA application_id = %d; PRAGMA user_version = %d",
@@ -592,10 +649,14 @@ int store_migrate(struct store *s, int target, struct lab_err *e)
 		    (rc = store_exec(s, "COMMIT", "committing a migration", e)))
 			goto undo;
 		s->version = m->version;
+		if ((rc = store_exec(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", e)))
+			return rc;
 		continue;
 undo:
 		if (!sqlite3_get_autocommit(s->db))
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+fk_on:
+		sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
 		return rc == LAB_EUSAGE ? LAB_EINFRA : rc;
 	}
 	return LAB_OK;
@@ -818,6 +879,120 @@ static int store_uuid4(char out[37], struct lab_err *e)
 	return LAB_OK;
 }
 
+int store_new_uuid(char out[37], struct lab_err *e)
+{
+	return store_uuid4(out, e);
+}
+
+int store_board_find(struct store *s, const char *name, int64_t *id, struct lab_err *e)
+{
+	*id = 0;
+	sqlite3_stmt *q = store_prepare(s, "SELECT id FROM board WHERE name = ?1", e);
+	if (!q)
+		return LAB_EINFRA;
+	store_bind_text(q, 1, name);
+	int r = sqlite3_step(q);
+	if (r == SQLITE_ROW)
+		*id = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return r == SQLITE_ROW || r == SQLITE_DONE ? LAB_OK : store_fail_infra(s, e, "finding a board");
+}
+
+int store_runs_running_cfg(struct store *s, const char *host,
+			   void (*cb)(int64_t run_id, const char *config_json, void *arg), void *arg,
+			   struct lab_err *e)
+{
+	sqlite3_stmt *q = store_prepare(
+		s,
+		"SELECT id, config_json FROM run WHERE status = 'running' AND source = 'lab'"
+		" AND json_valid(config_json) AND json_extract(config_json, '$.host') = ?1",
+		e);
+	if (!q)
+		return LAB_EINFRA;
+	store_bind_text(q, 1, host);
+	int r;
+	while ((r = sqlite3_step(q)) == SQLITE_ROW)
+		cb(sqlite3_column_int64(q, 0), (const char *)sqlite3_column_text(q, 1), arg);
+	sqlite3_finalize(q);
+	return r == SQLITE_DONE ? LAB_OK : store_fail_infra(s, e, "finding running runs");
+}
+
+int store_run_latest_unfinished(struct store *s, const char *plan, const char *lab, int64_t *run_id,
+				struct lab_err *e)
+{
+	*run_id = 0;
+	sqlite3_stmt *q = store_prepare(
+		s,
+		"SELECT id FROM run WHERE source = 'lab' AND plan IS ?1 AND lab IS ?2"
+		" AND status <> 'complete' ORDER BY id DESC LIMIT 1",
+		e);
+	if (!q)
+		return LAB_EINFRA;
+	store_bind_text(q, 1, plan);
+	store_bind_text(q, 2, lab);
+	int r = sqlite3_step(q);
+	if (r == SQLITE_ROW)
+		*run_id = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		return store_fail_infra(s, e, "finding a run to resume");
+	if (!*run_id)
+		return lab_err_set(e, LAB_EUSAGE, "%s: no unfinished run of plan %s on lab %s to resume",
+				   s->path, plan ? plan : "?", lab ? lab : "?");
+	return LAB_OK;
+}
+
+int store_run_resume_info(struct store *s, int64_t run_id, char **config_json,
+			  void (*job_cb)(const struct store_resume_job *j, void *arg),
+			  void (*iter_cb)(int seq, const char *workload, int n, void *arg), void *arg,
+			  struct lab_err *e)
+{
+	*config_json = NULL;
+	sqlite3_stmt *q = store_prepare(s, "SELECT config_json FROM run WHERE id = ?1", e);
+	if (!q)
+		return LAB_EINFRA;
+	sqlite3_bind_int64(q, 1, run_id);
+	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+		*config_json = xstrdup((const char *)sqlite3_column_text(q, 0));
+	sqlite3_finalize(q);
+	q = store_prepare(s,
+			  "SELECT j.seq, COALESCE(b.name, ''), j.suite, j.mode, j.status, j.cause,"
+			  " j.finished_at FROM job j LEFT JOIN board b ON b.id = j.board_id"
+			  " WHERE j.run_id = ?1 ORDER BY j.seq, j.id",
+			  e);
+	if (!q)
+		return LAB_EINFRA;
+	sqlite3_bind_int64(q, 1, run_id);
+	int r;
+	while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+		struct store_resume_job j = {
+			.seq = sqlite3_column_int(q, 0),
+			.board = (const char *)sqlite3_column_text(q, 1),
+			.suite = (const char *)sqlite3_column_text(q, 2),
+			.mode = (const char *)sqlite3_column_text(q, 3),
+			.status = (const char *)sqlite3_column_text(q, 4),
+			.cause = (const char *)sqlite3_column_text(q, 5),
+			.finished_at = (const char *)sqlite3_column_text(q, 6),
+		};
+		job_cb(&j, arg);
+	}
+	sqlite3_finalize(q);
+	if (r != SQLITE_DONE)
+		return store_fail_infra(s, e, "reading the run's jobs");
+	q = store_prepare(s,
+			  "SELECT j.seq, i.workload, i.n FROM iteration i JOIN job j ON j.id = i.job_id"
+			  " WHERE j.run_id = ?1",
+			  e);
+	if (!q)
+		return LAB_EINFRA;
+	sqlite3_bind_int64(q, 1, run_id);
+	while ((r = sqlite3_step(q)) == SQLITE_ROW)
+		iter_cb(sqlite3_column_int(q, 0), (const char *)sqlite3_column_text(q, 1),
+			sqlite3_column_int(q, 2), arg);
+	sqlite3_finalize(q);
+	return r == SQLITE_DONE ? LAB_OK : store_fail_infra(s, e, "reading the run's iterations");
+}
+
 int store_run_begin(struct store *s, const struct store_run_info *ri, int64_t *run_id,
 		    struct lab_err *e)
 {
@@ -832,7 +1007,7 @@ int store_run_begin(struct store *s, const struct store_run_info *ri, int64_t *r
 		if (rc)
 			return rc;
 	}
-	now_iso(now);
+	now_iso(s, now);
 	sqlite3_stmt *q = stmt(s, ST_RUN_INSERT, e);
 	if (!q)
 		return LAB_EINFRA;
@@ -863,7 +1038,7 @@ int store_run_finish(struct store *s, int64_t run_id, const char *status, struct
 	char now[32];
 	if (!in_list(status, run_status_ok))
 		return LAB_ERR(e, LAB_EUSAGE, "bad run status '%s'", status ? status : "(null)");
-	now_iso(now);
+	now_iso(s, now);
 	sqlite3_stmt *q = stmt(s, ST_RUN_FINISH, e);
 	if (!q)
 		return LAB_EINFRA;
@@ -871,6 +1046,37 @@ int store_run_finish(struct store *s, int64_t run_id, const char *status, struct
 	store_bind_text(q, 2, status);
 	store_bind_text(q, 3, strcmp(status, "running") ? now : NULL);
 	return update_changed(s, q, "finishing a run", run_id, e);
+}
+
+int store_run_resume(struct store *s, int64_t run_id, const char *config_json, struct lab_err *e)
+{
+	sqlite3_stmt *q = store_prepare(
+		s,
+		"UPDATE run SET status = 'running', finished_at = NULL,"
+		" config_json = COALESCE(?2, config_json) WHERE id = ?1",
+		e);
+	if (!q)
+		return LAB_EINFRA;
+	sqlite3_bind_int64(q, 1, run_id);
+	store_bind_text(q, 2, config_json);
+	int rc = update_changed(s, q, "resuming a run", run_id, e);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_iteration_drop(struct store *s, int64_t job_id, const char *workload, int n,
+			 struct lab_err *e)
+{
+	sqlite3_stmt *q = store_prepare(
+		s, "DELETE FROM iteration WHERE job_id = ?1 AND workload = ?2 AND n = ?3", e);
+	if (!q)
+		return LAB_EINFRA;
+	sqlite3_bind_int64(q, 1, job_id);
+	store_bind_text(q, 2, workload);
+	sqlite3_bind_int(q, 3, n);
+	int rc = step_done(s, q, "discarding an interrupted iteration", e);
+	sqlite3_finalize(q);
+	return rc;
 }
 
 int store_job_begin(struct store *s, const struct store_job_info *ji, int64_t *job_id,
@@ -885,7 +1091,7 @@ int store_job_begin(struct store *s, const struct store_job_info *ji, int64_t *j
 	}
 	if (!ji->suite || !*ji->suite)
 		return LAB_ERR(e, LAB_EUSAGE, "job without a suite");
-	now_iso(now);
+	now_iso(s, now);
 	sqlite3_stmt *q = stmt(s, ST_JOB_INSERT, e);
 	if (!q)
 		return LAB_EINFRA;
@@ -924,7 +1130,7 @@ int store_job_finish(struct store *s, int64_t job_id, const char *status, struct
 	struct store_unit u;
 	if (!in_list(status, job_status_ok))
 		return LAB_ERR(e, LAB_EUSAGE, "bad job status '%s'", status ? status : "(null)");
-	now_iso(now);
+	now_iso(s, now);
 	int rc = store_unit_begin(s, &u, e);
 	if (rc)
 		return rc;
@@ -994,7 +1200,7 @@ int store_iteration_write(struct store *s, int64_t job_id, const char *workload,
 		return rc;
 	if ((rc = store_unit_begin(s, &u, e)))
 		return rc;
-	now_iso(now);
+	now_iso(s, now);
 	sqlite3_stmt *q = stmt(s, ST_ITER_INSERT, e);
 	if (!q) {
 		rc = LAB_EINFRA;
@@ -1046,7 +1252,7 @@ int store_event(struct store *s, int64_t run_id, int64_t job_id, int64_t board_i
 	char now[32];
 	if (!kind || !*kind)
 		return LAB_ERR(e, LAB_EUSAGE, "event without a kind");
-	now_iso(now);
+	now_iso(s, now);
 	sqlite3_stmt *q = stmt(s, ST_EVENT_INSERT, e);
 	if (!q)
 		return LAB_EINFRA;

@@ -131,13 +131,105 @@ const char *store_path(struct store *s);
  * (one line each, capped); *problems = count. */
 int store_check(struct store *s, struct lab_buf *report, int *problems, struct lab_err *e);
 /* Copy every run of the database at src_path whose uuid is not in s, with new
- * ids, in one transaction.  Parts, boards and kernels are matched by identity. */
+ * ids, one transaction per run (the lock is never held for long; on an error
+ * the runs already copied stay, *copied says how many).  Parts, boards and
+ * kernels are matched by identity. */
 int store_merge(struct store *s, const char *src_path, int *copied, int *skipped,
 		struct lab_err *e);
 
 /* Online backup of the whole store into a self-contained file at path
  * (written as path.tmp, fsynced, renamed: never half a file; no -wal). */
 int store_snapshot(struct store *s, const char *path, struct lab_err *e);
+
+/* A run continued by `run --resume`: running again, its config_json (the
+ * new controller's identity) replaced when given. */
+int store_run_resume(struct store *s, int64_t run_id, const char *config_json, struct lab_err *e);
+/* Discard one iteration (an interrupted one, re-run on resume). */
+int store_iteration_drop(struct store *s, int64_t job_id, const char *workload, int n,
+			 struct lab_err *e);
+
+/* A fresh run uuid (v4). */
+int store_new_uuid(char out[37], struct lab_err *e);
+/* A board's id by name (0 when it has none yet); a read. */
+int store_board_find(struct store *s, const char *name, int64_t *id, struct lab_err *e);
+/* Runs of `host` marked running, with their config_json (the controller's
+ * pid, start time and boot id: lock.h), for telling dead ones. */
+int store_runs_running_cfg(struct store *s, const char *host,
+			   void (*cb)(int64_t run_id, const char *config_json, void *arg), void *arg,
+			   struct lab_err *e);
+/* The newest run of plan on lab that is not complete (run --resume). */
+int store_run_latest_unfinished(struct store *s, const char *plan, const char *lab, int64_t *run_id,
+				struct lab_err *e);
+/* What --resume needs of a run: its config_json (caller frees), every job
+ * (by seq) and every stored iteration (job seq, workload, n). */
+struct store_resume_job {
+	int seq;
+	const char *board, *suite, *mode, *status, *cause, *finished_at; /* cause, finished_at may be NULL */
+};
+int store_run_resume_info(struct store *s, int64_t run_id, char **config_json,
+			  void (*job_cb)(const struct store_resume_job *j, void *arg),
+			  void (*iter_cb)(int seq, const char *workload, int n, void *arg), void *arg,
+			  struct lab_err *e);
+
+/* How long a write waits for another process's lock inside SQLite (store_open
+ * sets 5 s for the CLI; the runner sets a few ms and retries from a timer). */
+void store_set_busy_timeout(struct store *s, int ms);
+/* Whether the last failure on s was the database lock (SQLITE_BUSY/LOCKED). */
+bool store_busy(struct store *s);
+/* The time following writes record (UTC ISO-8601), NULL/"" for now. */
+void store_set_clock(struct store *s, const char *at);
+
+/* ---- the run's journal (store_journal.c) ----
+ * Every write of a run is an entry: appended to <db>.pending/<uuid>.jnl
+ * (flock'ed by its run) and held in memory until a flush commits it.  A
+ * flush takes the lock or gives up at once (*busy; the caller retries from a
+ * timer); every pending entry commits in one transaction, with the run's
+ * journal_seq, so a journal replayed after a crash applies nothing twice.
+ * Entries name jobs by plan index (job.seq) and boards by name. */
+struct store_jnl;
+/* Open (and lock) the journal of run uuid; entries an earlier process of
+ * the same run left are pending again.  ":memory:" databases: memory only. */
+int store_jnl_open(struct store *s, const char *uuid, struct store_jnl **out, struct lab_err *e);
+/* Close; the file goes only when nothing is pending. */
+void store_jnl_close(struct store_jnl *j);
+int store_jnl_flush(struct store_jnl *j, bool *busy, struct lab_err *e);
+size_t store_jnl_pending(const struct store_jnl *j);
+/* The run row's id once committed, else 0. */
+int64_t store_jnl_run_id(struct store_jnl *j);
+const char *store_jnl_uuid(const struct store_jnl *j);
+/* The journal directory of a database (NULL for memory databases); caller frees. */
+char *store_journal_dir(struct store *s);
+/* Replay the journals no live process holds (their controllers died); one
+ * line per journal appended to log.  A journal whose entries cannot apply is
+ * renamed .bad (reported, never retried).  LAB_EINFRA when the database is busy. */
+int store_jnl_replay_dir(struct store *s, int *replayed, struct lab_buf *log, struct lab_err *e);
+
+int store_jnl_run(struct store_jnl *j, const struct store_run_info *ri, struct lab_err *e);
+int store_jnl_resume(struct store_jnl *j, const char *config_json, struct lab_err *e);
+int store_jnl_board(struct store_jnl *j, const char *name, const char *type, const char *host,
+		    const char *lab, struct lab_err *e);
+/* A job of the plan (status pending, no part yet). */
+int store_jnl_job(struct store_jnl *j, int seq, const char *board, const char *suite,
+		  const char *mode, const char *cmdline, struct lab_err *e);
+int store_jnl_job_start(struct store_jnl *j, int seq, struct lab_err *e);
+int store_jnl_job_part(struct store_jnl *j, int seq, const struct store_part *p,
+		       const char *kernel, struct lab_err *e);
+int store_jnl_job_verified(struct store_jnl *j, int seq, int fua, int write_cache, int cqe,
+			   const char *verified_mode, struct lab_err *e);
+/* status as store_job_finish; cause: why a job that is not ok ended (NULL none). */
+int store_jnl_job_finish(struct store_jnl *j, int seq, const char *status, const char *cause,
+			 struct lab_err *e);
+int store_jnl_iteration(struct store_jnl *j, int seq, const char *workload, int n,
+			double duration_s, int warmup, const struct store_sample *samples,
+			size_t nsamples, const struct store_counter *counters, size_t ncounters,
+			struct lab_err *e);
+int store_jnl_iteration_drop(struct store_jnl *j, int seq, const char *workload, int n,
+			     struct lab_err *e);
+/* seq -1: no job; board NULL: none. */
+int store_jnl_event(struct store_jnl *j, int seq, const char *board, const char *kind,
+		    const char *stage, const char *message, struct lab_err *e);
+int store_jnl_transcript(struct store_jnl *j, int seq, const char *board, const char *path,
+			 const char *sha256, int64_t bytes, int boot_n, struct lab_err *e);
 
 /* ---- reads for the CLI, the runner and the upload kinds (store_query.c) ----
  * Row pointers passed to a callback are valid only during the call.  A

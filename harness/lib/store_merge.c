@@ -3,8 +3,11 @@
  * database into this one (see store_merge() in store.h).
  *
  * The source is ATTACHed and every run whose uuid is new is copied with
- * fresh ids in one transaction; parts, boards and kernels are matched by
- * identity, so a merge twice is a no-op.
+ * fresh ids; parts, boards and kernels are matched by identity, so a merge
+ * twice is a no-op.  Each run is its own transaction: the database lock is
+ * never held for longer than one run's copy, so a nightly writing at the
+ * same time waits for a moment, not for the whole merge; and a merge that
+ * fails half-way keeps the runs it copied (the next merge copies the rest).
  */
 #include "store_internal.h"
 
@@ -141,12 +144,12 @@ static int merge_run(struct merge *m, int64_t old_run)
 	char *job_ins = xasprintf(
 		"INSERT INTO main.job (run_id, board_id, part_id, kernel_id, suite, mode, verified_fua,"
 		" verified_write_cache, verified_cqe, verified_mode, status, seq, started_at,"
-		" finished_at, kernel_cmdline, source_key) SELECT %lld,"
+		" finished_at, kernel_cmdline, source_key, cause) SELECT %lld,"
 		" (SELECT new FROM temp.m_board WHERE old = j.board_id),"
 		" (SELECT new FROM temp.m_part WHERE old = j.part_id),"
 		" (SELECT new FROM temp.m_kernel WHERE old = j.kernel_id), suite, mode, verified_fua,"
 		" verified_write_cache, verified_cqe, verified_mode, status, seq, started_at,"
-		" finished_at, kernel_cmdline, source_key FROM src.job j WHERE id = ?1",
+		" finished_at, kernel_cmdline, source_key, cause FROM src.job j WHERE id = ?1",
 		(long long)run);
 	rc = map_ids(m, old_run, "SELECT id FROM src.job WHERE run_id = ?1 ORDER BY id", NEVER,
 		     job_ins, "m_job", "copying jobs");
@@ -240,8 +243,9 @@ int store_merge(struct store *s, const char *src_path, int *copied, int *skipped
 		      "CREATE TEMP TABLE IF NOT EXISTS m_iter (old INTEGER PRIMARY KEY, new INTEGER);"
 		      "DELETE FROM temp.m_part; DELETE FROM temp.m_board; DELETE FROM temp.m_kernel;",
 		      "preparing the merge", e);
-	if (!rc)
-		rc = store_begin(s, e);
+	/* The runs to copy, read before the first commit. */
+	int64_t *ids = NULL;
+	size_t nids = 0, cap = 0;
 	if (!rc) {
 		r = sqlite3_prepare_v2(store_sqlite(s),
 				       "SELECT id, uuid IN (SELECT uuid FROM main.run) FROM src.run"
@@ -253,22 +257,30 @@ int store_merge(struct store *s, const char *src_path, int *copied, int *skipped
 				(*skipped)++;
 				continue;
 			}
-			rc = merge_run(&m, sqlite3_column_int64(q, 0));
-			if (!rc)
-				(*copied)++;
+			if (nids == cap) {
+				cap = cap ? cap * 2 : 64;
+				ids = xrealloc(ids, cap * sizeof *ids);
+			}
+			ids[nids++] = sqlite3_column_int64(q, 0);
 		}
 		if (!rc && r != SQLITE_DONE)
 			rc = store_fail(s, e, r, "listing runs");
 		sqlite3_finalize(q);
+	}
+	for (size_t i = 0; i < nids && !rc; i++) {
+		if ((rc = store_begin(s, e)))
+			break;
+		rc = merge_run(&m, ids[i]);
 		if (!rc)
 			rc = store_commit(s, e);
 		else
 			store_rollback(s);
+		if (!rc)
+			(*copied)++;
 	}
+	free(ids);
 	sqlite3_exec(store_sqlite(s), "DETACH DATABASE src", NULL, NULL, NULL);
-	if (rc) {
-		*copied = 0;
+	if (rc)
 		return rc == LAB_EUSAGE ? LAB_EINFRA : rc;
-	}
 	return LAB_OK;
 }

@@ -323,7 +323,7 @@ int store_run_jobs(struct store *s, int64_t run_id,
 		" COALESCE(j.verified_mode, ''), COALESCE(k.version, ''), COALESCE(b.name, ''),"
 		" COALESCE(b.type, ''), p.label, COALESCE(p.cid, '')"
 		" FROM job j LEFT JOIN kernel k ON k.id = j.kernel_id"
-		" LEFT JOIN board b ON b.id = j.board_id JOIN part p ON p.id = j.part_id"
+		" LEFT JOIN board b ON b.id = j.board_id LEFT JOIN part p ON p.id = j.part_id"
 		" WHERE j.run_id = ? ORDER BY j.seq, j.id",
 		e);
 	if (!q)

@@ -213,7 +213,7 @@ rc=$?
 set -e
 "$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null
 [ "$rc" = 3 ] || { cat "$T/err" >&2; fail "interrupted run exited $rc, expected 3"; }
-[ "$(q "$T/lab.db" "select status from run")" = aborted ] || fail "run not marked aborted"
+[ "$(q "$T/lab.db" "select status from run")" = interrupted ] || fail "run not marked interrupted"
 [ "$(q "$T/lab.db" "$HALF")" = 0 ] ||
 	fail "a half-written iteration"
 [ "$(q "$T/lab.db" "select count(*) from job where status in ('pending','running')")" = 0 ] || fail "jobs left running"

@@ -579,6 +579,153 @@ static void test_queries(void)
 	store_close(s);
 }
 
+/* ---- the run's journal ---- */
+
+static int fill_journal(struct store_jnl *j, int iter_from, int iter_to)
+{
+	struct lab_err e = {0};
+	struct store_sample sm[2] = {{"rand_write", 12.5, "MiB/s"}, {"seq read", 0.1 + 0.2, "MiB/s"}};
+	struct store_counter ct[1] = {{"reliable_writes", 42}};
+	int rc = 0;
+	for (int n = iter_from; n <= iter_to; n++)
+		rc |= store_jnl_iteration(j, 0, "androbench", n, 1.25, 0, sm, 2, ct, 1, &e);
+	return rc;
+}
+
+static int start_journal(struct store *s, const char *uuid, struct store_jnl **j)
+{
+	struct lab_err e = {0};
+	struct store_run_info ri = {.plan = "nightly", .lab = "lab1", .source = "lab",
+				    .config_json = "{\"pid\":1}"};
+	struct store_part p;
+	store_part_init(&p);
+	p.label = "DUT 1";
+	p.cid = "150100444a54533452082a8b23009f00";
+	p.cache_kib = 512;
+	int rc = store_jnl_open(s, uuid, j, &e);
+	if (rc) {
+		fprintf(stderr, "# %s\n", e.msg);
+		return rc;
+	}
+	rc |= store_jnl_run(*j, &ri, &e);
+	rc |= store_jnl_board(*j, "b 1", "sim-board", "sdhci", "lab1", &e);
+	rc |= store_jnl_job(*j, 0, "b 1", "s", "fua", "mmc_block.fua=on", &e);
+	rc |= store_jnl_job(*j, 1, "b 1", "s", "cache-nofua", NULL, &e);
+	rc |= store_jnl_job_start(*j, 0, &e);
+	rc |= store_jnl_job_part(*j, 0, &p, "6.1.0", &e);
+	rc |= store_jnl_job_verified(*j, 0, 1, 1, 0, "fua", &e);
+	rc |= store_jnl_event(*j, -1, NULL, "info", NULL, "percent % tilde ~ newline\n end", &e);
+	rc |= store_jnl_event(*j, 1, "b 1", "no-console", "booting", "silent", &e);
+	rc |= store_jnl_job_finish(*j, 1, "infra", "no console output", &e);
+	return rc;
+}
+
+static void test_journal(void)
+{
+	char *path = tpath("jnl.db");
+	struct store *s;
+	struct lab_err e = {0};
+	struct store_jnl *j = NULL;
+	bool busy = true;
+	ok(store_open(path, 0, &s, &e) == LAB_OK, "open");
+	ok(start_journal(s, "11111111-2222-3333-4444-555555555555", &j) == LAB_OK, "entries queued");
+	ok(fill_journal(j, 1, 2) == LAB_OK, "iterations queued");
+	is_int((int64_t)store_jnl_pending(j), 12, "pending entries");
+	is_int(q_int(s, "SELECT count(*) FROM run"), 0, "nothing committed before the flush");
+	ok(store_jnl_flush(j, &busy, &e) == LAB_OK && !busy, "flush: %s", e.msg);
+	is_int((int64_t)store_jnl_pending(j), 0, "nothing pending");
+	ok(store_jnl_run_id(j) > 0, "the run row's id known");
+	is_int(q_int(s, "SELECT count(*) FROM job WHERE part_id IS NULL AND status = 'infra'"
+			" AND cause = 'no console output' AND seq = 1"),
+	       1, "a job that failed before identify is written, without a part, with its cause");
+	is_int(q_int(s, "SELECT count(*) FROM job j JOIN part p ON p.id = j.part_id JOIN kernel k"
+			" ON k.id = j.kernel_id WHERE j.seq = 0 AND j.status = 'running'"
+			" AND j.verified_mode = 'fua' AND j.started_at IS NOT NULL"),
+	       1, "the identified job has its part, kernel, verified mode");
+	is_int(q_int(s, "SELECT count(*) FROM sample WHERE metric = 'seq read'"
+			" AND value = 0.1 + 0.2"),
+	       2, "values read back exactly");
+	is_int(q_int(s, "SELECT count(*) FROM event WHERE message = 'percent % tilde ~ newline\n end'"),
+	       1, "text read back exactly");
+	is_int(q_int(s, "SELECT count(*) FROM event WHERE kind = 'no-console' AND board_id ="
+			" (SELECT id FROM board WHERE name = 'b 1') AND job_id IS NOT NULL"),
+	       1, "event linked to its board and job");
+	int64_t mark = q_int(s, "SELECT journal_seq FROM run");
+	is_int(mark, 12, "the run row holds the last entry committed");
+
+	/* Another process holds the lock (a sqlite3 shell's BEGIN IMMEDIATE). */
+	sqlite3 *other;
+	sqlite3_open(path, &other);
+	ok(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK, "lock held");
+	store_set_busy_timeout(s, 10);
+	ok(fill_journal(j, 3, 3) == LAB_OK, "one more iteration");
+	uint64_t t0 = lab_now_ms();
+	ok(store_jnl_flush(j, &busy, &e) == LAB_OK && busy, "flush reports busy");
+	ok(lab_now_ms() - t0 < 1000, "and does not wait for long");
+	is_int((int64_t)store_jnl_pending(j), 1, "the entry is still pending");
+	sqlite3_exec(other, "COMMIT", NULL, NULL, NULL);
+	ok(store_jnl_flush(j, &busy, &e) == LAB_OK && !busy, "flush after the lock is released");
+	is_int(q_int(s, "SELECT count(*) FROM iteration"), 3, "the waiting iteration committed");
+
+	/* A crash between COMMIT and the journal's truncation: replaying what
+	 * was committed applies nothing twice. */
+	char *jpath = xasprintf("%s.pending/11111111-2222-3333-4444-555555555555.jnl", path);
+	ok(fill_journal(j, 4, 4) == LAB_OK, "iteration 4");
+	char *copy = xasprintf("%s.copy", jpath);
+	char *cmd = xasprintf("cp '%s' '%s'", jpath, copy);
+	ok(system(cmd) == 0, "journal copied before its flush");
+	free(cmd);
+	ok(store_jnl_flush(j, &busy, &e) == LAB_OK && !busy, "flushed");
+	/* the controller dies now: entries 5.. never committed */
+	ok(fill_journal(j, 5, 6) == LAB_OK, "iterations 5, 6 written to the journal only");
+	store_jnl_close(j); /* pending: the file stays, as after a SIGKILL */
+	struct stat st;
+	ok(stat(jpath, &st) == 0 && st.st_size > 0, "journal kept with pending entries");
+	/* Put back the pre-flush copy with 5, 6 appended: as if truncation never happened. */
+	cmd = xasprintf("grep ' =androbench =[56] ' '%s' > '%s.tail' && cat '%s' '%s.tail' > '%s'",
+			jpath, jpath, copy, jpath, jpath);
+	ok(system(cmd) == 0, "journal holds committed and uncommitted entries");
+	free(cmd);
+	/* and a line cut by the crash */
+	FILE *f = fopen(jpath, "a");
+	fputs("99 iter =2026-12-01T00:00:00Z =0 =androbench =7", f);
+	fclose(f);
+	store_close(s);
+
+	ok(store_open(path, 0, &s, &e) == LAB_OK, "reopen");
+	int nrep = 0;
+	struct lab_buf log;
+	lab_buf_init(&log, 0);
+	ok(store_jnl_replay_dir(s, &nrep, &log, &e) == LAB_OK, "replay: %s", e.msg);
+	is_int(nrep, 1, "one journal replayed");
+	is_int(q_int(s, "SELECT count(*) FROM iteration"), 6,
+	       "committed entries not applied twice, lost ones recovered, the cut line ignored");
+	is_int(q_int(s, "SELECT count(DISTINCT n) FROM iteration"), 6, "iterations 1..6 once each");
+	is_int(q_int(s, "SELECT count(*) FROM event"), 2, "events once each");
+	ok(stat(jpath, &st) < 0, "journal removed after its replay");
+	lab_buf_free(&log);
+
+	/* A live run's journal (locked) is left alone by a replay. */
+	ok(store_jnl_open(s, "live-run", &j, &e) == LAB_OK, "a live run's journal");
+	struct store_run_info ri = {.plan = "p", .lab = "l"};
+	store_jnl_run(j, &ri, &e);
+	struct store *s2;
+	ok(store_open(path, 0, &s2, &e) == LAB_OK, "second connection");
+	ok(store_jnl_replay_dir(s2, &nrep, NULL, &e) == LAB_OK && nrep == 0, "not replayed");
+	struct store_jnl *j2 = NULL;
+	e = (struct lab_err){0};
+	ok(store_jnl_open(s2, "live-run", &j2, &e) != LAB_OK && strstr(e.msg, "in use"),
+	   "nor opened by another process: %s", e.msg);
+	store_close(s2);
+	ok(store_jnl_flush(j, &busy, &e) == LAB_OK, "the live run commits");
+	store_jnl_close(j);
+	sqlite3_close(other);
+	store_close(s);
+	free(copy);
+	free(jpath);
+	free(path);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -594,6 +741,7 @@ int main(void)
 	test_refusals();
 	test_merge();
 	test_queries();
+	test_journal();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "# could not remove %s\n", tmpdir);

@@ -12,6 +12,13 @@
  * bounded by connect_timeout.  The address is resolved once, on the first
  * open (numeric addresses never block; a host name is looked up with
  * getaddrinfo at that moment and cached for later reconnects).
+ *
+ * TCP_NODELAY is set on the socket before it connects: a shell command is a
+ * few small writes, and Nagle plus the peer's delayed ACK holds each one back
+ * ~40 ms.  That is only our half: the server's replies are delayed the same
+ * way unless the server sets TCP_NODELAY on its side too.  QEMU's socket
+ * chardev does not by default; it does with `nodelay=on`, which the qemu
+ * power driver passes.
  */
 #include "console.h"
 
@@ -144,6 +151,8 @@ static int tcp_open(struct console *c, int *fd, struct lab_err *e)
 		return LAB_ERR(e, LAB_EINFRA, "%s: console tcp: socket: %s", console_board(c),
 			       strerror(errno));
 	}
+	int one = 1;
+	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* typing: no Nagle */
 	if (connect(s, (struct sockaddr *)&cfg->addr, cfg->addrlen) < 0 && errno != EINPROGRESS) {
 		int err = errno;
 		close(s);
@@ -238,8 +247,6 @@ static int tcp_connected(struct console *c, struct lab_err *e)
 	if (err)
 		return LAB_ERR(e, LAB_EINFRA, "%s: console tcp %s:%lld: %s", console_board(c),
 			       cfg->host, (long long)cfg->port, strerror(err));
-	int one = 1;
-	setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* typing: no Nagle */
 	if (cfg->protocol == PROTO_RAW)
 		return LAB_OK;
 	static const unsigned char opts[] = {OPT_BINARY, OPT_SGA};

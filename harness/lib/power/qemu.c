@@ -16,7 +16,7 @@
  * (-nodefaults -display none -no-reboot unless overridden), the serial
  * console (a TCP server of QEMU on 127.0.0.1:port that waits for its client
  * before the guest starts, with nodelay=on, so a `tcp` console sees every
- * byte from the first one), -bios when set, the kernel when there is one,
+ * byte from the first one; power-on completes once it listens), -bios when set, the kernel when there is one,
  * the media, then `extra`.  Set `serial: false` to give the serial port
  * yourself in `extra`.
  *
@@ -56,6 +56,7 @@
 #define QEMU_KILL_GRACE_MS 3000
 #define QEMU_START_CHECK_MS 300 /* QEMU refusing its arguments exits within this */
 #define QEMU_POLL_MS 20         /* liveness polls of a QEMU started by another process */
+#define QEMU_LISTEN_POLL_MS 5   /* ... and of its serial server coming up at power-on */
 
 struct qemu_cfg {
 	char *qemu;
@@ -136,7 +137,29 @@ struct pqemu {
 	int later_rc, later_state;
 	char later_msg[700];
 	struct stat boot_at_init; /* DIR/boot when we were created (st_ino 0: none) */
+	uint64_t start_ns;       /* when this power-on spawned QEMU */
 };
+
+/* Is something listening on 127.0.0.1:port (/proc/net/tcp, state 0A)?  QEMU's
+ * serial server (wait=on) holds the guest until the console connects, so
+ * power-on completes as soon as it listens rather than after a fixed wait;
+ * a probe connection cannot be used: QEMU would take it for the console. */
+static bool port_listening(int64_t port)
+{
+	FILE *f = fopen("/proc/net/tcp", "re");
+	if (!f)
+		return false;
+	char line[512], want[32];
+	snprintf(want, sizeof want, "0100007F:%04llX", (unsigned long long)port);
+	bool found = false;
+	while (!found && fgets(line, sizeof line, f)) {
+		char local[64], remote[64], st[8];
+		if (sscanf(line, "%*s %63s %63s %7s", local, remote, st) == 3)
+			found = strcmp(local, want) == 0 && strcmp(st, "0A") == 0;
+	}
+	fclose(f);
+	return found;
+}
 
 /* ---- DIR/qemu.pid: the power state every process sees ---- */
 
@@ -338,8 +361,14 @@ static void on_timer(struct loop *l, struct loop_timer *t, void *arg)
 	LAB_UNUSED(t);
 	struct pqemu *q = arg;
 	if (q->busy && q->op == POWER_ON) {
-		/* survived the start check: it is waiting for the console or booting */
-		finish(q, LAB_OK, POWER_IS_ON, NULL);
+		struct qemu_cfg *c = q->p->cfg;
+		uint64_t ms = (lab_now_ns() - q->start_ns) / 1000000ull;
+		/* listening for the console, or survived the start check: on */
+		if ((c->serial && port_listening(c->port)) || ms >= QEMU_START_CHECK_MS) {
+			finish(q, LAB_OK, POWER_IS_ON, NULL);
+			return;
+		}
+		loop_timer_start(q->p->loop, &q->timer, QEMU_LISTEN_POLL_MS);
 		return;
 	}
 	if (q->busy && q->op == POWER_OFF && q->ext_pid > 0) {
@@ -581,7 +610,8 @@ static int qemu_start(struct power *p, enum power_op op)
 		}
 		q->op = POWER_ON;
 		q->busy = true;
-		loop_timer_start(p->loop, &q->timer, QEMU_START_CHECK_MS);
+		q->start_ns = lab_now_ns();
+		loop_timer_start(p->loop, &q->timer, QEMU_LISTEN_POLL_MS);
 		return LAB_OK;
 	case POWER_OFF:
 		if (q->pid > 0) {

@@ -92,9 +92,9 @@ EOF
 chmod +x "$work/qemu-wrap"
 append="console=ttyS0,115200 panic=-1"
 board_args=(-device sdhci-pci -device sd-card,drive=sd -drive "id=sd,if=none,format=raw,file=$work/sd.img")
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
-# emmclab: the qemu-sdhci type, the qemu power driver with the same machine
+# emmclab: the qemu-sdhci type, the qemu power driver with the same machine,
+# the serial console on a Unix socket (as labgrid's QEMUDriver does)
 mkdir -p "$work/emmclab"
 cat > "$work/emmclab/lab.yaml" << EOF
 include: [$src/boards/types/qemu-sdhci.yaml]
@@ -102,11 +102,11 @@ lab: {name: peer, results: $work/emmclab/lab.db, transcripts: $work/emmclab/tr}
 boards:
   - name: vb1
     type: qemu-sdhci
-    console: {driver: tcp, host: 127.0.0.1, port: $port}
+    console: {driver: tcp, path: $work/emmclab/state/con.sock, reconnect_delay: 50ms}
     power:
       driver: qemu
       qemu: $work/qemu-wrap
-      port: $port
+      socket: con.sock
       dir: $work/emmclab/state
       kernel: $kernel
       initrd: $work/initrd.gz

@@ -44,6 +44,7 @@ const struct console_driver *const console_drivers[] = {
 struct console_common {
 	char *driver;
 	uint64_t reconnect_delay_ms;
+	uint64_t read_hold_ms;
 	uint64_t char_delay_ms;
 	int64_t chunk;
 };
@@ -54,6 +55,10 @@ static const struct opt console_common_opts[] = {
 	{.key = "reconnect_delay", .type = OPT_DURATION,
 	 .offset = offsetof(struct console_common, reconnect_delay_ms), .def = "1s", .min = 10,
 	 .max = 600000, .help = "wait before reopening a lost console"},
+	{.key = "read_hold", .type = OPT_DURATION,
+	 .offset = offsetof(struct console_common, read_hold_ms), .def = "0", .min = 0, .max = 100,
+	 .help = "after each read, leave the input this long to gather (fewer wakeups for a "
+		 "byte-at-a-time source such as QEMU's UART; adds at most this to every match)"},
 	{.key = "char_delay", .type = OPT_DURATION,
 	 .offset = offsetof(struct console_common, char_delay_ms), .def = "0", .min = 0,
 	 .max = 10000, .help = "pause after every `chunk` bytes typed (board type may set it)"},
@@ -103,6 +108,7 @@ struct console {
 	struct console_events ev;
 	void *arg;
 	uint64_t reconnect_delay_ms;
+	uint64_t read_hold_ms;
 	struct console_pacing pacing;
 	enum cstate st;
 	bool want_open;
@@ -114,6 +120,8 @@ struct console {
 	size_t chunk_sent;
 	bool pace_wait;
 	struct loop_timer pace_timer, reconnect_timer, connect_timer;
+	struct loop_timer hold_timer; /* read_hold: input left to gather */
+	bool holding;
 	uint64_t connect_timeout_ms;
 	bool connect_pending;
 	struct transcript *transcript;
@@ -168,6 +176,7 @@ static void wq_reset(struct wqueue *w)
 /* ---- options ---- */
 
 static void on_pace(struct loop *l, struct loop_timer *t, void *arg);
+static void on_hold(struct loop *l, struct loop_timer *t, void *arg);
 static void on_reconnect(struct loop *l, struct loop_timer *t, void *arg);
 static void on_connect_timeout(struct loop *l, struct loop_timer *t, void *arg);
 
@@ -189,10 +198,12 @@ int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
 	c->arg = arg;
 	c->fd = -1;
 	c->reconnect_delay_ms = cc.reconnect_delay_ms;
+	c->read_hold_ms = cc.read_hold_ms;
 	c->pacing.char_delay_us = cc.char_delay_ms * 1000ull;
 	c->pacing.chunk = (size_t)cc.chunk;
 	opt_free(console_common_opts, &cc);
 	loop_timer_init(&c->pace_timer, on_pace, c);
+	loop_timer_init(&c->hold_timer, on_hold, c);
 	loop_timer_init(&c->reconnect_timer, on_reconnect, c);
 	loop_timer_init(&c->connect_timer, on_connect_timeout, c);
 	c->cfg = dcfg;
@@ -247,7 +258,7 @@ static void update_watch(struct console *c)
 	if (c->st == C_CONNECTING) {
 		want = LOOP_WRITE;
 	} else {
-		want = LOOP_READ;
+		want = c->holding ? 0 : LOOP_READ;
 		if (wq_len(&c->rawq) || (wq_len(&c->q) && !c->pace_wait))
 			want |= LOOP_WRITE;
 	}
@@ -262,6 +273,8 @@ static void teardown(struct console *c)
 {
 	loop_timer_stop(c->loop, &c->pace_timer);
 	loop_timer_stop(c->loop, &c->connect_timer);
+	loop_timer_stop(c->loop, &c->hold_timer);
+	c->holding = false;
 	if (c->fd >= 0) {
 		loop_fd_del(c->loop, c->fd);
 		c->fd = -1;
@@ -543,6 +556,15 @@ static void on_pace(struct loop *l, struct loop_timer *t, void *arg)
 	update_watch(c);
 }
 
+static void on_hold(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct console *c = arg;
+	c->holding = false;
+	update_watch(c);
+}
+
 static void on_reconnect(struct loop *l, struct loop_timer *t, void *arg)
 {
 	LAB_UNUSED(l);
@@ -611,6 +633,11 @@ static void on_fd(struct loop *l, int fd, unsigned events, void *arg)
 			deliver(c, buf, (size_t)r);
 			if (c->gen != gen || c->dead)
 				goto out;
+			if (c->read_hold_ms && (size_t)r < sizeof buf && c->fd >= 0) {
+				c->holding = true;
+				update_watch(c);
+				loop_timer_start(c->loop, &c->hold_timer, c->read_hold_ms);
+			}
 		} else if (r == 0) {
 			lost(c, "end of file (peer closed)");
 			goto out;

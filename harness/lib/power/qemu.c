@@ -49,6 +49,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,6 +70,7 @@ struct qemu_cfg {
 	int64_t memory_mib;
 	int64_t smp;
 	int64_t port;
+	char *socket;
 	char *dir;
 	char *bios;
 	char *kernel, *initrd, *kernel_console, *append;
@@ -86,9 +93,13 @@ static const struct opt qemu_opts[] = {
 	 .help = "guest RAM in MiB (holds the virtual eMMC twice, once with media)"},
 	{.key = "smp", .type = OPT_INT, .offset = offsetof(struct qemu_cfg, smp), .def = "1",
 	 .min = 1, .max = 64, .help = "guest CPUs"},
-	{.key = "port", .type = OPT_INT, .offset = offsetof(struct qemu_cfg, port), .min = 1,
-	 .max = 65535, .flags = OPT_REQUIRED,
-	 .help = "TCP port on 127.0.0.1 where QEMU serves the serial console (console: tcp)"},
+	{.key = "port", .type = OPT_INT, .offset = offsetof(struct qemu_cfg, port), .min = 0,
+	 .max = 65535, .def = "0",
+	 .help = "TCP port on 127.0.0.1 where QEMU serves the serial console (console: tcp with this "
+		 "port); required unless socket is set"},
+	{.key = "socket", .type = OPT_STR, .offset = offsetof(struct qemu_cfg, socket),
+	 .help = "serve the serial console on this Unix socket instead (relative to dir; console: "
+		 "tcp with path:): no TCP, the cheapest console on the controller's side"},
 	{.key = "dir", .type = OPT_STR, .offset = offsetof(struct qemu_cfg, dir),
 	 .help = "state directory shared with the qemu deploy method and every emmclab process "
 		 "(boot file, qemu.pid, qemu.log; default $TMPDIR/emmclab-qemu-BOARD)"},
@@ -140,25 +151,69 @@ struct pqemu {
 	uint64_t start_ns;       /* when this power-on spawned QEMU */
 };
 
-/* Is something listening on 127.0.0.1:port (/proc/net/tcp, state 0A)?  QEMU's
- * serial server (wait=on) holds the guest until the console connects, so
- * power-on completes as soon as it listens rather than after a fixed wait;
- * a probe connection cannot be used: QEMU would take it for the console. */
+/* Is something listening on 127.0.0.1:port?  QEMU's serial server
+ * (wait=on) holds the guest until the console connects, so power-on
+ * completes as soon as it listens rather than after a fixed wait.  Asked of
+ * the kernel's socket table with one sock_diag request for listening TCP
+ * sockets on that port (the kernel walks only the listening hash: cheap,
+ * unlike reading /proc/net/tcp); a probe connection cannot be used, QEMU
+ * would take it for the console. */
 static bool port_listening(int64_t port)
 {
-	FILE *f = fopen("/proc/net/tcp", "re");
-	if (!f)
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
 		return false;
-	char line[512], want[32];
-	snprintf(want, sizeof want, "0100007F:%04llX", (unsigned long long)port);
-	bool found = false;
-	while (!found && fgets(line, sizeof line, f)) {
-		char local[64], remote[64], st[8];
-		if (sscanf(line, "%*s %63s %63s %7s", local, remote, st) == 3)
-			found = strcmp(local, want) == 0 && strcmp(st, "0A") == 0;
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.nh = {.nlmsg_len = sizeof req, .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+		.r = {.sdiag_family = AF_INET, .sdiag_protocol = IPPROTO_TCP,
+		      .idiag_states = 1u << 10 /* TCP_LISTEN */},
+	};
+	req.r.id.idiag_sport = htons((uint16_t)port);
+	bool found = false, done = false;
+	if (send(fd, &req, sizeof req, 0) == (ssize_t)sizeof req) {
+		char buf[8192] __attribute__((aligned(8)));
+		while (!found && !done) {
+			ssize_t n = recv(fd, buf, sizeof buf, 0);
+			if (n <= 0)
+				break;
+			for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+			     h = NLMSG_NEXT(h, n)) {
+				if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+					done = true;
+					break;
+				}
+				const struct inet_diag_msg *m = NLMSG_DATA(h);
+				if (ntohs(m->id.idiag_sport) == port) {
+					found = true;
+					break;
+				}
+			}
+		}
 	}
-	fclose(f);
+	close(fd);
 	return found;
+}
+
+static char *socket_path(struct pqemu *q)
+{
+	struct qemu_cfg *c = q->p->cfg;
+	return c->socket[0] == '/' ? xstrdup(c->socket) : xasprintf("%s/%s", q->dir, c->socket);
+}
+
+static bool serial_listening(struct pqemu *q)
+{
+	struct qemu_cfg *c = q->p->cfg;
+	if (!(c->socket && c->socket[0]))
+		return port_listening(c->port);
+	char *sp = socket_path(q);
+	struct stat st;
+	bool up = stat(sp, &st) == 0 && S_ISSOCK(st.st_mode); /* bound: QEMU listens right after */
+	free(sp);
+	return up;
 }
 
 /* ---- DIR/qemu.pid: the power state every process sees ---- */
@@ -268,6 +323,11 @@ static int qemu_init(struct power *p, struct lab_err *e)
 		return lab_err_set(e, LAB_EUSAGE, "board %s: qemu power: media_size %llu is not a power of two",
 				   p->board, (unsigned long long)c->media_size);
 	}
+	if ((c->port <= 0) == !(c->socket && c->socket[0])) {
+		free(q);
+		return lab_err_set(e, LAB_EUSAGE, "board %s: qemu power: give port or socket (one of them)",
+				   p->board);
+	}
 	if (c->media && (!c->media[0] || strchr(c->media, '\n'))) {
 		free(q);
 		return lab_err_set(e, LAB_EUSAGE, "board %s: qemu power: bad media path", p->board);
@@ -287,7 +347,10 @@ static int qemu_init(struct power *p, struct lab_err *e)
 		memset(&q->boot_at_init, 0, sizeof q->boot_at_init);
 	free(bf);
 	p->priv = q;
-	p->device = xasprintf("QEMU of %s (serial 127.0.0.1:%lld)", p->board, (long long)c->port);
+	if (c->socket && c->socket[0])
+		p->device = xasprintf("QEMU of %s (serial %s)", p->board, c->socket);
+	else
+		p->device = xasprintf("QEMU of %s (serial 127.0.0.1:%lld)", p->board, (long long)c->port);
 	return LAB_OK;
 }
 
@@ -364,7 +427,7 @@ static void on_timer(struct loop *l, struct loop_timer *t, void *arg)
 		struct qemu_cfg *c = q->p->cfg;
 		uint64_t ms = (lab_now_ns() - q->start_ns) / 1000000ull;
 		/* listening for the console, or survived the start check: on */
-		if ((c->serial && port_listening(c->port)) || ms >= QEMU_START_CHECK_MS) {
+		if ((c->serial && serial_listening(q)) || ms >= QEMU_START_CHECK_MS) {
 			finish(q, LAB_OK, POWER_IS_ON, NULL);
 			return;
 		}
@@ -495,11 +558,20 @@ static int start_qemu(struct pqemu *q, char *err, size_t errn)
 				    (unsigned long long)c->media_size);
 		free(esc);
 	}
-	char mem[32], smp[32], chardev[160];
+	char mem[32], smp[32];
 	snprintf(mem, sizeof mem, "%lld", (long long)c->memory_mib);
 	snprintf(smp, sizeof smp, "%lld", (long long)c->smp);
-	snprintf(chardev, sizeof chardev,
-		 "socket,id=con,host=127.0.0.1,port=%lld,server=on,wait=on,nodelay=on", (long long)c->port);
+	char *chardev;
+	if (c->socket && c->socket[0]) {
+		char *sp = socket_path(q), *esc = qemu_opt_escape(sp);
+		unlink(sp); /* a socket file left behind would read as listening */
+		chardev = xasprintf("socket,id=con,path=%s,server=on,wait=on", esc);
+		free(sp);
+		free(esc);
+	} else {
+		chardev = xasprintf("socket,id=con,host=127.0.0.1,port=%lld,server=on,wait=on,nodelay=on",
+				    (long long)c->port);
+	}
 	/* the serial console first; the rest of the command line is the job's, then the board's */
 	struct lab_buf cmdline;
 	lab_buf_init(&cmdline, 8192);
@@ -570,6 +642,7 @@ static int start_qemu(struct pqemu *q, char *err, size_t errn)
 	if (nullfd >= 0)
 		close(nullfd);
 	free(argv);
+	free(chardev);
 	lab_buf_free(&cmdline);
 	free(kernel);
 	free(initrd);

@@ -207,6 +207,38 @@ int main(void)
 	ok(strstr(log, ",nodelay=on\n") != NULL, "the serial server sets TCP_NODELAY (nodelay=on)");
 	free(log);
 
+	/* the serial console on a Unix socket instead of TCP; port or socket, not both */
+	run_op(l, p, POWER_OFF, 6000);
+	power_free(p);
+	snprintf(yaml, sizeof yaml, "{driver: qemu, socket: con.sock, qemu: %s/fakeq, dir: %s}", dir, fw);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b7s", yaml, &e);
+	ok(p != NULL, "qemu power on a Unix socket: %s", e.msg);
+	if (!p)
+		return tap_done();
+	res = run_op(l, p, POWER_ON, 5000);
+	log = slurp("fw/qemu.log");
+	snprintf(want, sizeof want, "arg:socket,id=con,path=%s/con.sock,server=on,wait=on\n", fw);
+	ok(res.rc == LAB_OK && strstr(log, want) != NULL, "chardev on the socket path (relative to dir): %s", res.msg);
+	free(log);
+	run_op(l, p, POWER_OFF, 6000);
+	power_free(p);
+	snprintf(yaml, sizeof yaml, "{driver: qemu, socket: s, port: 1234, dir: %s}", fw);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b7t", yaml, &e);
+	ok(p == NULL && strstr(e.msg, "port or socket"), "port and socket both: refused (%s)", e.msg);
+	snprintf(yaml, sizeof yaml, "{driver: qemu, dir: %s}", fw);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b7u", yaml, &e);
+	ok(p == NULL && strstr(e.msg, "port or socket"), "neither: refused");
+	snprintf(yaml, sizeof yaml,
+		 "{driver: qemu, port: 23461, qemu: %s/fakeq, dir: %s, defaults: [], machine: q35, "
+		 "accel: \"\", bios: /usr/lib/u-boot/qemu-x86/u-boot.rom, extra: [-nic, user]}", dir, fw);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b7", yaml, &e);
+	res = run_op(l, p, POWER_ON, 5000);
+	ok(res.rc == LAB_OK, "on again (TCP)");
+
 	/* the power state outlives the object (another process): qemu.pid, liveness-checked */
 	char pidf[160];
 	snprintf(pidf, sizeof pidf, "%s/qemu.pid", fw);

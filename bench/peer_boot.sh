@@ -15,9 +15,11 @@
 # moves itself into the QEMU group before it execs qemu-system-x86_64, so the
 # controller's CPU is its process tree without QEMU.  The wrapper's own
 # fork+exec (about 1 ms of sh) is counted on the controller's side, the same
-# for every tool.  Wall time is the tool's whole run; the time outside the
-# boot is its median minus the bare expect script's median (expect adds
-# nothing to the boot but the boot itself).
+# for every tool.  Wall time is the tool's whole run; "outside QEMU" is that
+# minus QEMU's lifetime (noted by the wrapper): the tool's own start-up,
+# set-up and tear-down, free of the guest's boot time, which a loaded host
+# makes vary by seconds.  What a tool adds while QEMU runs (prompt detection,
+# command round trips) shows only in the wall time against bare expect.
 #
 #   bench/peer_boot.sh [--reps N] [--sides expect,emmclab,labgrid,lava] [--out DIR]
 #
@@ -84,10 +86,21 @@ work=${out:-$(mktemp -d /tmp/emmclab-peer-XXXXXX)}
 mkdir -p "$work"
 "$here/peer_initramfs.sh" "$work/initrd.gz" "$kver" > /dev/null
 truncate -s 64M "$work/sd.img"
+# The wrapper moves itself into QEMU's group, then runs QEMU as its child to
+# note when QEMU started and ended (the tool's time outside QEMU's life);
+# the signals a tool stops QEMU with are passed on.
 cat > "$work/qemu-wrap" << 'EOF'
 #!/bin/sh
 echo $$ > "$PEER_QEMU_CG/cgroup.procs"
-exec qemu-system-x86_64 "$@"
+t0=$(date +%s.%N)
+exec 3<&0 # an asynchronous command's stdin would be /dev/null (QMP and -serial stdio need it)
+qemu-system-x86_64 "$@" <&3 3<&- &
+q=$!
+trap 'kill -TERM $q 2> /dev/null' TERM INT HUP
+rc=0
+while kill -0 $q 2> /dev/null; do wait $q; rc=$?; done
+echo "$t0 $(date +%s.%N)" >> "$PEER_QEMU_TIMES"
+exit $rc
 EOF
 chmod +x "$work/qemu-wrap"
 append="console=ttyS0,115200 panic=-1"
@@ -221,7 +234,8 @@ run_side() {
 	local side=$1 rep=$2 log=$work/$1-$2.log
 	local cg=$cgroot/$side-$rep qcg=$cgroot/$side-$rep-qemu
 	mkdir -p "$cg" "$qcg"
-	export PEER_QEMU_CG=$qcg
+	export PEER_QEMU_CG=$qcg PEER_QEMU_TIMES=$work/$side-$rep.qemu-times
+	rm -f "$PEER_QEMU_TIMES"
 	local cmd=() dir=$work
 	case $side in
 	expect) cmd=(expect -f "$here/peer_expect.exp" "$work/qemu-wrap" -machine pc -accel tcg -m 512 -smp 1
@@ -249,22 +263,25 @@ run_side() {
 	ctl=$(cg_usage "$cg") qcpu=$(cg_usage "$qcg")
 	cg_rm "$cg"
 	cg_rm "$qcg"
-	awk -v a="$t0" -v b="$t1" -v c="$ctl" -v q="$qcpu" -v ok="$ok" 'BEGIN { printf "%.3f %s %s %d\n", b - a, c, q, ok }'
+	local life=0
+	[ -s "$PEER_QEMU_TIMES" ] && life=$(awk '{ s += $2 - $1 } END { printf "%.3f", s }' "$PEER_QEMU_TIMES")
+	awk -v a="$t0" -v b="$t1" -v c="$ctl" -v q="$qcpu" -v ok="$ok" -v life="$life" \
+		'BEGIN { printf "%.3f %s %s %d %.3f\n", b - a, c, q, ok, b - a - life }'
 }
 
-echo -e "side\trep\twall_s\tcontroller_cpu_s\tqemu_cpu_s\tok" > "$work/runs.tsv"
+echo -e "side\trep\twall_s\tcontroller_cpu_s\tqemu_cpu_s\tok\toutside_qemu_s" > "$work/runs.tsv"
 n=${#side_list[@]}
 for rep in $(seq "$reps"); do
 	for i in $(seq 0 $((n - 1))); do
 		side=${side_list[$(((i + rep - 1) % n))]} # rotate the order: no side always first
-		read -r wall ctl qcpu ok < <(run_side "$side" "$rep")
-		echo -e "$side\t$rep\t$wall\t$ctl\t$qcpu\t$ok" >> "$work/runs.tsv"
-		echo "peer_boot: $side #$rep: wall ${wall}s, controller ${ctl}s CPU, QEMU ${qcpu}s CPU$([ "$ok" = 1 ] || echo ', FAILED')" >&2
+		read -r wall ctl qcpu ok outside < <(run_side "$side" "$rep")
+		echo -e "$side\t$rep\t$wall\t$ctl\t$qcpu\t$ok\t$outside" >> "$work/runs.tsv"
+		echo "peer_boot: $side #$rep: wall ${wall}s (${outside}s outside QEMU), controller ${ctl}s CPU, QEMU ${qcpu}s CPU$([ "$ok" = 1 ] || echo ', FAILED')" >&2
 	done
 done
 rmdir "$cgroot" 2> /dev/null || true
 
-/usr/bin/python3 - "$work/runs.tsv" "$sides" << 'EOF'
+/usr/bin/python3 - "$work/runs.tsv" "$sides" << 'PY'
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
 sides = sys.argv[2].split(",")
@@ -272,21 +289,22 @@ med = {}
 for s in sides:
     r = [x for x in rows if x[0] == s and x[5] == "1"]
     if r:
-        med[s] = (len(r), sum(1 for x in rows if x[0] == s),
-                  statistics.median(float(x[3]) for x in r), statistics.median(float(x[2]) for x in r),
-                  statistics.median(float(x[4]) for x in r))
-print("| controller | runs ok | controller CPU per cycle (median) | × emmclab | wall (median) | wall − bare expect | QEMU CPU (median) |")
-print("|---|---|---|---|---|---|---|")
-base = med.get("emmclab", (0, 0, None))[2]
-exp = med.get("expect", (0, 0, 0, None))[3]
+        m = lambda i: statistics.median(float(x[i]) for x in r)
+        med[s] = dict(ok=len(r), n=sum(1 for x in rows if x[0] == s), cpu=m(3), wall=m(2), q=m(4),
+                      out=m(6), cmin=min(float(x[3]) for x in r), cmax=max(float(x[3]) for x in r))
+print("| controller | runs ok | controller CPU per cycle, median (min-max) | x emmclab | outside QEMU, median | minus bare expect | wall, median | QEMU CPU, median |")
+print("|---|---|---|---|---|---|---|---|")
+base = med["emmclab"]["cpu"] if "emmclab" in med else None
+exp = med["expect"]["out"] if "expect" in med else None
 for s in sides:
     if s not in med:
         n = sum(1 for x in rows if x[0] == s)
-        print(f"| {s} | 0/{n} | – | – | – | – | – |")
+        print(f"| {s} | 0/{n} | - | - | - | - | - | - |")
         continue
-    ok, n, cpu, wall, q = med[s]
-    ratio = f"{cpu / base:.1f}" if base else "–"
-    d = f"{wall - exp:+.2f} s" if exp is not None else "–"
-    print(f"| {s} | {ok}/{n} | {cpu:.3f} s | {ratio} | {wall:.2f} s | {d} | {q:.2f} s |")
-EOF
+    d = med[s]
+    ratio = f"{d['cpu'] / base:.1f}" if base else "-"
+    diff = f"{d['out'] - exp:+.3f} s" if exp is not None else "-"
+    print(f"| {s} | {d['ok']}/{d['n']} | {d['cpu']:.3f} s ({d['cmin']:.3f}-{d['cmax']:.3f}) | {ratio} | "
+          f"{d['out']:.3f} s | {diff} | {d['wall']:.2f} s | {d['q']:.2f} s |")
+PY
 echo "peer_boot: runs in $work/runs.tsv" >&2

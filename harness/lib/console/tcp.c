@@ -188,9 +188,10 @@ static int tcp_open(struct console *c, int *fd, struct lab_err *e)
 	int cr = connect(s, (struct sockaddr *)&cfg->addr, cfg->addrlen);
 	/* a Unix socket not there yet (the server not started) fails at once; like a
 	 * refused TCP connect, it is a lost link that the console retries */
-	if (cr < 0 && cfg->addr.ss_family == AF_UNIX && (errno == ENOENT || errno == ECONNREFUSED))
-		p->unix_err = errno;
-	else if (cr < 0 && errno != EINPROGRESS && errno != EAGAIN) {
+	if (cr < 0 && cfg->addr.ss_family == AF_UNIX &&
+	    (errno == ENOENT || errno == ECONNREFUSED || errno == EAGAIN))
+		p->unix_err = errno; /* EAGAIN: its backlog is full; a Unix connect never completes later */
+	else if (cr < 0 && errno != EINPROGRESS) {
 		int err = errno;
 		char where[300];
 		close(s);

@@ -100,6 +100,11 @@ static void check_boot_path(struct ck *k, const struct lab_cfg *c, const struct 
 		say(k, CONFIG_ERROR, &at, "board %s has no console: block: %s", b->name,
 		    fl & DEPLOY_AT_UBOOT ? "the deploy method types at the U-Boot prompt" :
 					  "nothing can see it boot");
+	const char *cname = driver_name(b->console);
+	if (cname && strcmp(cname, "tcp") == 0 && !cfg_map_get(b->console, "port") &&
+	    !cfg_map_get(b->console, "path"))
+		say(k, CONFIG_ERROR, key_or(b->console, "driver", &at),
+		    "board %s: console tcp needs port: (or path: for a Unix socket)", b->name);
 	if ((fl & DEPLOY_AT_UBOOT) && !has_uboot(t))
 		say(k, CONFIG_ERROR, key_or(b->deploy, "driver", &at),
 		    "board %s: deploy %s works at the U-Boot prompt, but type %s has no U-Boot "

@@ -132,6 +132,9 @@ boards:
   - name: no-console
     type: withub
     deploy: {driver: uboot-tftp, tftp_root: $tmp/tftp}
+  - name: tcp-no-port
+    type: plain
+    console: {driver: tcp, host: 127.0.0.1}
 YAML
 set +e
 "$EMMCLAB" check -q "$tmp/bad.yaml" 2>"$tmp/err8"
@@ -143,7 +146,8 @@ want "emmclab: $tmp/bad.yaml:12:22: board tftp-no-uboot: deploy uboot-tftp works
 want "emmclab: $tmp/bad.yaml:16:47: board qemu-kernel-but-uboot: QEMU boots the kernel itself (-kernel), so the U-Boot prompt of type withub never comes"
 want "emmclab: $tmp/bad.yaml:20:47: board qemu-missing-kernel: power kernel $tmp/k/nope: cannot read it"
 want "emmclab: $tmp/bad.yaml:21:5: board no-console has no console: block: the deploy method types at the U-Boot prompt"
-[ "$(wc -l <"$tmp/err8")" = 4 ] || { cat "$tmp/err8" >&2; fail "exactly the four findings"; }
+want "emmclab: $tmp/bad.yaml:26:23: board tcp-no-port: console tcp needs port: (or path: for a Unix socket)"
+[ "$(wc -l <"$tmp/err8")" = 5 ] || { cat "$tmp/err8" >&2; fail "exactly the five findings"; }
 
 # 9. a plan on a board whose type has no agent path: exit 2 at the type's shell.agent_path;
 # a QEMU board with U-Boot as its firmware and no kernel: is fine (U-Boot loads the kernel)

@@ -5,7 +5,14 @@
  *   board NAME power on|off|cycle|state
  *   board NAME console                  interactive; Ctrl-] leaves
  *   board NAME boot [--kernel K] [--mode M] [--cmdline ARGS] [--run CMD]... [--agent ARGS]
+ *                   [--leave-on]
  *   board list-usb
+ *
+ * Power outlives the command: `power on` leaves the board on (a QEMU board
+ * too: its state is in its state directory, see power/qemu.c); `boot` ends
+ * with a power-off unless --leave-on.  While `boot` runs commands, a board
+ * whose power state is local (QEMU) is watched, so a guest that powers
+ * itself off (`--run 'poweroff -f'`) ends the command at once.
  *
  * The lab comes from --lab FILE, else $EMMCLAB_LAB, else
  * boards/labs/sim-lab.yaml (current directory, then the installed data dir).
@@ -48,11 +55,15 @@ struct bctx {
 	/* console */
 	bool raw;
 	struct termios saved;
+	/* boot: the power watch (boot_watch_*) */
+	struct power *watch;
+	struct loop_timer watch_timer;
+	bool powered_off; /* the board went off by itself during a step */
 };
 
 enum {
 	OPT_LAB = CLI_LONG_ONLY, OPT_KERNEL, OPT_MODE, OPT_CMDLINE, OPT_RUN, OPT_AGENT, OPT_TDIR,
-	OPT_DB, OPT_EXPLAIN,
+	OPT_DB, OPT_EXPLAIN, OPT_LEAVE_ON,
 };
 
 const struct cli_opt cmd_board_opts[] = {
@@ -66,6 +77,8 @@ const struct cli_opt cmd_board_opts[] = {
 	{"agent", OPT_AGENT, "ARGS", "boot: run the agent with ARGS once booted", 0},
 	{"explain", OPT_EXPLAIN, NULL,
 	 "boot: show each step on stderr: what it waits for (pattern, budget) and what matched", 0},
+	{"leave-on", OPT_LEAVE_ON, NULL,
+	 "boot: leave the board on at the end (default: power it off)", 0},
 	{"db", OPT_DB, "PATH",
 	 "release: " CLI_DB_HELP, 0},
 	{NULL, 0, NULL, NULL, 0},
@@ -185,6 +198,111 @@ static int do_power(struct bctx *c, const char *what)
 	return 0;
 }
 
+/* ---- boot: the power watch, the agent policy and the final power-off ---- */
+
+#define WATCH_MS 200 /* a local state read: a file and /proc, no device */
+
+static void on_watch_timer(struct loop *l, struct loop_timer *t, void *arg);
+
+static void on_watch_state(struct power *p, int rc, int state, const char *msg, void *arg)
+{
+	LAB_UNUSED(p);
+	LAB_UNUSED(msg);
+	struct bctx *c = arg;
+	if (c->done)
+		return;
+	if (rc == LAB_OK && state == POWER_IS_OFF) {
+		/* the guest powered itself off: what it was running will never answer */
+		c->powered_off = true;
+		board_abort(c->b);
+		c->done = true;
+		return;
+	}
+	loop_timer_start(c->l, &c->watch_timer, WATCH_MS);
+}
+
+static void on_watch_timer(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct bctx *c = arg;
+	if (!c->done && power_request(c->watch, POWER_STATE, on_watch_state, c) != LAB_OK)
+		loop_timer_start(c->l, &c->watch_timer, WATCH_MS);
+}
+
+/* Watch the power of a board whose state is local (QEMU) while its shell
+ * runs our steps: a second driver instance reads the state every process
+ * sees.  Other drivers are not polled (a state read is a device request). */
+static void boot_watch_start(struct bctx *c)
+{
+	const struct board_cfg *bc = board_cfg(c->b);
+	const struct cfg_node *dn = bc->power ? cfg_map_get(bc->power, "driver") : NULL;
+	const struct power_driver *d = dn && dn->kind == CFG_SCALAR ? power_driver_find(dn->value) : NULL;
+	struct lab_err e = {0};
+	if (c->watch || !d || !d->state_is_local || !d->can_read_state ||
+	    power_new(c->l, bc->name, bc->power, &c->watch, &e) != LAB_OK)
+		return;
+	loop_timer_init(&c->watch_timer, on_watch_timer, c);
+	loop_timer_start(c->l, &c->watch_timer, WATCH_MS);
+}
+
+static void boot_watch_stop(struct bctx *c)
+{
+	if (!c->watch)
+		return;
+	loop_timer_stop(c->l, &c->watch_timer);
+	power_free(c->watch);
+	c->watch = NULL;
+}
+
+/* Without --agent nothing here runs the agent: do not demand one at boot
+ * (the lab was loaded for this command alone). */
+static void boot_agent_policy(struct lab_cfg *lab, const struct board_cfg *bc, bool agent)
+{
+	if (agent || !bc->type)
+		return;
+	struct board_type *t = &lab->types[bc->type - lab->types];
+	free(t->shell.agent_path);
+	t->shell.agent_path = xstrdup("");
+}
+
+static void on_final_off(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(fail);
+	struct bctx *c = arg;
+	c->rc = rc;
+	snprintf(c->msg, sizeof c->msg, "%s", msg ? msg : "");
+	c->done = true;
+}
+
+/* `boot` leaves the board as it found it: off (unless --leave-on), through
+ * its power driver, also after a failure or an interrupt.  Returns an exit
+ * code to use when the boot itself succeeded. */
+static int boot_power_off(struct bctx *c, bool leave_on)
+{
+	if (leave_on || !board_cfg(c->b)->power)
+		return 0;
+	board_abort(c->b); /* nothing of the boot is still wanted */
+	c->done = false;
+	c->rc = LAB_OK;
+	c->msg[0] = '\0';
+	if (board_power_off(c->b, on_final_off, c) != LAB_OK)
+		return 3;
+	uint64_t end = loop_now_ms(c->l) + 120000; /* bounded even if a driver never answers */
+	while (!c->done && loop_now_ms(c->l) < end)
+		if (loop_run_once(c->l, 100) < 0)
+			break;
+	if (!c->done || c->rc) {
+		fprintf(stderr, "emmclab: %s: power-off at the end failed: %s\n", board_name(c->b),
+			c->msg[0] ? c->msg : "no answer");
+		return 3;
+	}
+	if (!c->cli->quiet)
+		fprintf(stderr, "%s: powered off (--leave-on keeps it on)\n", board_name(c->b));
+	return 0;
+}
+
 /* ---- boot ---- */
 
 static void next_step(struct bctx *c);
@@ -266,6 +384,7 @@ static void on_booted(struct board *b, int rc, enum board_fail fail, const char 
 	}
 	if (!c->cli->quiet)
 		fprintf(stderr, "%s: at a shell (state %s)\n", board_name(b), board_state_name(board_get_state(b)));
+	boot_watch_start(c);
 	next_step(c);
 }
 
@@ -309,6 +428,14 @@ static int do_boot(struct bctx *c, const char *kernel_name, const char *mode, co
 		return lab_exit_code(rc);
 	}
 	run_until_done(c);
+	boot_watch_stop(c);
+	if (c->powered_off) {
+		bool more = c->run_i < c->nruns || c->agent_args;
+		fprintf(stderr, "emmclab: %s: the board powered itself off during %s%s%s%s\n",
+			board_name(c->b), c->run_i ? "`" : "the agent", c->run_i ? c->runs[c->run_i - 1] : "",
+			c->run_i ? "`" : "", more ? "; the remaining steps were not run" : "");
+		return more ? 1 : c->exit_code;
+	}
 	if (c->rc) {
 		if (c->msg[0])
 			fprintf(stderr, "emmclab: %s: boot failed (%s): %s\n", board_name(c->b),
@@ -430,6 +557,7 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 	const char *lab_path = NULL, *kernel = NULL, *mode = NULL, *cmdline = NULL, *agent = NULL;
 	const char *tdir = NULL, *db = NULL;
 	bool explain = false;
+	bool leave_on = false;
 	char **runs = NULL;
 	size_t nruns = 0;
 	struct cli_getopt g;
@@ -446,6 +574,7 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 		case OPT_TDIR: tdir = optarg; break;
 		case OPT_DB: db = optarg; break;
 		case OPT_EXPLAIN: explain = true; break;
+		case OPT_LEAVE_ON: leave_on = true; break;
 		case OPT_RUN:
 			runs = xreallocarray(runs, nruns + 1, sizeof *runs);
 			runs[nruns++] = optarg;
@@ -496,7 +625,7 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 	bool is_power = strcmp(verb, "power") == 0, is_console = strcmp(verb, "console") == 0,
 	     is_boot = strcmp(verb, "boot") == 0;
 	if ((!is_power && !is_console && !is_boot) || (is_power && npos != 3) ||
-	    (!is_power && npos != 2) || (!is_boot && (nruns || agent || mode || kernel || cmdline))) {
+	    (!is_power && npos != 2) || (!is_boot && (nruns || agent || mode || kernel || cmdline || leave_on))) {
 		free(runs);
 		return cli_usage("board");
 	}
@@ -537,6 +666,8 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 	}
 	free(ldir);
 	struct bctx c = {.cli = cli, .lab = lab, .runs = runs, .nruns = nruns, .agent_args = agent};
+	if (is_boot)
+		boot_agent_policy(lab, bc, agent != NULL);
 	c.l = loop_new();
 	static const struct board_events ev = {.state = on_state, .event = on_event,
 					       .transcript = on_transcript};
@@ -558,6 +689,11 @@ int cmd_board(struct cli *cli, int argc, char **argv)
 	if (c.msg[0] && strcmp(c.msg, "interrupted") == 0) {
 		fprintf(stderr, "emmclab: interrupted\n");
 		code = 3;
+	}
+	if (is_boot) {
+		int off = boot_power_off(&c, leave_on);
+		if (code == 0)
+			code = off;
 	}
 	board_free(c.b);
 	/* Let what the drivers started finish before the loop goes: power

@@ -1,7 +1,9 @@
 /* cmd_check.c - `emmclab check FILE...`: load lab/type/suite/plan files together,
- * print the resolved configuration, or the first error as file:line:col. */
+ * print the resolved configuration, or the first error as file:line:col; then
+ * the checks across blocks (config_check.c): errors exit 2, warnings are printed. */
 #include "cli.h"
 #include "config.h"
+#include "config_check.h"
 #include "console.h"
 #include "deploy.h"
 #include "loop.h"
@@ -46,10 +48,21 @@ static int check_drivers(const struct lab_cfg *c)
 	return errors;
 }
 
-enum { O_SCHEMA = CLI_LONG_ONLY };
+static void on_finding(enum config_finding kind, const char *msg, void *arg)
+{
+	const bool *quiet = arg;
+	if (kind == CONFIG_WARNING && *quiet)
+		return;
+	fprintf(stderr, "emmclab: %s\n", msg);
+}
+
+enum { O_SCHEMA = CLI_LONG_ONLY, O_OFFLINE };
 
 const struct cli_opt cmd_check_opts[] = {
 	{"quiet", 'q', NULL, "print only errors", 0},
+	{"offline", O_OFFLINE, NULL,
+	 "skip what reads this host (kernel, initrd, firmware and agent files): for a lab checked "
+	 "away from its controller", 0},
 	{"schema", O_SCHEMA, NULL, "print the key tables of docs/configuration.md and exit", 0},
 	{NULL, 0, NULL, NULL, 0},
 };
@@ -57,12 +70,14 @@ const struct cli_opt cmd_check_opts[] = {
 int cmd_check(struct cli *cli, int argc, char **argv)
 {
 	bool quiet = cli->quiet;
+	unsigned flags = CONFIG_CHECK_FILES;
 	struct cli_getopt g;
 	int ch;
 	cli_getopt_init(&g, "check");
 	while ((ch = cli_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'q': quiet = true; break;
+		case O_OFFLINE: flags &= ~(unsigned)CONFIG_CHECK_FILES; break;
 		case O_SCHEMA: config_schema_md(stdout); return 0;
 		default: return cli_getopt_fail(&g);
 		}
@@ -84,6 +99,9 @@ int cmd_check(struct cli *cli, int argc, char **argv)
 		return 2; /* every load failure is a configuration problem for `check` */
 	}
 	int bad = check_drivers(c);
+	/* combinations that load but cannot boot; warnings do not change the exit code */
+	if (!bad)
+		bad = config_check(c, flags, on_finding, &quiet);
 	if (bad) {
 		config_free(c);
 		return 2;

@@ -58,7 +58,7 @@ static const struct opt uboot_opts[] = {
 	{.key = "interrupt_key", .type = OPT_STR, .offset = F(uboot_cfg, interrupt_key), .def = " ",
 	 .help = "what to send to stop autoboot"},
 	{.key = "prompt", .type = OPT_STR, .offset = F(uboot_cfg, prompt), .def = "=> ",
-	 .help = "the U-Boot prompt (literal)"},
+	 .help = "the U-Boot prompt (literal); empty, and the default of a type without a `uboot:` block: no U-Boot, boards boot by themselves"},
 	{.key = "char_delay", .type = OPT_DURATION, .offset = F(uboot_cfg, char_delay_ms),
 	 .def = "10ms", .min = 0, .max = 1000, .help = "delay between typed chunks (U-Boot drops pasted input)"},
 	{.key = "chunk", .type = OPT_INT, .offset = F(uboot_cfg, chunk), .def = "1", .min = 1,
@@ -691,6 +691,19 @@ static int check_sysfs(struct lab_err *e, const struct cfg_node *recipe)
 	return LAB_OK;
 }
 
+/*
+ * Defaults that fit the type described: a type with no `uboot:` block has no
+ * U-Boot, so its prompt is empty and boards of it do not wait for one (the
+ * uboot keys' defaults apply only to a type that has the block).
+ */
+static void type_fit_defaults(struct board_type *t, const struct cfg_node *n)
+{
+	if (!cfg_map_get(n, "uboot")) {
+		free(t->uboot.prompt);
+		t->uboot.prompt = xstrdup("");
+	}
+}
+
 static int build_type(struct lab_cfg *c, const struct cfg_node *n, struct cfg_node **board_defaults,
 		      struct lab_err *e)
 {
@@ -698,6 +711,8 @@ static int build_type(struct lab_cfg *c, const struct cfg_node *n, struct cfg_no
 	int rc = opt_defaults(type_opts(), &w, e);
 	if (!rc)
 		rc = opt_parse(type_opts(), n, &w, e);
+	if (!rc)
+		type_fit_defaults(&w.t, n);
 	const struct cfg_node *modes = cfg_map_get(n, "modes");
 	for (int m = 0; !rc && m < MODE_COUNT; m++) {
 		const struct cfg_node *r = modes ? cfg_map_get(modes, lab_mode_names[m]) : NULL;
@@ -732,6 +747,7 @@ static int build_type(struct lab_cfg *c, const struct cfg_node *n, struct cfg_no
 	}
 	w.t.file = n->file;
 	w.t.line = n->line;
+	w.t.node = cfg_clone(n);
 	c->types[c->ntypes] = w.t;
 	board_defaults[c->ntypes] = w.board;
 	c->ntypes++;
@@ -754,6 +770,7 @@ static int build_kernel(struct lab_cfg *c, const struct cfg_node *n, struct lab_
 	resolve_in_place(&k.image, n->file);
 	resolve_in_place(&k.initrd, n->file);
 	resolve_in_place(&k.dtb, n->file);
+	k.node = cfg_clone(n);
 	c->kernels[c->nkernels++] = k;
 	return LAB_OK;
 }
@@ -1170,14 +1187,18 @@ void config_free(struct lab_cfg *c)
 {
 	if (c == NULL)
 		return;
-	for (size_t i = 0; i < c->ntypes; i++)
+	for (size_t i = 0; i < c->ntypes; i++) {
+		cfg_free(c->types[i].node);
 		opt_free(type_base_opts, &c->types[i]);
+	}
 	free(c->types);
 	for (size_t i = 0; i < c->nboards; i++)
 		opt_free(board_opts, &c->boards[i]);
 	free(c->boards);
-	for (size_t i = 0; i < c->nkernels; i++)
+	for (size_t i = 0; i < c->nkernels; i++) {
+		cfg_free(c->kernels[i].node);
 		opt_free(kernel_opts, &c->kernels[i]);
+	}
 	free(c->kernels);
 	for (size_t i = 0; i < c->nsuites; i++)
 		suite_free(&c->suites[i]);

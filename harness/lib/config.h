@@ -64,6 +64,7 @@ struct board_type {
 	int64_t quarantine_after;/* consecutive health failures before quarantine */
 	const char *file;        /* where it was defined */
 	int line;
+	struct cfg_node *node;   /* its YAML, for positions in `check` (config_check.c); owned */
 };
 
 struct kernel_cfg {
@@ -71,6 +72,7 @@ struct kernel_cfg {
 	char *image, *initrd, *dtb; /* host paths (artifacts, verified by sha256) */
 	char *cmdline;             /* base command line */
 	char *version;             /* expected uname -r, optional */
+	struct cfg_node *node;     /* its YAML, for positions in `check` (config_check.c); owned */
 };
 
 struct part_cfg {          /* what the lab says is fitted; verified against identity */

@@ -45,6 +45,7 @@ struct console_common {
 	char *driver;
 	uint64_t reconnect_delay_ms;
 	uint64_t reconnect_window_ms;
+	uint64_t read_hold_ms;
 	uint64_t char_delay_ms;
 	int64_t chunk;
 };
@@ -60,6 +61,10 @@ static const struct opt console_common_opts[] = {
 	 .max = 3600000,
 	 .help = "how long a console may stay lost (end of file, refused reconnection) while the "
 		 "board is on before the board's current step ends with `console lost`"},
+	{.key = "read_hold", .type = OPT_DURATION,
+	 .offset = offsetof(struct console_common, read_hold_ms), .def = "0", .min = 0, .max = 100,
+	 .help = "after each read, leave the input this long to gather (fewer wakeups for a "
+		 "byte-at-a-time source such as QEMU's UART; adds at most this to every match)"},
 	{.key = "char_delay", .type = OPT_DURATION,
 	 .offset = offsetof(struct console_common, char_delay_ms), .def = "0", .min = 0,
 	 .max = 10000, .help = "pause after every `chunk` bytes typed (board type may set it)"},
@@ -109,6 +114,7 @@ struct console {
 	struct console_events ev;
 	void *arg;
 	uint64_t reconnect_delay_ms;
+	uint64_t read_hold_ms;
 	struct console_pacing pacing;
 	enum cstate st;
 	bool want_open;
@@ -124,6 +130,8 @@ struct console {
 	bool gone;          /* lost for longer than the window: told the owner */
 	uint64_t up_since_ms; /* last (re)connect: a link that drops again at once is still lost */
 	char cur_msg[256];  /* the latest loss reason */
+	struct loop_timer hold_timer; /* read_hold: input left to gather */
+	bool holding;
 	uint64_t connect_timeout_ms;
 	bool connect_pending;
 	struct transcript *transcript;
@@ -178,6 +186,7 @@ static void wq_reset(struct wqueue *w)
 /* ---- options ---- */
 
 static void on_pace(struct loop *l, struct loop_timer *t, void *arg);
+static void on_hold(struct loop *l, struct loop_timer *t, void *arg);
 static void on_reconnect(struct loop *l, struct loop_timer *t, void *arg);
 static void on_connect_timeout(struct loop *l, struct loop_timer *t, void *arg);
 static void on_window(struct loop *l, struct loop_timer *t, void *arg);
@@ -201,10 +210,12 @@ int console_new(struct loop *l, const char *board, const struct cfg_node *cfg,
 	c->fd = -1;
 	c->reconnect_delay_ms = cc.reconnect_delay_ms;
 	c->reconnect_window_ms = cc.reconnect_window_ms;
+	c->read_hold_ms = cc.read_hold_ms;
 	c->pacing.char_delay_us = cc.char_delay_ms * 1000ull;
 	c->pacing.chunk = (size_t)cc.chunk;
 	opt_free(console_common_opts, &cc);
 	loop_timer_init(&c->pace_timer, on_pace, c);
+	loop_timer_init(&c->hold_timer, on_hold, c);
 	loop_timer_init(&c->reconnect_timer, on_reconnect, c);
 	loop_timer_init(&c->connect_timer, on_connect_timeout, c);
 	loop_timer_init(&c->window_timer, on_window, c);
@@ -260,7 +271,7 @@ static void update_watch(struct console *c)
 	if (c->st == C_CONNECTING) {
 		want = LOOP_WRITE;
 	} else {
-		want = LOOP_READ;
+		want = c->holding ? 0 : LOOP_READ;
 		if (wq_len(&c->rawq) || (wq_len(&c->q) && !c->pace_wait))
 			want |= LOOP_WRITE;
 	}
@@ -275,6 +286,8 @@ static void teardown(struct console *c)
 {
 	loop_timer_stop(c->loop, &c->pace_timer);
 	loop_timer_stop(c->loop, &c->connect_timer);
+	loop_timer_stop(c->loop, &c->hold_timer);
+	c->holding = false;
 	if (c->fd >= 0) {
 		loop_fd_del(c->loop, c->fd);
 		c->fd = -1;
@@ -577,6 +590,15 @@ static void on_pace(struct loop *l, struct loop_timer *t, void *arg)
 	update_watch(c);
 }
 
+static void on_hold(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct console *c = arg;
+	c->holding = false;
+	update_watch(c);
+}
+
 static void on_reconnect(struct loop *l, struct loop_timer *t, void *arg)
 {
 	LAB_UNUSED(l);
@@ -680,6 +702,11 @@ static void on_fd(struct loop *l, int fd, unsigned events, void *arg)
 			deliver(c, buf, (size_t)r);
 			if (c->gen != gen || c->dead)
 				goto out;
+			if (c->read_hold_ms && (size_t)r < sizeof buf && c->fd >= 0) {
+				c->holding = true;
+				update_watch(c);
+				loop_timer_start(c->loop, &c->hold_timer, c->read_hold_ms);
+			}
 		} else if (r == 0) {
 			lost(c, "end of file (peer closed)");
 			goto out;

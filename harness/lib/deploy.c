@@ -2,6 +2,7 @@
 #include "deploy.h"
 #include "driver.h"
 #include "config.h"
+#include "hashcache.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -89,9 +90,14 @@ int deploy_new(struct loop *l, const char *board, const struct cfg_node *cfg, st
 	opt_free(deploy_common_opts, &dc);
 	if (d->init && (rc = d->init(dp, e)) != LAB_OK) {
 		driver_free_own(d->options, dp->cfg);
+		free(dp->state_dir);
 		free(dp->board);
 		free(dp);
 		return rc;
+	}
+	if (!dp->state_dir) {
+		const char *tmp = getenv("TMPDIR");
+		dp->state_dir = xasprintf("%s/emmclab-%s", tmp && tmp[0] ? tmp : "/tmp", board);
 	}
 	*out = dp;
 	return LAB_OK;
@@ -110,11 +116,18 @@ void deploy_free(struct deploy *d)
 	if (!d)
 		return;
 	loop_timer_stop(d->loop, &d->timer);
-	if (d->busy && d->drv->cancel)
+	if (d->hash) {
+		hashcache_cancel(d->hash);
+		d->hash = NULL;
+	} else if (d->busy && d->drv->cancel) {
 		d->drv->cancel(d);
+	}
 	if (d->drv->fini)
 		d->drv->fini(d);
 	driver_free_own(d->drv->options, d->cfg);
+	free(d->state_dir);
+	free(d->ctx_bootargs);
+	free(d->ctx_workdir);
 	free(d->board);
 	free(d);
 }
@@ -134,20 +147,16 @@ static void on_timeout(struct loop *l, struct loop_timer *t, void *arg)
 	LAB_UNUSED(l);
 	LAB_UNUSED(t);
 	struct deploy *d = arg;
-	if (d->drv->cancel)
+	if (d->hash) {
+		hashcache_cancel(d->hash);
+		d->hash = NULL;
+	} else if (d->drv->cancel) {
 		d->drv->cancel(d);
+	}
 	char msg[256];
 	snprintf(msg, sizeof msg, "%s deploy on %s: not done within %llu ms", d->drv->name, d->board,
 		 (unsigned long long)d->timeout_ms);
 	finish(d, LAB_ETIMEOUT, msg);
-}
-
-static int hash_artifact(const char *path, char out[65], struct lab_err *e)
-{
-	out[0] = '\0';
-	if (path == NULL || path[0] == '\0')
-		return LAB_OK;
-	return lab_sha256_file(path, out, e);
 }
 
 /* deploy_run could not start: reported from the loop on d's own timer (so
@@ -160,6 +169,36 @@ static void on_fail(struct loop *l, struct loop_timer *t, void *arg)
 	finish(d, d->fail_rc, d->fail_msg);
 }
 
+/* Hand over to the method (after the hashes, when any). */
+static void start_method(struct deploy *d)
+{
+	int rc = d->drv->run(d, &d->ctx);
+	if (rc) {
+		snprintf(d->fail_msg, sizeof d->fail_msg, "%s deploy on %s failed to start",
+			 d->drv->name, d->board);
+		d->fail_rc = rc;
+		loop_timer_stop(d->loop, &d->timer);
+		loop_timer_init(&d->timer, on_fail, d);
+		loop_timer_start(d->loop, &d->timer, 0);
+	}
+}
+
+static void on_hashed(int rc, const char *msg, void *arg)
+{
+	struct deploy *d = arg;
+	d->hash = NULL; /* the request frees itself */
+	if (rc) {
+		char m[sizeof d->fail_msg];
+		snprintf(m, sizeof m, "artifact check: %s", msg ? msg : "hashing failed");
+		finish(d, rc, m);
+		return;
+	}
+	memcpy(d->kernel_sha256, d->hash_tmp[0], 65);
+	memcpy(d->initrd_sha256, d->hash_tmp[1], 65);
+	memcpy(d->dtb_sha256, d->hash_tmp[2], 65);
+	start_method(d);
+}
+
 int deploy_run(struct deploy *d, const struct deploy_ctx *ctx, deploy_done_cb cb, void *arg)
 {
 	if (d->busy)
@@ -167,31 +206,27 @@ int deploy_run(struct deploy *d, const struct deploy_ctx *ctx, deploy_done_cb cb
 	d->busy = true;
 	d->cb = cb;
 	d->cb_arg = arg;
-	struct lab_err e = {0};
-	int rc = LAB_OK;
-	if (ctx->kernel) {
-		rc = hash_artifact(ctx->kernel->image, d->kernel_sha256, &e);
-		if (!rc)
-			rc = hash_artifact(ctx->kernel->initrd, d->initrd_sha256, &e);
-		if (!rc)
-			rc = hash_artifact(ctx->kernel->dtb, d->dtb_sha256, &e);
+	/* the method may run after this returns (hashing): keep our own copy */
+	free(d->ctx_bootargs);
+	free(d->ctx_workdir);
+	d->ctx = *ctx;
+	d->ctx_bootargs = ctx->bootargs ? xstrdup(ctx->bootargs) : NULL;
+	d->ctx_workdir = ctx->workdir ? xstrdup(ctx->workdir) : NULL;
+	d->ctx.bootargs = d->ctx_bootargs;
+	d->ctx.workdir = d->ctx_workdir;
+	d->kernel_sha256[0] = d->initrd_sha256[0] = d->dtb_sha256[0] = '\0';
+	loop_timer_init(&d->timer, on_timeout, d);
+	loop_timer_start(d->loop, &d->timer, d->timeout_ms);
+	bool want = ctx->record_hashes || !(d->drv->flags & DEPLOY_NO_HASH);
+	if (!ctx->kernel || !want) {
+		start_method(d);
+		return LAB_OK;
 	}
-	if (rc) {
-		snprintf(d->fail_msg, sizeof d->fail_msg, "artifact check: %s", e.msg);
-	} else {
-		loop_timer_init(&d->timer, on_timeout, d);
-		loop_timer_start(d->loop, &d->timer, d->timeout_ms);
-		rc = d->drv->run(d, ctx);
-		if (rc)
-			snprintf(d->fail_msg, sizeof d->fail_msg, "%s deploy on %s failed to start",
-				 d->drv->name, d->board);
-	}
-	if (rc) {
-		d->fail_rc = rc;
-		loop_timer_stop(d->loop, &d->timer);
-		loop_timer_init(&d->timer, on_fail, d);
-		loop_timer_start(d->loop, &d->timer, 0);
-	}
+	const char *paths[3] = {ctx->kernel->image, ctx->kernel->initrd, ctx->kernel->dtb};
+	char *cache = xasprintf("%s/artefact-hashes", d->state_dir);
+	/* the hashes land in a scratch array, copied once all are known */
+	d->hash = hashcache_start(d->loop, cache, paths, 3, d->hash_tmp, on_hashed, d);
+	free(cache);
 	return LAB_OK;
 }
 

@@ -3,8 +3,13 @@
  * each exporting `const struct deploy_driver deploy_<name>`, one row in
  * deploy_drivers[] (deploy.c).
  * Asynchronous like power drivers: run() returns at once, completion through
- * deploy_complete() from a loop callback.  Artifacts are sha256-verified
- * before use (deploy.c) and the hashes reported back for the results store.
+ * deploy_complete() from a loop callback.
+ *
+ * Artefact hashes: before run(), deploy.c hashes the kernel, initrd and DTB
+ * (SHA-256, cached by device/inode/size/mtime in STATE_DIR/artefact-hashes,
+ * computed in a child process on a miss: hashcache.h) into kernel_sha256 ...
+ * - unless the method sets DEPLOY_NO_HASH (it uses no hash itself) and the
+ * caller does not ask for them (ctx->record_hashes: it will store them).
  */
 #ifndef EMMCLAB_DEPLOY_H
 #define EMMCLAB_DEPLOY_H
@@ -17,12 +22,14 @@
 #include "util.h"
 
 struct uboot;       /* uboot.h: a U-Boot session on the board console */
+struct hashcache_req; /* hashcache.h */
 struct kernel_cfg;  /* config.h */
 
 enum deploy_flags {
 	DEPLOY_AT_UBOOT = 1,   /* board state machine stops at the U-Boot prompt and hands over the session */
 	DEPLOY_BOOTS = 2,      /* the method also boots the kernel (netboot); else the board boots by itself */
 	DEPLOY_BEFORE_POWER = 4, /* runs before power-on (e.g. writing an SD/eMMC image offline) */
+	DEPLOY_NO_HASH = 8,    /* the method needs no artefact hash (hashed only for ctx->record_hashes) */
 };
 
 struct deploy_ctx {
@@ -30,6 +37,7 @@ struct deploy_ctx {
 	const char *bootargs;            /* full kernel command line incl. the mode's */
 	struct uboot *uboot;             /* when DEPLOY_AT_UBOOT */
 	const char *workdir;             /* scratch directory for this job */
+	bool record_hashes;              /* the caller stores the artefact hashes: compute them */
 };
 
 /* Bumped when struct deploy_driver changes; every ops table sets .version to it. */
@@ -65,6 +73,13 @@ struct deploy {
 	struct loop_timer timer;
 	int fail_rc;        /* deploy_run could not start: reported by the timer */
 	char fail_msg[600];
+	/* the board's state directory ($TMPDIR/emmclab-BOARD unless the method's
+	 * init sets its own): holds the artefact hash cache */
+	char *state_dir;
+	struct hashcache_req *hash; /* hashing in flight, into hash_tmp */
+	char hash_tmp[3][65];
+	struct deploy_ctx ctx;      /* the run's context (strings owned below) */
+	char *ctx_bootargs, *ctx_workdir;
 	/* artifacts verified for the last run: kind -> sha256 */
 	char kernel_sha256[65], initrd_sha256[65], dtb_sha256[65], image_sha256[65];
 };

@@ -43,7 +43,8 @@ static const struct opt power_common_opts[] = {
 	{.key = "driver", .type = OPT_STR, .offset = offsetof(struct power_common, driver),
 	 .flags = OPT_REQUIRED, .help = "power driver name"},
 	{.key = "off_time", .type = OPT_DURATION, .offset = offsetof(struct power_common, off_time_ms),
-	 .def = "2s", .min = 0, .max = 3600000, .help = "minimum time off before power-on"},
+	 .def = "2s", .min = 0, .max = 3600000,
+	 .help = "minimum time off before power-on (default 2s; 0s for the qemu driver)"},
 	{.key = "timeout", .type = OPT_DURATION, .offset = offsetof(struct power_common, timeout_ms),
 	 .def = "30s", .min = 100, .max = 3600000, .help = "timeout of one operation"},
 	{0},
@@ -91,6 +92,9 @@ int power_new(struct loop *l, const char *board, const struct cfg_node *cfg, str
 	loop_timer_init(&p->timer, NULL, p); /* power_free may stop it before any request */
 	p->board = xstrdup(board);
 	p->off_time_ms = pc.off_time_ms;
+	if (d->off_time_default && !cfg_map_get(cfg, "off_time") &&
+	    opt_parse_duration(d->off_time_default, &p->off_time_ms) != 0)
+		p->off_time_ms = pc.off_time_ms;
 	p->timeout_ms = pc.timeout_ms;
 	p->last_state = POWER_UNKNOWN;
 	p->cfg = dcfg;

@@ -44,6 +44,10 @@ struct power_driver {
 	void (*cancel)(struct power *p);
 	bool native_cycle;
 	bool can_read_state;
+	bool state_is_local; /* reading the state touches no device (a local process): cheap to poll */
+	/* the off_time when the block sets none (NULL: "2s", what a real supply
+	 * needs to drain); "0s" for devices without capacitors, e.g. QEMU */
+	const char *off_time_default;
 };
 
 struct power {
@@ -53,7 +57,7 @@ struct power {
 	char *device;       /* driver's description of the device, for messages */
 	void *cfg;          /* driver config, filled by drv->options */
 	void *priv;         /* driver state */
-	uint64_t off_time_ms;  /* minimum off time before power-on (default 2s) */
+	uint64_t off_time_ms;  /* minimum off time before power-on (default: the driver's, else 2s) */
 	uint64_t timeout_ms;   /* per operation (default 30s) */
 	/* owned by power.c */
 	enum power_op op, phase;

@@ -22,6 +22,7 @@
 #define TR_BUF 65536
 #define TR_LINE_MAX 4096
 #define TR_FLUSH_MS 200
+#define TR_MARKS 2048 /* marks held while a line of board output is open */
 
 struct transcript {
 	char *path;
@@ -37,6 +38,8 @@ struct transcript {
 	struct loop *loop;
 	struct loop_timer flush_timer;
 	struct lab_err err;  /* first write error, reported by close */
+	char marks[TR_MARKS]; /* whole mark lines (time prefix taken at the mark) */
+	size_t mlen;
 };
 
 static void tr_flush(struct transcript *t)
@@ -56,10 +59,27 @@ static void tr_flush(struct transcript *t)
 	t->blen = 0;
 }
 
+static void put(struct transcript *t, const void *p, size_t n);
+
+/* Write the held marks on their own lines: at the end of the board's open
+ * line, or (flush timer, close) after the line stayed open - a prompt. */
+static void emit_marks(struct transcript *t)
+{
+	if (!t->mlen)
+		return;
+	if (!t->bol)
+		put(t, "\n", 1);
+	put(t, t->marks, t->mlen);
+	t->mlen = 0;
+	t->bol = true;
+	tr_flush(t); /* marks are rare and matter: make them visible at once */
+}
+
 static void on_flush(struct loop *l, struct loop_timer *tm, void *arg)
 {
 	LAB_UNUSED(l);
 	LAB_UNUSED(tm);
+	emit_marks(arg);
 	tr_flush(arg);
 }
 
@@ -159,8 +179,10 @@ void transcript_write(struct transcript *t, const char *buf, size_t n)
 		}
 		put(t, buf, take);
 		t->line_len += take;
-		if (nl)
+		if (nl) {
 			t->bol = true;
+			emit_marks(t);
+		}
 		buf += take;
 		n -= take;
 	}
@@ -184,13 +206,22 @@ void transcript_mark(struct transcript *t, const char *fmt, ...)
 	for (size_t i = 0; i < len; i++)
 		if (msg[i] == '\n' || msg[i] == '\r')
 			msg[i] = ' ';
-	if (!t->bol)
-		put(t, "\n", 1);
-	line_start(t);
-	put(t, msg, len);
-	put(t, "\n", 1);
-	t->bol = true;
-	tr_flush(t); /* marks are rare and matter: make them visible at once */
+	/* A mark never splits a line of board output: while one is open the mark
+	 * waits (with its own time) for its end, or at most the flush timer. */
+	uint64_t d = lab_now_ns() - t->t0_ns;
+	char line[600];
+	int w = snprintf(line, sizeof line, "[%5llu.%06llu] %.*s\n",
+			 (unsigned long long)(d / 1000000000ull),
+			 (unsigned long long)(d % 1000000000ull / 1000ull), (int)len, msg);
+	size_t wl = w < 0 ? 0 : (size_t)w >= sizeof line ? sizeof line - 1 : (size_t)w;
+	if (t->mlen + wl > sizeof t->marks)
+		emit_marks(t);
+	memcpy(t->marks + t->mlen, line, wl);
+	t->mlen += wl;
+	if (t->bol || !t->loop)
+		emit_marks(t);
+	else if (!loop_timer_pending(&t->flush_timer))
+		loop_timer_start(t->loop, &t->flush_timer, TR_FLUSH_MS);
 }
 
 int transcript_close(struct transcript *t, char sha256[65], uint64_t *bytes, struct lab_err *e)
@@ -199,6 +230,7 @@ int transcript_close(struct transcript *t, char sha256[65], uint64_t *bytes, str
 		return LAB_OK;
 	if (t->loop)
 		loop_timer_stop(t->loop, &t->flush_timer);
+	emit_marks(t);
 	tr_flush(t);
 	int rc = LAB_OK;
 	if (t->fd >= 0 && close(t->fd) < 0)

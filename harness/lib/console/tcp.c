@@ -12,6 +12,14 @@
  * bounded by connect_timeout.  The address is resolved once, on the first
  * open (numeric addresses never block; a host name is looked up with
  * getaddrinfo at that moment and cached for later reconnects).
+ *
+ * TCP_NODELAY is set on the socket before it connects: a shell command is a
+ * few small writes, and Nagle plus the peer's delayed ACK holds each one back
+ * ~40 ms.  That is only our half: the server's replies are delayed the same
+ * way unless the server sets TCP_NODELAY on its side too.  QEMU's socket
+ * chardev does not by default; it does with `nodelay=on`, which the qemu
+ * power driver passes.  For a console on this host, `path` connects to a
+ * Unix stream socket instead (QEMU's -chardev socket,path=): no TCP at all.
  */
 #include "console.h"
 
@@ -24,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 enum { PROTO_RAW, PROTO_TELNET, PROTO_RFC2217 };
@@ -54,6 +63,7 @@ static const char *const tcp_flow_names[] = {"keep", "none", "xonxoff", "rtscts"
 struct tcp_cfg {
 	char *host;
 	int64_t port;
+	char *path;
 	int protocol;
 	uint64_t connect_timeout_ms;
 	int64_t baud;      /* 0 = keep */
@@ -70,8 +80,11 @@ struct tcp_cfg {
 static const struct opt tcp_opts[] = {
 	{.key = "host", .type = OPT_STR, .offset = offsetof(struct tcp_cfg, host),
 	 .def = "127.0.0.1", .help = "console server (ser2net) address"},
-	{.key = "port", .type = OPT_INT, .offset = offsetof(struct tcp_cfg, port), .min = 1,
-	 .max = 65535, .flags = OPT_REQUIRED, .help = "TCP port of the console"},
+	{.key = "port", .type = OPT_INT, .offset = offsetof(struct tcp_cfg, port), .min = 0,
+	 .max = 65535, .def = "0", .help = "TCP port of the console (required unless path is set)"},
+	{.key = "path", .type = OPT_STR, .offset = offsetof(struct tcp_cfg, path),
+	 .help = "a Unix stream socket instead of host:port, e.g. QEMU's -chardev socket,path= "
+		 "(local only; no TCP: no Nagle, no per-segment cost)"},
 	{.key = "protocol", .type = OPT_ENUM, .offset = offsetof(struct tcp_cfg, protocol),
 	 .def = "raw", .choices = proto_names,
 	 .help = "raw bytes, telnet, or telnet with RFC 2217 serial port control"},
@@ -95,6 +108,7 @@ enum tstate { T_DATA, T_CR, T_IAC, T_OPT, T_SB, T_SB_IAC };
 
 struct tcp_priv {
 	int fd;
+	int unix_err; /* a Unix socket's connect failed at once: reported as an async failure */
 	/* telnet */
 	enum tstate st;
 	unsigned char cmd;
@@ -107,11 +121,35 @@ struct tcp_priv {
 	uint32_t confirmed[6];          /* server's answers to SET-BAUDRATE..SET-CONTROL (0: none) */
 };
 
+/* "host:port" or the socket path, for messages. */
+static const char *tcp_where(const struct tcp_cfg *cfg, char *buf, size_t n)
+{
+	if (cfg->path && cfg->path[0])
+		snprintf(buf, n, "%s", cfg->path);
+	else
+		snprintf(buf, n, "%s:%lld", cfg->host, (long long)cfg->port);
+	return buf;
+}
+
 static int resolve(struct console *c, struct tcp_cfg *cfg, struct lab_err *e)
 {
 	if (cfg->resolved)
 		return LAB_OK;
-	char port[16];
+	if (cfg->path && cfg->path[0]) {
+		struct sockaddr_un *un = (struct sockaddr_un *)&cfg->addr;
+		if (strlen(cfg->path) >= sizeof un->sun_path)
+			return LAB_ERR(e, LAB_EUSAGE, "%s: console tcp: path %s is too long for a socket",
+				       console_board(c), cfg->path);
+		memset(&cfg->addr, 0, sizeof cfg->addr);
+		un->sun_family = AF_UNIX;
+		memcpy(un->sun_path, cfg->path, strlen(cfg->path) + 1);
+		cfg->addrlen = (socklen_t)sizeof *un;
+		cfg->resolved = true;
+		return LAB_OK;
+	}
+	if (cfg->port <= 0)
+		return LAB_ERR(e, LAB_EUSAGE, "%s: console tcp: needs port (or path)", console_board(c));
+	char port[24];
 	snprintf(port, sizeof port, "%lld", (long long)cfg->port);
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
@@ -144,12 +182,22 @@ static int tcp_open(struct console *c, int *fd, struct lab_err *e)
 		return LAB_ERR(e, LAB_EINFRA, "%s: console tcp: socket: %s", console_board(c),
 			       strerror(errno));
 	}
-	if (connect(s, (struct sockaddr *)&cfg->addr, cfg->addrlen) < 0 && errno != EINPROGRESS) {
+	int one = 1;
+	if (cfg->addr.ss_family != AF_UNIX)
+		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* typing: no Nagle */
+	int cr = connect(s, (struct sockaddr *)&cfg->addr, cfg->addrlen);
+	/* a Unix socket not there yet (the server not started) fails at once; like a
+	 * refused TCP connect, it is a lost link that the console retries */
+	if (cr < 0 && cfg->addr.ss_family == AF_UNIX &&
+	    (errno == ENOENT || errno == ECONNREFUSED || errno == EAGAIN))
+		p->unix_err = errno; /* EAGAIN: its backlog is full; a Unix connect never completes later */
+	else if (cr < 0 && errno != EINPROGRESS) {
 		int err = errno;
+		char where[300];
 		close(s);
 		free(p);
-		return LAB_ERR(e, LAB_EINFRA, "%s: console tcp %s:%lld: %s", console_board(c),
-			       cfg->host, (long long)cfg->port, strerror(err));
+		return LAB_ERR(e, LAB_EINFRA, "%s: console tcp %s: %s", console_board(c),
+			       tcp_where(cfg, where, sizeof where), strerror(err));
 	}
 	p->fd = s;
 	*console_priv(c) = p;
@@ -235,11 +283,12 @@ static int tcp_connected(struct console *c, struct lab_err *e)
 	socklen_t len = sizeof err;
 	if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
+	if (p->unix_err)
+		err = p->unix_err;
+	char where[300];
 	if (err)
-		return LAB_ERR(e, LAB_EINFRA, "%s: console tcp %s:%lld: %s", console_board(c),
-			       cfg->host, (long long)cfg->port, strerror(err));
-	int one = 1;
-	setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* typing: no Nagle */
+		return LAB_ERR(e, LAB_EINFRA, "%s: console tcp %s: %s", console_board(c),
+			       tcp_where(cfg, where, sizeof where), strerror(err));
 	if (cfg->protocol == PROTO_RAW)
 		return LAB_OK;
 	static const unsigned char opts[] = {OPT_BINARY, OPT_SGA};

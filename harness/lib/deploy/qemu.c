@@ -6,6 +6,8 @@
  * power (the board is off while it runs) and boots by itself (no U-Boot).
  * The state directory must be the power driver's: both default to
  * $TMPDIR/emmclab-qemu-BOARD, or set the same `dir:` in both blocks.
+ * It hashes nothing (DEPLOY_NO_HASH): QEMU reads the files where they are,
+ * so a hash is only worth its cost when the caller stores it.
  */
 #include "config.h"
 #include "deploy.h"
@@ -49,6 +51,7 @@ static int dqemu_init(struct deploy *d, struct lab_err *e)
 	struct dqemu *q = xcalloc(1, sizeof *q);
 	q->d = d;
 	q->dir = qemu_boot_dir(c->dir, d->board);
+	d->state_dir = xstrdup(q->dir);
 	loop_timer_init(&q->later, on_later, q);
 	d->priv = q;
 	return LAB_OK;
@@ -106,7 +109,7 @@ const struct deploy_driver deploy_qemu = {
 	.help = "virtual board: hand kernel, initrd and command line to the qemu power driver",
 	.options = dqemu_opts,
 	.cfg_size = sizeof(struct dqemu_cfg),
-	.flags = DEPLOY_BEFORE_POWER | DEPLOY_BOOTS,
+	.flags = DEPLOY_BEFORE_POWER | DEPLOY_BOOTS | DEPLOY_NO_HASH,
 	.init = dqemu_init,
 	.fini = dqemu_fini,
 	.run = dqemu_run,

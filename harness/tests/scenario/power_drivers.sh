@@ -133,4 +133,46 @@ set -e
 [ $rc -eq 3 ] || fail "manual without a terminal: exit $rc"
 echo "$msg" | grep -q "no controlling terminal" || fail "manual message: $msg"
 
+# qemu: the power state outlives the command and is shared by every process
+# (qemu.pid with the start time): a by-hand `power on` leaves QEMU running, a
+# second process sees it and switches it off; a QEMU that exits by itself
+# (a guest power-off) reads as off at once.  A fake QEMU (a script that
+# records its arguments and waits) stands in for qemu-system-x86_64.
+printf '#!/bin/sh\necho "$@" > "%s/qemu.args"\nexec sleep 60\n' "$T" > "$T/fakeqemu"
+printf '#!/bin/sh\nexec sleep 1\n' > "$T/shortqemu"
+chmod +x "$T/fakeqemu" "$T/shortqemu"
+QP=$(free_port)
+cat > "$T/qlab.yaml" <<QLAB
+types:
+  - name: plainq
+boards:
+  - name: q1
+    type: plainq
+    console: {driver: tcp, port: $QP}
+    power: {driver: qemu, qemu: $T/fakeqemu, port: $QP, dir: $T/q1, bios: /nonexistent-is-fine-for-a-fake.rom}
+  - name: q2
+    type: plainq
+    console: {driver: tcp, port: $QP}
+    power: {driver: qemu, qemu: $T/shortqemu, port: $QP, dir: $T/q2}
+QLAB
+qp() { "$E" board "$1" power "$2" --lab "$T/qlab.yaml"; }
+[ "$(qp q1 state)" = off ] || fail "qemu: state before power-on"
+qp q1 on >/dev/null || fail "qemu: power on"
+qpid=$(cut -d' ' -f1 "$T/q1/qemu.pid")
+kill -0 "$qpid" 2>/dev/null || fail "qemu: QEMU did not outlive 'power on'"
+grep -q -- "-bios /nonexistent-is-fine-for-a-fake.rom" "$T/qemu.args" || fail "qemu: -bios not passed: $(cat "$T/qemu.args")"
+! grep -q -- "-kernel" "$T/qemu.args" || fail "qemu: a kernel-less board got -kernel"
+[ "$(qp q1 state)" = on ] || fail "qemu: another process does not see the board on"
+qp q1 on >/dev/null || fail "qemu: power on when on"
+[ "$(cut -d' ' -f1 "$T/q1/qemu.pid")" = "$qpid" ] || fail "qemu: power on when on started a second QEMU"
+qp q1 off >/dev/null || fail "qemu: power off from another process"
+# gone, or a zombie its new parent has not reaped yet (a container's init may never)
+st=$(awk '{print $3}' "/proc/$qpid/stat" 2>/dev/null || true)
+[ -z "$st" ] || [ "$st" = Z ] || fail "qemu: QEMU still runs after power off (state $st)"
+[ "$(qp q1 state)" = off ] || fail "qemu: state after power off"
+[ ! -e "$T/q1/qemu.pid" ] || fail "qemu: qemu.pid left behind"
+qp q2 on >/dev/null || fail "qemu: short-lived on"
+sleep 1.5
+[ "$(qp q2 state)" = off ] || fail "qemu: a QEMU that exited by itself reads as on"
+
 echo "power_drivers: all checks passed"

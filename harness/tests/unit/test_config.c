@@ -83,6 +83,13 @@ static char *print_cfg(const struct lab_cfg *c)
 	return buf;
 }
 
+static int k_node_ok(const struct lab_cfg *c)
+{
+	const struct kernel_cfg *k = config_kernel(c, "k1");
+	const struct cfg_node *img = k && k->node ? cfg_map_get(k->node, "image") : NULL;
+	return img && img->line == 9;
+}
+
 int main(void)
 {
 	lab_strlcpy(dir, "/tmp/emmclab-test-config-XXXXXX", sizeof dir);
@@ -171,7 +178,9 @@ int main(void)
 		is_str(c->types[0].modes[MODE_FUA_CQE].sysfs.v[0], "/sys/module/mmc_block/parameters/fua=on",
 		       "sysfs recipe");
 		is_int((long long)c->types[0].timeouts.boot_ms, 180000, "timeout default");
-		is_str(c->types[0].uboot.prompt, "=> ", "uboot default prompt");
+		is_str(c->types[0].uboot.prompt, "", "a type without a uboot: block has no U-Boot prompt");
+		ok(c->types[0].node && c->types[0].node->line == 2 && k_node_ok(c),
+		   "types and kernels keep their YAML for check's positions");
 		const struct kernel_cfg *k = config_kernel(c, "k1");
 		char *want = path_of("img/Image");
 		is_str(k->image, want, "kernel image relative to its file");
@@ -333,6 +342,19 @@ int main(void)
 	put("e_defaults.yaml", "defaults: {consol: {driver: serial}}\n");
 	expect_error("e_defaults.yaml", "e_defaults.yaml:1:12: unknown key 'consol' (did you mean 'console'?)",
 		     "defaults checked without boards");
+
+	/* a uboot: block, even without a prompt key, brings U-Boot's default prompt */
+	put("ub.yaml", "type: {name: ub, uboot: {chunk: 4}}\n");
+	{
+		const char *paths[] = {path_of("ub.yaml")};
+		struct lab_err e2 = {0};
+		rc = config_load(paths, 1, &c, &e2);
+		ok(rc == LAB_OK && strcmp(c->types[0].uboot.prompt, "=> ") == 0,
+		   "type with a uboot: block: default prompt '=> ' (%s)", e2.msg);
+		if (rc == LAB_OK)
+			config_free(c);
+		free((char *)paths[0]);
+	}
 
 	/* missing top-level file */
 	{

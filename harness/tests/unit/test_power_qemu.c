@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -181,6 +182,126 @@ int main(void)
 	res = run_op(l, p, POWER_ON, 5000);
 	ok(res.rc != LAB_OK && strstr(res.msg, "Address already in use") != NULL,
 	   "QEMU failing at start is an error naming why: %s", res.msg);
+	power_free(p);
+
+	/* any command line: no fixed defaults, a firmware and no kernel (U-Boot loads it) */
+	char fw[128];
+	snprintf(fw, sizeof fw, "%s/fw", dir);
+	snprintf(yaml, sizeof yaml,
+		 "{driver: qemu, port: 23461, qemu: %s/fakeq, dir: %s, defaults: [], machine: q35, "
+		 "accel: \"\", bios: /usr/lib/u-boot/qemu-x86/u-boot.rom, extra: [-nic, user]}", dir, fw);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b7", yaml, &e);
+	ok(p != NULL, "kernel-less qemu power: %s", e.msg);
+	if (!p)
+		return tap_done();
+	is_int(p->off_time_ms, 0, "qemu power: no off time by default");
+	res = run_op(l, p, POWER_ON, 5000);
+	ok(res.rc == LAB_OK && res.state == POWER_IS_ON, "on without a kernel: %s", res.msg);
+	log = slurp("fw/qemu.log");
+	ok(strstr(log, "arg:-bios\narg:/usr/lib/u-boot/qemu-x86/u-boot.rom\n") != NULL, "-bios passed");
+	ok(!strstr(log, "arg:-kernel") && !strstr(log, "arg:-append"), "no -kernel, no -append");
+	ok(!strstr(log, "arg:-nodefaults") && !strstr(log, "arg:-no-reboot") && !strstr(log, "arg:-accel"),
+	   "defaults: [] drops -nodefaults/-display/-no-reboot; accel \"\" drops -accel");
+	ok(strstr(log, "arg:-machine\narg:q35\n") && strstr(log, "arg:-nic\narg:user\n"), "machine and extra");
+	ok(strstr(log, ",nodelay=on\n") != NULL, "the serial server sets TCP_NODELAY (nodelay=on)");
+	free(log);
+
+	/* the serial console on a Unix socket instead of TCP; port or socket, not both */
+	run_op(l, p, POWER_OFF, 6000);
+	power_free(p);
+	snprintf(yaml, sizeof yaml, "{driver: qemu, socket: con.sock, qemu: %s/fakeq, dir: %s}", dir, fw);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b7s", yaml, &e);
+	ok(p != NULL, "qemu power on a Unix socket: %s", e.msg);
+	if (!p)
+		return tap_done();
+	res = run_op(l, p, POWER_ON, 5000);
+	log = slurp("fw/qemu.log");
+	snprintf(want, sizeof want, "arg:socket,id=con,path=%s/con.sock,server=on,wait=on\n", fw);
+	ok(res.rc == LAB_OK && strstr(log, want) != NULL, "chardev on the socket path (relative to dir): %s", res.msg);
+	free(log);
+	run_op(l, p, POWER_OFF, 6000);
+	power_free(p);
+	snprintf(yaml, sizeof yaml, "{driver: qemu, socket: s, port: 1234, dir: %s}", fw);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b7t", yaml, &e);
+	ok(p == NULL && strstr(e.msg, "port or socket"), "port and socket both: refused (%s)", e.msg);
+	snprintf(yaml, sizeof yaml, "{driver: qemu, dir: %s}", fw);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b7u", yaml, &e);
+	ok(p == NULL && strstr(e.msg, "port or socket"), "neither: refused");
+	snprintf(yaml, sizeof yaml,
+		 "{driver: qemu, port: 23461, qemu: %s/fakeq, dir: %s, defaults: [], machine: q35, "
+		 "accel: \"\", bios: /usr/lib/u-boot/qemu-x86/u-boot.rom, extra: [-nic, user]}", dir, fw);
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b7", yaml, &e);
+	res = run_op(l, p, POWER_ON, 5000);
+	ok(res.rc == LAB_OK, "on again (TCP)");
+
+	/* the power state outlives the object (another process): qemu.pid, liveness-checked */
+	char pidf[160];
+	snprintf(pidf, sizeof pidf, "%s/qemu.pid", fw);
+	ok(access(pidf, R_OK) == 0, "qemu.pid written at power-on");
+	power_free(p); /* this "process" ends: QEMU stays on */
+	lab_err_clear(&e);
+	p = power_from_yaml(l, "b7", yaml, &e);
+	res = run_op(l, p, POWER_STATE, 2000);
+	ok(res.rc == LAB_OK && res.state == POWER_IS_ON, "a new driver sees the QEMU it did not start as on");
+	res = run_op(l, p, POWER_ON, 2000);
+	ok(res.rc == LAB_OK && res.state == POWER_IS_ON, "... and power on is a no-op");
+	res = run_op(l, p, POWER_OFF, 6000);
+	ok(res.rc == LAB_OK && res.state == POWER_IS_OFF && res.ms < 2500,
+	   "... and can switch it off (%llu ms)", (unsigned long long)res.ms);
+	ok(access(pidf, R_OK) != 0, "qemu.pid removed at power-off");
+	res = run_op(l, p, POWER_STATE, 2000);
+	ok(res.rc == LAB_OK && res.state == POWER_IS_OFF, "state off after another's power-off");
+	/* a stale qemu.pid (a dead pid, or one recycled by another program) reads as off */
+	FILE *pf = fopen(pidf, "w");
+	fprintf(pf, "%d 1\n", (int)getpid());
+	fclose(pf);
+	res = run_op(l, p, POWER_STATE, 2000);
+	ok(res.rc == LAB_OK && res.state == POWER_IS_OFF && access(pidf, R_OK) != 0,
+	   "a pid whose start time differs is not our QEMU: off, stale file removed");
+	power_free(p);
+
+	/* a guest that powers itself off: QEMU exits, the state is off at once */
+	write_script("shortq", "#!/bin/sh\nexec sleep 0.6\n");
+	snprintf(yaml, sizeof yaml, "{driver: qemu, port: 23462, qemu: %s/shortq, dir: %s}", dir, fw);
+	p = power_from_yaml(l, "b8", yaml, &e);
+	res = run_op(l, p, POWER_ON, 5000);
+	ok(res.rc == LAB_OK && res.state == POWER_IS_ON, "short-lived QEMU on");
+	for (int i = 0; i < 15; i++)
+		loop_run_once(l, 100);
+	res = run_op(l, p, POWER_STATE, 2000);
+	ok(res.rc == LAB_OK && res.state == POWER_IS_OFF && access(pidf, R_OK) != 0,
+	   "guest power-off: off at once, qemu.pid gone");
+	power_free(p);
+
+	/* kernel: wins over a boot file left by an earlier process; a fresh deploy wins over kernel: */
+	struct qemu_boot old = {.kernel = "/stale/vmlinuz", .initrd = "/stale/initrd", .append = "stale"};
+	qemu_boot_write(fw, &old, &e);
+	snprintf(yaml, sizeof yaml,
+		 "{driver: qemu, port: 23463, qemu: %s/fakeq, dir: %s, kernel: /own/bzImage, initrd: /own/initrd}",
+		 dir, fw);
+	p = power_from_yaml(l, "b9", yaml, &e);
+	res = run_op(l, p, POWER_ON, 5000);
+	log = slurp("fw/qemu.log");
+	ok(res.rc == LAB_OK && strstr(log, "arg:/own/bzImage\narg:-initrd\narg:/own/initrd\n") &&
+		   !strstr(log, "stale"),
+	   "a stale boot file does not win over kernel:");
+	free(log);
+	run_op(l, p, POWER_OFF, 6000);
+	struct timespec pause = {0, 20 * 1000 * 1000};
+	nanosleep(&pause, NULL); /* a distinct mtime even on coarse clocks */
+	struct qemu_boot fresh = {.kernel = "/job/vmlinuz", .initrd = "/job/initrd", .append = "mmc_block.fua=on"};
+	qemu_boot_write(fw, &fresh, &e);
+	res = run_op(l, p, POWER_ON, 5000);
+	log = slurp("fw/qemu.log");
+	ok(res.rc == LAB_OK && strstr(log, "arg:/job/vmlinuz\n") && strstr(log, "mmc_block.fua=on"),
+	   "a boot file a deploy wrote after we started wins");
+	free(log);
+	run_op(l, p, POWER_OFF, 6000);
 	power_free(p);
 
 	/* deploy: writes the job's kernel, initrd and command line */

@@ -106,6 +106,32 @@ int main(void)
 	ok(stat(path, &st0) == 0 && st0.st_size > 5, "flushed by the timer (%lld)",
 	   (long long)st0.st_size);
 	transcript_close(t, NULL, NULL, &e);
+
+	/* a mark never splits a line of board output: it waits for the line's end,
+	 * or (a prompt that stays open) for the flush timer */
+	t = NULL;
+	transcript_open(path, 0, &t, &e);
+	transcript_set_loop(t, l);
+	transcript_write(t, "U-Boot 2023.", 12);
+	transcript_mark(t, "== power on ==");
+	transcript_write(t, "01 (Jan 01)\nvboard# ", 20);
+	transcript_mark(t, "== power off ==");
+	t0 = lab_now_ms();
+	while (lab_now_ms() - t0 < 400)
+		loop_run_once(l, 20);
+	transcript_write(t, "late\n", 5);
+	transcript_close(t, NULL, NULL, &e);
+	s = slurp(path, &n);
+	regcomp(&re,
+		"^\\[ +0\\.[0-9]{6}\\] U-Boot 2023\\.01 \\(Jan 01\\)\n"
+		"\\[ +0\\.[0-9]{6}\\] == power on ==\n"
+		"\\[ +0\\.[0-9]{6}\\] vboard# \n"
+		"\\[ +0\\.[0-9]{6}\\] == power off ==\n"
+		"\\[ +0\\.[0-9]{6}\\] late\n$",
+		REG_EXTENDED);
+	ok(s && regexec(&re, s, 0, NULL, 0) == 0, "marks on their own lines, board lines whole");
+	regfree(&re);
+	free(s);
 	loop_free(l);
 
 	/* open failure names the path */

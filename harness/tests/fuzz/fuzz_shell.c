@@ -1,0 +1,64 @@
+/*
+ * fuzz_shell.c - libFuzzer target for the Linux shell session (shell.c) on
+ * arbitrary console output: finding the login or shell prompt, logging in,
+ * commands between markers (with their output lines), a file read back in
+ * base64, each answered by pieces of the input (fuzz_board.h).  Every operation
+ * completes once, with a known rc and output within SHELL_MAX_OUTPUT.
+ */
+#include "fuzz_board.h"
+#include "shell.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void on_sh(struct shell *s, int rc, int st, const char *out, size_t len, void *arg)
+{
+	LAB_UNUSED(s);
+	LAB_UNUSED(st);
+	LAB_UNUSED(arg);
+	if (fzb.done || len > SHELL_MAX_OUTPUT || (out && strlen(out) > len))
+		abort();
+	if (rc < LAB_OK || rc > LAB_EPROTO)
+		abort();
+	fzb.done = true;
+	fzb.rc = rc;
+}
+
+static void on_line(struct shell *s, const char *line, size_t len, void *arg)
+{
+	LAB_UNUSED(s);
+	LAB_UNUSED(arg);
+	if (memchr(line, '\n', len))
+		abort(); /* a line callback gets one line */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct shell_cfg cfg = {
+		.login_pattern = (char *)"login: *$",
+		.user = (char *)"root",
+		.password_env = (char *)"",
+		.prompt_pattern = (char *)"[#$] *$",
+		.agent_path = (char *)"/usr/bin/emmclab-agent",
+		.agent_local = (char *)"",
+		.block_device = (char *)"",
+	};
+	if (!fzb_begin(data, size))
+		return 0;
+	struct shell *s = shell_new(fzb.l, fzb.con, fzb.x, &cfg, "fuzz");
+	fzb.subst = shell_prompt(s);
+	shell_watch(s);
+	bool ok = shell_attach(s, 60, 60, on_sh, NULL) == LAB_OK && fzb_wait(3000) && fzb.rc == LAB_OK;
+	if (ok)
+		ok = shell_run(s, "uname -r", 40, on_sh, NULL) == LAB_OK && fzb_wait(3000) &&
+		     fzb.rc == LAB_OK;
+	if (ok)
+		ok = shell_run_lines(s, "emmclab-agent identify", 40, on_line, on_sh, NULL) == LAB_OK &&
+		     fzb_wait(3000) && fzb.rc == LAB_OK;
+	if (ok && shell_get_file(s, "/proc/cmdline", 4096, 40, on_sh, NULL) == LAB_OK)
+		fzb_wait(3000);
+	if (shell_busy(s))
+		abort(); /* an operation outlived its timeout */
+	shell_free(s);
+	fzb_end();
+	return 0;
+}

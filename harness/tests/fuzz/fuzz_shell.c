@@ -47,14 +47,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct shell *s = shell_new(fzb.l, fzb.con, fzb.x, &cfg, "fuzz");
 	fzb.subst = shell_prompt(s);
 	shell_watch(s);
-	bool ok = shell_attach(s, 60, 60, on_sh, NULL) == LAB_OK && fzb_wait(3000) && fzb.rc == LAB_OK;
+	bool ok = shell_attach(s, 40, 40, on_sh, NULL) == LAB_OK && fzb_wait(3000) && fzb.rc == LAB_OK;
 	if (ok)
-		ok = shell_run(s, "uname -r", 40, on_sh, NULL) == LAB_OK && fzb_wait(3000) &&
+		ok = shell_run(s, "uname -r", 25, on_sh, NULL) == LAB_OK && fzb_wait(3000) &&
 		     fzb.rc == LAB_OK;
 	if (ok)
-		ok = shell_run_lines(s, "emmclab-agent identify", 40, on_line, on_sh, NULL) == LAB_OK &&
+		ok = shell_run_lines(s, "emmclab-agent identify", 25, on_line, on_sh, NULL) == LAB_OK &&
 		     fzb_wait(3000) && fzb.rc == LAB_OK;
-	if (ok && shell_get_file(s, "/proc/cmdline", 4096, 40, on_sh, NULL) == LAB_OK)
+	if (ok && shell_get_file(s, "/proc/cmdline", 4096, 25, on_sh, NULL) == LAB_OK)
 		fzb_wait(3000);
 	if (shell_busy(s))
 		abort(); /* an operation outlived its timeout */

@@ -120,7 +120,7 @@ invariants() { # DB
 	local db=$1
 	[ -f "$db" ] || return 0
 	[ "$(q "$db" "pragma integrity_check")" = ok ] || bad "database integrity"
-	[ "$(q "$db" "select count(*) from sample s join iteration i on i.id=s.iteration_id join job j on j.id=i.job_id where j.verified_mode is null or j.verified_mode != j.mode or j.status != 'ok'")" = 0 ] ||
+	[ "$(q "$db" "select count(*) from sample s join iteration i on i.id=s.iteration_id join job j on j.id=i.job_id where j.verified_mode is null or j.verified_mode != j.mode or j.status = 'mode-mismatch'")" = 0 ] ||
 		bad "a sample without a verified mode equal to the requested one"
 	[ "$(q "$db" "select count(*) from (select iteration_id, metric from sample group by iteration_id, metric having count(*) > 1)")" = 0 ] ||
 		bad "a duplicate sample"

@@ -66,7 +66,7 @@ types:
     host: sim
     has_cqe: true
     uboot: {prompt: "=> ", char_delay: 5ms, chunk: 8, bootargs: "console=ttyS0,115200"}
-    timeouts: {power: 3s, first_output: 2s, bootloader: 4s, boot: 8s, login: 4s, command: 30s, job: 5m}
+    timeouts: {power: 3s, first_output: 2s, bootloader: 3s, boot: 5s, login: 4s, command: 30s, job: 5m}
     retries: 1
     quarantine_after: 2
     modes:

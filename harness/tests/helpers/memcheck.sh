@@ -4,7 +4,9 @@
 # (--trace-children; system programs under /usr, /bin, /sbin are not traced),
 # leak check full.  Prints ctest's defect summary and exits non-zero when any
 # test failed or valgrind found an error or a definite leak.
-# Use a plain (not sanitized) build, e.g. cmake -B /tmp/b -DCMAKE_BUILD_TYPE=RelWithDebInfo.
+# Use a plain (not sanitized) build with a dynamic agent (valgrind cannot follow
+# malloc in a static binary: glibc-static start-up shows as false errors):
+#   cmake -B /tmp/vg -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMMCLAB_AGENT_STATIC=OFF
 set -eu
 dir=${1:?usage: memcheck.sh BUILD_DIR [ctest args...]}
 shift

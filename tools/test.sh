@@ -60,7 +60,7 @@ if [ "${EMMCLAB_SKIP_FUZZ:-0}" != 1 ]; then
 	start=$(date +%s)
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DEMMCLAB_FUZZ=ON -DEMMCLAB_WERROR=ON \
 		-DEMMCLAB_FUZZ_SECONDS="${EMMCLAB_FUZZ_SECONDS:-15}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	cmake --build build-fuzz -j"$jobs"
+	cmake --build build-fuzz -j"$jobs" --target fuzz_all
 	run_ctest build-fuzz -L fuzz
 	echo "test.sh: fuzz smoke $(($(date +%s) - start)) s"
 fi

@@ -45,8 +45,9 @@ cleanup() {
 trap cleanup EXIT
 q() { sqlite3 -cmd ".timeout 5000" "$1" "$2"; }
 
-cases=0 failed=0 runs=0 failures=
-declare -A by_outcome
+# one line per case ("ok NAME" / "FAIL NAME") and per controller run, counted at the end
+: >"$T/cases"
+: >"$T/runs"
 bad() { # one failed assertion of the current case
 	echo "  FAIL [$case]: $*"
 	case_ok=0
@@ -182,7 +183,8 @@ check() {
 one_run() {
 	case=$1
 	[ -z "$only" ] || [[ "$case" =~ $only ]] || return 0
-	case_ok=1 cases=$((cases + 1)) runs=$((runs + 1))
+	case_ok=1
+	echo run >>"$T/runs"
 	lab "$2" "$3" "$4"
 	rm -f "$T/lab.db"*
 	sim_start
@@ -199,10 +201,10 @@ one_run() {
 finish_case() {
 	if [ "$case_ok" = 1 ]; then
 		echo "ok   $case: $1"
+		echo "ok $case" >>"$T/cases"
 	else
-		failed=$((failed + 1))
-		failures="$failures $case"
 		echo "FAIL $case: $1"
+		echo "FAIL $case" >>"$T/cases"
 		sed 's/^/    err: /' "$T/err" | tail -5
 	fi
 	{ echo "== $case ($case_ok): $1"; cat "$T/err"; } >>"$log" 2>/dev/null
@@ -267,7 +269,9 @@ done
 for k in $(seq 1 "$kills"); do
 	case="sigkill:$k"
 	[ -z "$only" ] || [[ "$case" =~ $only ]] || continue
-	case_ok=1 cases=$((cases + 1)) runs=$((runs + 2))
+	case_ok=1
+	echo run >>"$T/runs"
+	echo run >>"$T/runs"
 	ITER=2 lab "$k" "" ""
 	rm -f "$T/lab.db"*
 	sim_start
@@ -302,7 +306,8 @@ done
 # ---- 4. the results volume fills up ------------------------------------------
 case=disk-full
 if [ -z "$only" ] || [[ "$case" =~ $only ]]; then
-	case_ok=1 cases=$((cases + 1)) runs=$((runs + 1))
+	case_ok=1
+	echo run >>"$T/runs"
 	MNT=$T/vol
 	mkdir -p "$MNT"
 	how="tmpfs 3 MiB"
@@ -339,7 +344,8 @@ fi
 # ---- 5. a read-only database -------------------------------------------------
 case=read-only-db
 if [ -z "$only" ] || [[ "$case" =~ $only ]]; then
-	case_ok=1 cases=$((cases + 1)) runs=$((runs + 1))
+	case_ok=1
+	echo run >>"$T/runs"
 	lab 1 "" ""
 	rm -rf "$T/ro"; mkdir -p "$T/ro"
 	sim_start
@@ -370,7 +376,8 @@ fi
 # ---- 6. the database locked by another writer for a while --------------------
 case=db-locked
 if [ -z "$only" ] || [[ "$case" =~ $only ]]; then
-	case_ok=1 cases=$((cases + 1)) runs=$((runs + 1))
+	case_ok=1
+	echo run >>"$T/runs"
 	hold=$([ "$short" = 1 ] && echo 8 || echo 60)
 	lab 1 "" ""
 	rm -f "$T/lab.db"*
@@ -399,7 +406,9 @@ fi
 # ---- 7. the wall clock jumps during the run ----------------------------------
 case=clock-jump
 if [ -z "$only" ] || [[ "$case" =~ $only ]]; then
-	case_ok=1 cases=$((cases + 1)) runs=$((runs + 2))
+	case_ok=1
+	echo run >>"$T/runs"
+	echo run >>"$T/runs"
 	shim=$BIN/harness/tests/helpers/libclockjump.so
 	if [ ! -f "$shim" ]; then
 		bad "no $shim (built with the tests)"
@@ -424,5 +433,8 @@ if [ -z "$only" ] || [[ "$case" =~ $only ]]; then
 	fi
 fi
 
-echo "fault_campaign: $cases cases, $runs controller runs, $failed failed${failures:+:$failures}"
+cases=$(wc -l <"$T/cases")
+failed=$(grep -c '^FAIL' "$T/cases")
+echo "fault_campaign: $cases cases, $(wc -l <"$T/runs") controller runs, $failed failed"
+grep '^FAIL' "$T/cases" | sed 's/^FAIL /  failed: /'
 [ "$failed" = 0 ]

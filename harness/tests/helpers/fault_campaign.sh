@@ -219,7 +219,7 @@ FAULTS=(
 	"panic:1|0|kernel-panic retry|no"
 	"no-login|3|retry|yes"
 	"garbage=0.0005|0|-|no"
-	"drop-chars=0.005|0|-|no"
+	"drop-chars=0.005|0/3|-|any"
 	"drop-chars|3|bootloader-hang retry|yes"
 	"bad-crc|0|-|no"
 	"pdu-500|3|power|any"

@@ -121,7 +121,8 @@ static void on_http(struct http_req *r, const struct http_result *res, void *arg
 	if (done || !res->body || strlen(res->body) > res->body_len || !res->err)
 		abort();
 	for (const struct upload_kind *const *k = upload_kinds; *k; k++) {
-		enum upload_verdict v = (*k)->judge ? (*k)->judge(NULL, res) : upload_judge_default(NULL, res);
+		enum upload_verdict v =
+		    (*k)->judge ? (*k)->judge(NULL, res) : upload_judge_default(NULL, res);
 		if (v == UPLOAD_SENT && res->status == 0)
 			abort(); /* no answer is never delivered */
 	}
@@ -129,16 +130,16 @@ static void on_http(struct http_req *r, const struct http_result *res, void *arg
 }
 
 static const char *const drivers[] = {
-	"{driver: shelly, gen: 1, channel: 0, url: 'http://127.0.0.1:%d/s', retries: 0, "
-	"off_time: 0, timeout: 10s}",
-	"{driver: shelly, gen: 2, channel: 1, url: 'http://127.0.0.1:%d/s', retries: 0, "
-	"off_time: 0, timeout: 10s}",
-	"{driver: tasmota, url: 'http://127.0.0.1:%d/t', relay: 2, retries: 0, off_time: 0, "
-	"timeout: 10s}",
-	"{driver: esphome, switch: relay_1, url: 'http://127.0.0.1:%d/e', retries: 0, off_time: 0, "
-	"timeout: 10s}",
-	"{driver: pdudaemon, url: 'http://127.0.0.1:%d', hostname: pdu, port: 3, retries: 0, "
-	"off_time: 0, timeout: 10s}",
+    "{driver: shelly, gen: 1, channel: 0, url: 'http://127.0.0.1:%d/s', retries: 0, "
+    "off_time: 0, timeout: 10s}",
+    "{driver: shelly, gen: 2, channel: 1, url: 'http://127.0.0.1:%d/s', retries: 0, "
+    "off_time: 0, timeout: 10s}",
+    "{driver: tasmota, url: 'http://127.0.0.1:%d/t', relay: 2, retries: 0, off_time: 0, "
+    "timeout: 10s}",
+    "{driver: esphome, switch: relay_1, url: 'http://127.0.0.1:%d/e', retries: 0, off_time: 0, "
+    "timeout: 10s}",
+    "{driver: pdudaemon, url: 'http://127.0.0.1:%d', hostname: pdu, port: 3, retries: 0, "
+    "off_time: 0, timeout: 10s}",
 };
 #define NDRV (sizeof drivers / sizeof drivers[0])
 
@@ -170,7 +171,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct cfg_node *n = NULL;
 	struct power *p = NULL;
 	struct lab_err e = {0};
-	if (cfg_parse_buffer("fuzz.yaml", yaml, strlen(yaml), &n, &e) || power_new(L, "fuzz", n, &p, &e))
+	if (cfg_parse_buffer("fuzz.yaml", yaml, strlen(yaml), &n, &e) ||
+	    power_new(L, "fuzz", n, &p, &e))
 		abort();
 	cfg_free(n);
 	static const enum power_op ops[] = {POWER_STATE, POWER_ON, POWER_OFF};

@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			const char *name = agent_kv_get(&k, "name");
 			for (const char *c = name; c && *c; c++)
 				if (*c < 0x20 || *c >= 0x7f)
-					abort(); /* the product name is printable, whatever the CID */
+					abort(); /* the product name is printable, whatever the CID
+					          */
 		}
 	}
 	return 0;

@@ -34,25 +34,27 @@ static void on_line(struct shell *s, const char *line, size_t len, void *arg)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct shell_cfg cfg = {
-		.login_pattern = (char *)"login: *$",
-		.user = (char *)"root",
-		.password_env = (char *)"",
-		.prompt_pattern = (char *)"[#$] *$",
-		.agent_path = (char *)"/usr/bin/emmclab-agent",
-		.agent_local = (char *)"",
-		.block_device = (char *)"",
+	    .login_pattern = (char *)"login: *$",
+	    .user = (char *)"root",
+	    .password_env = (char *)"",
+	    .prompt_pattern = (char *)"[#$] *$",
+	    .agent_path = (char *)"/usr/bin/emmclab-agent",
+	    .agent_local = (char *)"",
+	    .block_device = (char *)"",
 	};
 	if (!fzb_begin(data, size))
 		return 0;
 	struct shell *s = shell_new(fzb.l, fzb.con, fzb.x, &cfg, "fuzz");
 	fzb.subst = shell_prompt(s);
 	shell_watch(s);
-	bool ok = shell_attach(s, 40, 40, on_sh, NULL) == LAB_OK && fzb_wait(3000) && fzb.rc == LAB_OK;
+	bool ok =
+	    shell_attach(s, 40, 40, on_sh, NULL) == LAB_OK && fzb_wait(3000) && fzb.rc == LAB_OK;
 	if (ok)
 		ok = shell_run(s, "uname -r", 25, on_sh, NULL) == LAB_OK && fzb_wait(3000) &&
 		     fzb.rc == LAB_OK;
 	if (ok)
-		ok = shell_run_lines(s, "emmclab-agent identify", 25, on_line, on_sh, NULL) == LAB_OK &&
+		ok = shell_run_lines(s, "emmclab-agent identify", 25, on_line, on_sh, NULL) ==
+		         LAB_OK &&
 		     fzb_wait(3000) && fzb.rc == LAB_OK;
 	if (ok && shell_get_file(s, "/proc/cmdline", 4096, 25, on_sh, NULL) == LAB_OK)
 		fzb_wait(3000);

@@ -25,22 +25,23 @@ static void on_ub(struct uboot *u, int rc, const char *out, size_t len, void *ar
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct uboot_cfg cfg = {
-		.autoboot_pattern = (char *)"Hit any key to stop autoboot",
-		.interrupt_key = (char *)" ",
-		.prompt = (char *)"=> ",
-		.boot_cmd = (char *)"booti ${kernel_addr_r} - ${fdt_addr_r}",
+	    .autoboot_pattern = (char *)"Hit any key to stop autoboot",
+	    .interrupt_key = (char *)" ",
+	    .prompt = (char *)"=> ",
+	    .boot_cmd = (char *)"booti ${kernel_addr_r} - ${fdt_addr_r}",
 	};
 	if (!fzb_begin(data, size))
 		return 0;
 	struct uboot *u = uboot_new(fzb.l, fzb.con, fzb.x, &cfg, "fuzz");
 	/* each step only after the previous one succeeded, as board.c does */
-	bool ok = uboot_interrupt(u, 40, on_ub, NULL) == LAB_OK && fzb_wait(3000) && fzb.rc == LAB_OK;
+	bool ok =
+	    uboot_interrupt(u, 40, on_ub, NULL) == LAB_OK && fzb_wait(3000) && fzb.rc == LAB_OK;
 	if (ok)
 		ok = uboot_run(u, "mmc info", 25, on_ub, NULL) == LAB_OK && fzb_wait(3000) &&
 		     (fzb.rc == LAB_OK || fzb.rc == LAB_EFOUND);
 	if (ok)
-		ok = uboot_setenv(u, "bootargs", "console=ttyS0 mmc_block.fua=off", 25, on_ub, NULL) ==
-			     LAB_OK &&
+		ok = uboot_setenv(u, "bootargs", "console=ttyS0 mmc_block.fua=off", 25, on_ub,
+		                  NULL) == LAB_OK &&
 		     fzb_wait(3000) && fzb.rc == LAB_OK;
 	if (ok && uboot_boot(u, "booti 0x40480000 - 0x44000000", 25, on_ub, NULL) == LAB_OK)
 		fzb_wait(3000);

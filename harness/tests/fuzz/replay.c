@@ -83,7 +83,8 @@ int main(int argc, char **argv)
 				size_t len = strlen(argv[i]) + strlen(list[j]->d_name) + 2;
 				names[k] = malloc(len);
 				if (names[k])
-					snprintf(names[k++], len, "%s/%s", argv[i], list[j]->d_name);
+					snprintf(names[k++], len, "%s/%s", argv[i],
+					         list[j]->d_name);
 			}
 			free(list[j]);
 		}

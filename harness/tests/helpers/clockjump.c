@@ -29,7 +29,8 @@ static int64_t jump_offset(void)
 	static int64_t start, after, by;
 	struct timespec m;
 	if (!init) {
-		const char *a = getenv("EMMCLAB_CLOCKJUMP_AFTER"), *b = getenv("EMMCLAB_CLOCKJUMP_BY");
+		const char *a = getenv("EMMCLAB_CLOCKJUMP_AFTER"),
+		           *b = getenv("EMMCLAB_CLOCKJUMP_BY");
 		after = a ? strtoll(a, NULL, 10) : 0;
 		by = b ? strtoll(b, NULL, 10) : 0;
 		real_clock_gettime()(CLOCK_MONOTONIC, &m);

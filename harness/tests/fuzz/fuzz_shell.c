@@ -2,9 +2,12 @@
  * fuzz_shell.c - libFuzzer target for the Linux shell session (shell.c) on
  * arbitrary console output: finding the login or shell prompt, logging in,
  * commands between markers (with their output lines), a file read back in
- * base64, each answered by pieces of the input (fuzz_board.h).  Every operation
- * completes once, with a known rc and output within SHELL_MAX_OUTPUT.
+ * base64, each answered by pieces of the input (fuzz_board.h), and an agent
+ * session (agent_session.c: protocol lines, CRC re-requests, gaps).  Every
+ * operation completes once, with a known rc and output within SHELL_MAX_OUTPUT;
+ * the agent's messages arrive in increasing seq order, each once.
  */
+#include "agent_session.h"
 #include "fuzz_board.h"
 #include "shell.h"
 
@@ -19,6 +22,28 @@ static void on_sh(struct shell *s, int rc, int st, const char *out, size_t len, 
 		abort();
 	if (rc < LAB_OK || rc > LAB_EPROTO)
 		abort();
+	fzb.done = true;
+	fzb.rc = rc;
+}
+
+static uint64_t last_seq;
+
+static void on_msg(const struct proto_msg *m, void *arg)
+{
+	LAB_UNUSED(arg);
+	if (m->seq <= last_seq)
+		abort(); /* out of order or twice */
+	last_seq = m->seq;
+}
+
+static void on_agent_done(int rc, enum agent_session_fail fail, const char *msg, const char *event,
+                          void *arg)
+{
+	LAB_UNUSED(fail);
+	LAB_UNUSED(event);
+	LAB_UNUSED(arg);
+	if (fzb.done || (rc != LAB_OK && (!msg || !*msg)))
+		abort(); /* twice, or a failure without a reason */
 	fzb.done = true;
 	fzb.rc = rc;
 }
@@ -56,6 +81,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ok = shell_run_lines(s, "emmclab-agent identify", 25, on_line, on_sh, NULL) ==
 		         LAB_OK &&
 		     fzb_wait(3000) && fzb.rc == LAB_OK;
+	if (ok) {
+		static const struct agent_session_cbs cbs = {.msg = on_msg, .done = on_agent_done};
+		struct agent_session *as = agent_session_new(s);
+		last_seq = 0;
+		ok = agent_session_start(as, "/usr/bin/emmclab-agent", "", "mode expect=fua", 60,
+		                         &cbs, NULL) == LAB_OK &&
+		     fzb_wait(3000) && fzb.rc == LAB_OK;
+		agent_session_free(as);
+	}
 	if (ok && shell_get_file(s, "/proc/cmdline", 4096, 25, on_sh, NULL) == LAB_OK)
 		fzb_wait(3000);
 	if (shell_busy(s))

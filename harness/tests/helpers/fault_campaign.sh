@@ -277,8 +277,8 @@ for k in $(seq 1 "$kills"); do
 	sim_start
 	"$EMMCLAB" run --db "$T/lab.db" --no-report "$T/plan.yaml" >"$T/out" 2>"$T/err" &
 	pid=$!
-	# a random point: 0.2 .. 4 s into a run of about 4 s (power-on, boot, workloads, storing)
-	delay=$(python3 -c "import random; random.seed($k); print(round(random.uniform(0.2, 4.0), 2))")
+	# a random point: 0.2 .. 2.5 s into a run of 2.5-4 s (power-on, boot, workloads, storing)
+	delay=$(python3 -c "import random; random.seed($k); print(round(random.uniform(0.2, 2.5), 2))")
 	sleep "$delay"
 	kill -KILL "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null

@@ -1,7 +1,14 @@
 #!/bin/sh
-# The whole test suite: install dependencies, build with warnings as errors,
-# run every test (unit, scenario, virt) with ctest; then unit tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer.  Exits non-zero on any failure.
+# The whole test suite (docs/reliability.md): install dependencies, build with
+# warnings as errors and run every test (unit, scenario, virt, the short fault
+# campaign) with ctest; then the same whole suite built with AddressSanitizer +
+# UndefinedBehaviorSanitizer; then a clang build of the libFuzzer targets, each
+# run for a bounded time over its seed corpus, plus the replay of the crash
+# regressions.  Exits non-zero on any failure, and on any skipped or disabled
+# test (a test that cannot run exits 77) unless EMMCLAB_ALLOW_SKIP=1.
+#
+# Developer knobs: EMMCLAB_SKIP_ASAN=1, EMMCLAB_SKIP_FUZZ=1 leave a stage out;
+# EMMCLAB_FUZZ_SECONDS (default 15) is each fuzz target's run time.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -9,12 +16,62 @@ if [ "$(id -u)" = 0 ]; then
 	.ci/deps
 fi
 jobs=$(nproc)
+skips=0
+
+# run_ctest DIR ARGS...: ctest with a JUnit report; fails on a failed test,
+# counts skipped (77) and disabled tests into $skips and names them.
+run_ctest() {
+	dir=$1
+	shift
+	rm -f "$dir/junit.xml"
+	ctest --test-dir "$dir" --output-on-failure -j"$jobs" --output-junit "$dir/junit.xml" "$@"
+	n=$(python3 - "$dir/junit.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+bad = [c.get("name") for c in ET.parse(sys.argv[1]).iter("testcase")
+       if c.get("status") in ("disabled", "notrun") or c.find("skipped") is not None]
+for name in bad:
+    print("SKIPPED: " + name, file=sys.stderr)
+print(len(bad))
+PY
+)
+	skips=$((skips + n))
+}
+
+start=$(date +%s)
 cmake -S . -B build-test -DEMMCLAB_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-test -j"$jobs"
-ctest --test-dir build-test --output-on-failure -j"$jobs" --timeout 900
+run_ctest build-test --timeout 900
+echo "test.sh: plain suite $(($(date +%s) - start)) s"
+
 if [ "${EMMCLAB_SKIP_ASAN:-0}" != 1 ]; then
+	# Everything built sanitized (controller, simulator, host agent); the virtual
+	# board's initramfs gets the unsanitized static emmclab-agent-dut instead,
+	# since the ASan runtime is not in the guest.
+	start=$(date +%s)
 	cmake -S . -B build-asan -DEMMCLAB_WERROR=ON -DEMMCLAB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build build-asan -j"$jobs"
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit --timeout 300
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+	run_ctest build-asan --timeout 1800
+	unset ASAN_OPTIONS UBSAN_OPTIONS
+	echo "test.sh: sanitized suite $(($(date +%s) - start)) s"
 fi
+
+if [ "${EMMCLAB_SKIP_FUZZ:-0}" != 1 ]; then
+	start=$(date +%s)
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DEMMCLAB_FUZZ=ON -DEMMCLAB_WERROR=ON \
+		-DEMMCLAB_FUZZ_SECONDS="${EMMCLAB_FUZZ_SECONDS:-15}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build-fuzz -j"$jobs" --target fuzz_all
+	run_ctest build-fuzz -L fuzz
+	echo "test.sh: fuzz smoke $(($(date +%s) - start)) s"
+fi
+
+if [ "$skips" -gt 0 ]; then
+	if [ "${EMMCLAB_ALLOW_SKIP:-0}" = 1 ]; then
+		echo "test.sh: $skips test(s) skipped (allowed by EMMCLAB_ALLOW_SKIP=1)"
+	else
+		echo "test.sh: FAIL: $skips test(s) skipped or disabled; CI installs everything" \
+			"(.ci/packages.txt). EMMCLAB_ALLOW_SKIP=1 accepts this on a developer machine." >&2
+		exit 1
+	fi
+fi
+echo "test.sh: all passed"

@@ -257,8 +257,12 @@ static int sim_start(const char *lab, const char *dir_opt, bool reuse)
 		/* Detach: new session, then fork again so init adopts the simulator. */
 		setsid();
 		pid_t g = fork();
-		if (g != 0)
+		if (g != 0) {
+			/* the go-between exits at once: free first, or valgrind counts a leak */
+			free(bin);
+			free(logp);
 			_exit(g < 0 ? 127 : 0);
+		}
 		int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		int log = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (devnull >= 0)

@@ -582,6 +582,10 @@ static bool cfg_plain_safe(const char *s)
 		return false;
 	if (s[0] == ' ' || s[strlen(s) - 1] == ' ')
 		return false;
+	/* "---" / "..." at the start of a line are document markers (found by fuzz_config) */
+	if ((strncmp(s, "---", 3) == 0 || strncmp(s, "...", 3) == 0) &&
+	    (s[3] == '\0' || s[3] == ' ' || s[3] == '\t'))
+		return false;
 	for (const char *p = s; *p; p++) {
 		unsigned char c = (unsigned char)*p;
 		if (c < 0x20 || c == 0x7f)

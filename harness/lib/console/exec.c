@@ -198,6 +198,12 @@ static void exec_close(struct console *c)
 	close(p->fd);
 	if (!p->exited) {
 		loop_child_unwatch(p->loop, p->pid);
+		/* already dead (a failed exec): reaped here, no reaper left to leak (valgrind) */
+		if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {
+			free(p);
+			*console_priv(c) = NULL;
+			return;
+		}
 		struct reaper *r = xcalloc(1, sizeof *r);
 		r->loop = p->loop;
 		r->pid = p->pid;

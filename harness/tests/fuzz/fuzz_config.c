@@ -5,7 +5,9 @@
  * to parse back to the same tree, run it through an option table with every
  * option type, and load it as a configuration file with config_load (inputs
  * with '/' are not loaded, so `include:` can only name files in the private
- * temporary directory and never a device or FIFO).
+ * temporary directory and never a device or FIFO).  Includes: the input is
+ * split at lines "#--8<--"; piece 0 is fuzz.yaml, piece i is inc<i>.yaml
+ * (up to 3), so `include: [inc1.yaml]` chains real files, cycles and all.
  *
  * Build: cmake -DCMAKE_C_COMPILER=clang -DEMMCLAB_FUZZ=ON ...; run:
  *   fuzz_config -max_total_time=60 harness/tests/fuzz/corpus_config
@@ -77,8 +79,21 @@ static int same(const struct cfg_node *a, const struct cfg_node *b)
 static char tmpdir[64];
 static char tmpfile_path[96];
 
+#define FUZZ_INCLUDES 3
+#define FUZZ_CUT "\n#--8<--\n"
+
+static void inc_path(char *buf, size_t n, int i)
+{
+	snprintf(buf, n, "%s/inc%d.yaml", tmpdir, i);
+}
+
 static void cleanup(void)
 {
+	char p[128];
+	for (int i = 1; i <= FUZZ_INCLUDES; i++) {
+		inc_path(p, sizeof p, i);
+		unlink(p);
+	}
 	unlink(tmpfile_path);
 	rmdir(tmpdir);
 }
@@ -129,7 +144,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			atexit(cleanup);
 		}
 		lab_err_clear(&e);
-		if (lab_write_file_atomic(tmpfile_path, data, size, &e) == LAB_OK) {
+		/* the include pieces first (absent ones removed), then the main file */
+		const char *d = (const char *)data, *end = d + size;
+		const char *cut = memmem(d, size, FUZZ_CUT, strlen(FUZZ_CUT));
+		size_t main_len = cut ? (size_t)(cut - d) : size;
+		for (int i = 1; i <= FUZZ_INCLUDES; i++) {
+			char p[128];
+			inc_path(p, sizeof p, i);
+			if (!cut) {
+				unlink(p);
+				continue;
+			}
+			const char *s = cut + strlen(FUZZ_CUT);
+			cut = memmem(s, (size_t)(end - s), FUZZ_CUT, strlen(FUZZ_CUT));
+			size_t plen = cut ? (size_t)(cut - s) : (size_t)(end - s);
+			if (lab_write_file_atomic(p, s, plen, &e) != LAB_OK)
+				abort();
+		}
+		if (lab_write_file_atomic(tmpfile_path, data, main_len, &e) == LAB_OK) {
 			const char *paths[] = {tmpfile_path};
 			struct lab_cfg *c = NULL;
 			lab_err_clear(&e);

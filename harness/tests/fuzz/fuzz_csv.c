@@ -5,11 +5,13 @@
  * bounds.  When the parser says a file is reproducible (f->exact), the input
  * is imported into an in-memory store and exported in its original layout,
  * and the bytes must be identical: the round-trip promise of
- * `emmclab db export --layout original`, checked on arbitrary files.
+ * `emmclab db export --layout original`, checked on arbitrary files; the
+ * results model (results_load) then reads every imported row back.
  */
 #include "store.h"
 #include "store_internal.h" /* fault injection and row inspection */
 #include "store_csv.h"
+#include "results.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +67,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		}
 		free(out);
+		/* the results model (results.c) reads what was imported: every row, once */
+		struct results_filter rf = {.run_id = run};
+		struct results *r = NULL;
+		if (results_load(s, &rf, &r, &e) != LAB_OK || r->nsamples != f->nrows) {
+			fprintf(stderr, "fuzz_csv: results_load of an import: %s\n", e.msg);
+			abort();
+		}
+		results_free(r);
 		sqlite3_exec(store_sqlite(s), "DELETE FROM run; DELETE FROM part; DELETE FROM board", NULL,
 			     NULL, NULL);
 	}

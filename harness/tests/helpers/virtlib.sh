@@ -1,7 +1,7 @@
 # virtlib.sh - shared prelude of the virtual-board scenarios
 # (harness/tests/scenario/virt_*.sh).  Source it after `set -euo pipefail`.
 #
-# Sets SRC, BIN, EMMCLAB, AGENT; exits 0 with "SKIP: not installed: ..." when a
+# Sets SRC, BIN, EMMCLAB, AGENT; exits 77 (ctest: skipped) with "SKIP: not installed: ..." when a
 # Debian package the virtual board needs is missing (all are listed in
 # .ci/packages.txt, so CI has them), and fails when the agent is not built.
 # virt_prepare DIR: builds the initramfs (cached) into DIR/initramfs.cpio.gz
@@ -10,6 +10,8 @@ SRC=${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}
 BIN=${EMMCLAB_BIN:-$SRC/build}
 EMMCLAB=${EMMCLAB:-$BIN/harness/emmclab}
 AGENT=$BIN/suites/agent/emmclab-agent
+# a sanitizer build: the guest gets the unsanitized static agent (no ASan runtime there)
+[ ! -x "$AGENT-dut" ] || AGENT=$AGENT-dut
 
 missing=
 command -v qemu-system-x86_64 > /dev/null || missing="$missing qemu-system-x86"
@@ -21,7 +23,7 @@ command -v sqlite3 > /dev/null || missing="$missing sqlite3"
 command -v e2fsck > /dev/null || missing="$missing e2fsprogs"
 if [ -n "$missing" ]; then
 	echo "SKIP: not installed:$missing"
-	exit 0
+	exit 77
 fi
 [ -x "$AGENT" ] || { echo "FAIL: no agent at $AGENT"; exit 1; }
 

@@ -42,7 +42,8 @@ ran=0
 for arch in aarch64:aarch64-linux-gnu:qemu-aarch64-static armhf:arm-linux-gnueabihf:qemu-arm-static; do
 	IFS=: read -r name triple qemu <<<"$arch"
 	if ! command -v "$triple-gcc" >/dev/null || ! command -v "$qemu" >/dev/null; then
-		echo "# skip $name: $triple-gcc or $qemu not installed"
+		echo "SKIP $name: $triple-gcc or $qemu not installed"
+		partial_skip=1
 		continue
 	fi
 	start=$(date +%s)
@@ -76,5 +77,6 @@ for arch in aarch64:aarch64-linux-gnu:qemu-aarch64-static armhf:arm-linux-gnueab
 	echo "ok $name: built, static, identical output under $qemu ($(( $(date +%s) - start )) s)"
 	ran=$((ran + 1))
 done
-[ "$ran" -gt 0 ] || echo "# no cross compiler: only the host agent was checked"
+# an architecture that could not be checked makes the test a skip (77), never a pass
+[ -z "${partial_skip:-}" ] || exit 77
 echo "PASS agent_cross"

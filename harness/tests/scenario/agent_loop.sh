@@ -2,7 +2,7 @@
 # emmclab-agent on a real block device: a loop device stands in for the eMMC.
 # precondition and fscopy (mke2fs + mount) on it, the refusal to write a
 # mounted device, and androbench count=1 reading block-layer flush counters.
-# Skips (exit 0 with a message) where loop devices or mounting are not allowed.
+# Skips (exit 77, ctest's skip code, with a message) where loop devices or mounting are not allowed.
 set -euo pipefail
 : "${EMMCLAB_BIN:?}"
 AGENT=$EMMCLAB_BIN/suites/agent/emmclab-agent
@@ -18,12 +18,12 @@ cleanup() {
 trap cleanup EXIT
 
 if [ "$(id -u)" != 0 ] || ! command -v losetup >/dev/null || ! command -v mke2fs >/dev/null; then
-	echo "SKIP agent_loop: needs root, losetup and mke2fs"; exit 0
+	echo "SKIP agent_loop: needs root, losetup and mke2fs"; exit 77
 fi
 truncate -s 96M "$tmp/disk.img"
 if ! loop=$(losetup -f --show "$tmp/disk.img" 2>"$tmp/losetup.err"); then
 	loop=
-	echo "SKIP agent_loop: losetup not permitted here: $(cat "$tmp/losetup.err")"; exit 0
+	echo "SKIP agent_loop: losetup not permitted here: $(cat "$tmp/losetup.err")"; exit 77
 fi
 run() { "$AGENT" --log "$tmp/agent.log" "$@"; }
 fail() { echo "FAIL: $*"; [ -f "$tmp/out" ] && cat "$tmp/out"; exit 1; }

@@ -65,10 +65,16 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		chmod 0755 "$tmp/u/walro"
 	else
 		echo "note: nobody cannot run $EMMCLAB; permission cases skipped" >&2
+		partial_skip=1
 	fi
 elif [ "$(id -u)" != 0 ]; then
 	mkdir -m 0555 "$tmp/ro"
 	expect3 "no write permission in $tmp/ro" "$EMMCLAB" import --db "$tmp/ro/lab.db" "$ref"
 	chmod 0755 "$tmp/ro"
+else
+	echo "note: root without setpriv; permission cases skipped" >&2
+	partial_skip=1
 fi
+# a part that could not run makes the whole test a skip (77), never a pass
+[ -z "${partial_skip:-}" ] || { echo "SKIP: permission cases not run"; exit 77; }
 echo "db_refusals: ok"

@@ -6,8 +6,8 @@
 # followed with credentials.
 set -euo pipefail
 : "${EMMCLAB:?path of the emmclab binary}" "${EMMCLAB_SRC:?source dir}"
-command -v nginx >/dev/null || { echo "SKIP: nginx not installed (Debian nginx-core)"; exit 0; }
-command -v openssl >/dev/null || { echo "SKIP: openssl not installed"; exit 0; }
+command -v nginx >/dev/null || { echo "SKIP: nginx not installed (Debian nginx-core)"; exit 77; }
+command -v openssl >/dev/null || { echo "SKIP: openssl not installed"; exit 77; }
 
 tmp=$(mktemp -d /tmp/emmclab-upload-nginx-XXXXXX)
 ngx_pid=

@@ -8,6 +8,9 @@
 extern int tap_n, tap_failed;
 void tap_ok(int cond, const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* A part that cannot run here (a missing program, no root): prints "# SKIP why"
+ * and makes tap_done() return 77, ctest's skip code, unless something failed. */
+void tap_skip(const char *why);
 int tap_done(void); /* prints the plan and "N passed, N failed"; returns exit code */
 
 #define ok(cond, ...) tap_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)

@@ -64,7 +64,7 @@ static void test_count_fake_tracefs(void)
 		is_int(count_msg(&r, "sample"), 16, "samples still there");
 		is_int(r.status, 0, "status ok");
 	} else {
-		ok(1, "# SKIP host has mmc tracefs events");
+		tap_skip("the no-tracefs path: this host has mmc tracefs events");
 	}
 	run_free(&r);
 }

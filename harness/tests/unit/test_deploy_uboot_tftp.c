@@ -291,7 +291,7 @@ static void test_tftp(void)
 		kill(tftpd, SIGTERM);
 		waitpid(tftpd, NULL, 0);
 	} else {
-		ok(1, "# SKIP real TFTP fetch: needs root and /usr/sbin/in.tftpd (tftpd-hpa)");
+		tap_skip("real TFTP fetch: needs root and /usr/sbin/in.tftpd (tftpd-hpa)");
 	}
 
 	/* Hard links, a shared subdir name, and a file U-Boot cannot fetch. */

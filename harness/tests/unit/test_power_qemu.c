@@ -125,7 +125,7 @@ int main(void)
 		return tap_done();
 	char media[256], want[512];
 	snprintf(media, sizeof media, "%s/card,1.img", st);
-	struct stat ms;
+	struct stat ms = {0}; /* printed below even when stat fails */
 	ok(stat(media, &ms) != 0, "no media file before the first power-on");
 	res = run_op(l, p, POWER_ON, 5000);
 	ok(res.rc == LAB_OK && res.state == POWER_IS_ON, "on with media: %s", res.msg);

@@ -68,7 +68,7 @@ one() {
 		"$d/plan.yaml" > "$d/run.out" 2> "$d/run.err" || rc=$?
 	local simf; simf=$(sim_stop)
 	local iters; iters=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
-	read -r w u s m < "$d/time"
+	read -r w u s m < <(tail -n 1 "$d/time")
 	echo "$w $(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') $iters $simf $m $rc"
 }
 

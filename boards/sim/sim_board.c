@@ -186,6 +186,54 @@ static void tx_flush(struct sim_board *b)
 	}
 }
 
+/* Console bytes produced during one loop pass (the echo of every character of
+ * a read, the items of one timer batch) leave in one write at the end of the
+ * pass: a pty write costs the kernel a work item and a wake-up of the reader,
+ * so one write per character made the simulator, not the boards it models,
+ * the limit of a large lab.  The delay is the rest of the pass (microseconds). */
+static void tx_flush_dirty(void *arg)
+{
+	struct sim *s = arg;
+	s->tx_deferred = false;
+	/* a flush may queue more output (resumed schedule): it lands in the list again */
+	while (s->ntx_dirty) {
+		struct sim_board *b = s->tx_dirty[--s->ntx_dirty];
+		b->tx_dirty = false;
+		tx_flush(b);
+	}
+}
+
+static void tx_later(struct sim_board *b)
+{
+	struct sim *s = b->sim;
+	if (b->tx_dirty || b->master < 0)
+		return;
+	if (s->ntx_dirty == s->ctx_dirty) {
+		s->ctx_dirty = s->ctx_dirty ? 2 * s->ctx_dirty : 64;
+		s->tx_dirty = xreallocarray(s->tx_dirty, s->ctx_dirty, sizeof *s->tx_dirty);
+	}
+	s->tx_dirty[s->ntx_dirty++] = b;
+	b->tx_dirty = true;
+	if (!s->tx_deferred) {
+		s->tx_deferred = true;
+		loop_defer(b->loop, tx_flush_dirty, s);
+	}
+}
+
+static void tx_forget(struct sim_board *b)
+{
+	struct sim *s = b->sim;
+	if (!b->tx_dirty)
+		return;
+	for (size_t i = 0; i < s->ntx_dirty; i++) {
+		if (s->tx_dirty[i] == b) {
+			s->tx_dirty[i] = s->tx_dirty[--s->ntx_dirty];
+			break;
+		}
+	}
+	b->tx_dirty = false;
+}
+
 /* Queue console bytes: ONLCR like a tty/UART driver, garbage fault applied. */
 static void out_bytes(struct sim_board *b, const char *data, size_t len)
 {
@@ -211,7 +259,7 @@ static void out_bytes(struct sim_board *b, const char *data, size_t len)
 			lab_buf_append(&b->txq, "\r", 1);
 		lab_buf_append(&b->txq, &c, 1);
 	}
-	tx_flush(b);
+	tx_later(b);
 }
 
 void sim_out_now(struct sim_board *b, const char *data, size_t len)
@@ -661,6 +709,7 @@ void sim_board_free(struct sim_board *b)
 		return;
 	sim_sched_clear(b);
 	loop_timer_stop(b->loop, &b->ptimer);
+	tx_forget(b);
 	if (b->master >= 0) {
 		loop_fd_del(b->loop, b->master);
 		close(b->master);

@@ -71,6 +71,7 @@ struct sim_board {
 	char pts[64];
 	char *link;
 	struct lab_buf txq;
+	bool tx_dirty;        /* in sim.tx_dirty: written at the end of the loop pass */
 	uint64_t tx_dropped;
 	bool q_stalled;       /* output backlog: the board "blocks" on its console */
 

@@ -315,6 +315,7 @@ out:
 	config_free(s.lab);
 	if (s.loop)
 		loop_free(s.loop);
+	free(s.tx_dirty);
 	free(pidfile);
 	free(portfile);
 	free(s.state_dir);

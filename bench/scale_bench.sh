@@ -8,9 +8,14 @@
 # the plan; emmclab-sim serves it (started directly, so its CPU and RSS are
 # its own), `emmclab run` runs the plan under /usr/bin/time; then the
 # simulator is stopped.  Printed per N: wall time and its ratio to the N=1
-# run, controller CPU-seconds (user + sys) and per stored iteration,
-# simulator CPU-seconds, controller peak RSS and per board, and the load
-# average before and after.  Controller and simulator share the machine.
+# run, controller CPU-seconds (user + sys) and per stored iteration (whole
+# run, and while driving the boards: CPU at the run's summary line),
+# simulator CPU-seconds, controller peak RSS (whole run, including the
+# comparison table and HTML report at its end, which load every sample), its
+# RSS while driving the boards (sampled every 0.25 s until the run's summary
+# line) and that per board, the simulator's peak RSS, the run's exit code,
+# and the load average before and after.  Controller and simulator share the
+# machine.
 # Environment: RUNS=R repeats each N R times and reports the median run (by
 # wall time); KEEP=1 keeps the work directory; CALLGRIND=1 also runs the
 # controller of the smallest N >= 64 under callgrind and prints its
@@ -65,26 +70,40 @@ one() {
 	sim_start "$d"
 	local rc=0
 	/usr/bin/time -f "%e %U %S %M" -o "$d/time" "$E" run --no-upload --transcripts "$d/transcripts" \
-		"$d/plan.yaml" > "$d/run.out" 2> "$d/run.err" || rc=$?
+		"$d/plan.yaml" > "$d/run.out" 2> "$d/run.err" &
+	local tp=$! cp= drss=0 dcpu=0 r
+	# RSS while the boards are driven: sampled until the run's summary line
+	# (the comparison table and HTML report that follow load every sample)
+	while kill -0 "$tp" 2>/dev/null; do
+		[ -n "$cp" ] || cp=$(pgrep -P "$tp" || true)
+		if [ -n "$cp" ] && ! grep -q "finished in" "$d/run.err"; then
+			r=$(awk '/^VmRSS/ { print $2 }' "/proc/$cp/status" 2>/dev/null || true)
+			[ -n "$r" ] && [ "$r" -gt "$drss" ] && drss=$r
+			r=$(awk '{ print $14 + $15 }' "/proc/$cp/stat" 2>/dev/null || true)
+			[ -n "$r" ] && dcpu=$r
+		fi
+		sleep 0.25
+	done
+	wait "$tp" || rc=$?
 	local simf; simf=$(sim_stop)
 	local iters; iters=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
 	read -r w u s m < <(tail -n 1 "$d/time")
-	echo "$w $(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') $iters $simf $m $rc"
+	echo "$w $(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') $iters $simf $m $drss $(awk -v t="$dcpu" -v k="$tck" 'BEGIN { print t / k }') $rc"
 }
 
 printf 'load average before: %s (%s CPUs)\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
-printf '%6s %8s %6s %9s %7s %12s %9s %10s %9s %9s %3s\n' boards wall ratio ctl_cpu_s iters ctl_ms/iter sim_cpu_s ctl_rss_MB KB/board sim_rss_MB rc
+printf '%6s %8s %6s %9s %7s %11s %11s %9s %11s %11s %9s %9s %3s\n' boards wall ratio ctl_cpu_s iters ctl_ms/iter drive_ms/it sim_cpu_s ctl_peak_MB ctl_drive_MB KB/board sim_rss_MB rc
 base=
 for n in "${sizes[@]}"; do
 	: > "$tmp/res"
 	for _ in $(seq "$runs"); do one "$n" >> "$tmp/res"; done
 	# the median run by wall time
-	read -r w c it sc srss m rc < <(sort -n "$tmp/res" | awk '{ a[NR] = $0 } END { print a[int((NR + 1) / 2)] }')
+	read -r w c it sc srss m drss dc rc < <(sort -n "$tmp/res" | awk '{ a[NR] = $0 } END { print a[int((NR + 1) / 2)] }')
 	[ "$n" = 1 ] && base=$w
 	ratio=$( [ -n "$base" ] && awk -v w="$w" -v b="$base" 'BEGIN { printf "%.2fx", w / b }' || echo "-")
-	awk -v n="$n" -v w="$w" -v r="$ratio" -v c="$c" -v it="$it" -v sc="$sc" -v m="$m" -v sr="$srss" -v rc="$rc" 'BEGIN {
-		printf "%6d %7.2fs %6s %9.2f %7d %12.3f %9.2f %10.1f %9.1f %9.1f %3d\n",
-			n, w, r, c, it, it ? 1000 * c / it : 0, sc, m / 1024, m / n, sr / 1024, rc }'
+	awk -v n="$n" -v w="$w" -v r="$ratio" -v c="$c" -v it="$it" -v sc="$sc" -v m="$m" -v dr="$drss" -v dc="$dc" -v sr="$srss" -v rc="$rc" 'BEGIN {
+		printf "%6d %7.2fs %6s %9.2f %7d %11.3f %11.3f %9.2f %11.1f %11.1f %9.1f %9.1f %3d\n",
+			n, w, r, c, it, it ? 1000 * c / it : 0, it ? 1000 * dc / it : 0, sc, m / 1024, dr / 1024, dr / n, sr / 1024, rc }'
 done
 printf 'load average after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 

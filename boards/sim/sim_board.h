@@ -79,6 +79,7 @@ struct sim_board {
 	struct sim_item *q;
 	size_t qhead, qn, qcap;
 	struct loop_timer qtimer;
+	double q_owed_ms;     /* real time the last batch ran ahead: added to the next wait */
 	struct loop_timer ptimer; /* reboot: on after off */
 
 	/* power and stage */

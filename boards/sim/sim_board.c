@@ -84,6 +84,7 @@ const struct opt sim_cfg_opts[] = {
 /* ---- helpers ---- */
 
 #define SIM_RX_WINDOW_NS (25ULL * 1000000ULL)
+#define SIM_LATE_KEEP_NS (200ULL * 1000000ULL) /* how long a late timer counts */
 
 static double scaled_real_ms(const struct sim_board *b, double model_ms, double floor_ms)
 {
@@ -114,8 +115,15 @@ static void on_master(struct loop *l, int fd, unsigned ev, void *arg)
 	 * drains; paced typing survives our scheduling delays. */
 	uint64_t now = lab_now_ns();
 	uint64_t w = b->last_rx_ns && now > b->last_rx_ns ? now - b->last_rx_ns : 0;
-	if (w > SIM_RX_WINDOW_NS)
-		w = SIM_RX_WINDOW_NS;
+	/* While the simulator itself runs late (its timers fire late: not
+	 * scheduled, hundreds of boards on a loaded host), bytes may have waited
+	 * in the pty that long too: widen the window by the recent lateness. */
+	struct sim *s = b->sim;
+	uint64_t cap = SIM_RX_WINDOW_NS;
+	if (s->late_at_ns && now - s->late_at_ns < SIM_LATE_KEEP_NS)
+		cap += s->late_ns;
+	if (w > cap)
+		w = cap;
 	b->last_rx_ns = now;
 	for (ssize_t i = 0; i < r; i++) {
 		b->rx_ns = now - w + w * (uint64_t)(i + 1) / (uint64_t)r;
@@ -395,8 +403,17 @@ static void q_fire(struct loop *l, struct loop_timer *t, void *arg)
 {
 	struct sim_board *b = arg;
 	LAB_UNUSED(l);
-	LAB_UNUSED(t);
 	double ahead = 0;
+	/* how late the simulator runs: the largest lateness of the last 200 ms */
+	uint64_t now = lab_now_ns();
+	struct sim *s = b->sim;
+	if (now > t->when_ns) {
+		uint64_t late = now - t->when_ns;
+		if (late > s->late_ns || now - s->late_at_ns >= SIM_LATE_KEEP_NS) {
+			s->late_ns = late;
+			s->late_at_ns = now;
+		}
+	}
 	/* Run the head, then every following item due within SIM_COALESCE_MS. */
 	for (int batch = 0; batch < 256 && b->qhead < b->qn; batch++) {
 		if (b->txq.len > SIM_TXQ_HIGH) {

@@ -237,6 +237,13 @@ struct sim {
 	struct sim_http *http;
 	pid_t ser2net_pid;
 	char *ser2net_conf;
+	/* boards with console output queued this loop pass (sim_board.c) */
+	struct sim_board **tx_dirty;
+	size_t ntx_dirty, ctx_dirty;
+	bool tx_deferred;
+	/* largest lateness of an output timer in the last 200 ms, and when seen:
+	 * the UART FIFO's arrival estimate widens by it (sim_board.c) */
+	uint64_t late_ns, late_at_ns;
 };
 struct sim_board *sim_find_board(struct sim *s, const char *name);
 

@@ -84,6 +84,7 @@ const struct opt sim_cfg_opts[] = {
 /* ---- helpers ---- */
 
 #define SIM_RX_WINDOW_NS (25ULL * 1000000ULL)
+#define SIM_LATE_KEEP_NS (200ULL * 1000000ULL) /* how long a late timer counts */
 
 static double scaled_real_ms(const struct sim_board *b, double model_ms, double floor_ms)
 {
@@ -114,8 +115,15 @@ static void on_master(struct loop *l, int fd, unsigned ev, void *arg)
 	 * drains; paced typing survives our scheduling delays. */
 	uint64_t now = lab_now_ns();
 	uint64_t w = b->last_rx_ns && now > b->last_rx_ns ? now - b->last_rx_ns : 0;
-	if (w > SIM_RX_WINDOW_NS)
-		w = SIM_RX_WINDOW_NS;
+	/* While the simulator itself runs late (its timers fire late: not
+	 * scheduled, hundreds of boards on a loaded host), bytes may have waited
+	 * in the pty that long too: widen the window by the recent lateness. */
+	struct sim *s = b->sim;
+	uint64_t cap = SIM_RX_WINDOW_NS;
+	if (s->late_at_ns && now - s->late_at_ns < SIM_LATE_KEEP_NS)
+		cap += s->late_ns;
+	if (w > cap)
+		w = cap;
 	b->last_rx_ns = now;
 	for (ssize_t i = 0; i < r; i++) {
 		b->rx_ns = now - w + w * (uint64_t)(i + 1) / (uint64_t)r;
@@ -186,6 +194,54 @@ static void tx_flush(struct sim_board *b)
 	}
 }
 
+/* Console bytes produced during one loop pass (the echo of every character of
+ * a read, the items of one timer batch) leave in one write at the end of the
+ * pass: a pty write costs the kernel a work item and a wake-up of the reader,
+ * so one write per character made the simulator, not the boards it models,
+ * the limit of a large lab.  The delay is the rest of the pass (microseconds). */
+static void tx_flush_dirty(void *arg)
+{
+	struct sim *s = arg;
+	s->tx_deferred = false;
+	/* a flush may queue more output (resumed schedule): it lands in the list again */
+	while (s->ntx_dirty) {
+		struct sim_board *b = s->tx_dirty[--s->ntx_dirty];
+		b->tx_dirty = false;
+		tx_flush(b);
+	}
+}
+
+static void tx_later(struct sim_board *b)
+{
+	struct sim *s = b->sim;
+	if (b->tx_dirty || b->master < 0)
+		return;
+	if (s->ntx_dirty == s->ctx_dirty) {
+		s->ctx_dirty = s->ctx_dirty ? 2 * s->ctx_dirty : 64;
+		s->tx_dirty = xreallocarray(s->tx_dirty, s->ctx_dirty, sizeof *s->tx_dirty);
+	}
+	s->tx_dirty[s->ntx_dirty++] = b;
+	b->tx_dirty = true;
+	if (!s->tx_deferred) {
+		s->tx_deferred = true;
+		loop_defer(b->loop, tx_flush_dirty, s);
+	}
+}
+
+static void tx_forget(struct sim_board *b)
+{
+	struct sim *s = b->sim;
+	if (!b->tx_dirty)
+		return;
+	for (size_t i = 0; i < s->ntx_dirty; i++) {
+		if (s->tx_dirty[i] == b) {
+			s->tx_dirty[i] = s->tx_dirty[--s->ntx_dirty];
+			break;
+		}
+	}
+	b->tx_dirty = false;
+}
+
 /* Queue console bytes: ONLCR like a tty/UART driver, garbage fault applied. */
 static void out_bytes(struct sim_board *b, const char *data, size_t len)
 {
@@ -211,7 +267,7 @@ static void out_bytes(struct sim_board *b, const char *data, size_t len)
 			lab_buf_append(&b->txq, "\r", 1);
 		lab_buf_append(&b->txq, &c, 1);
 	}
-	tx_flush(b);
+	tx_later(b);
 }
 
 void sim_out_now(struct sim_board *b, const char *data, size_t len)
@@ -234,7 +290,8 @@ static void q_arm(struct sim_board *b)
 	if (loop_timer_pending(&b->qtimer) || b->qhead >= b->qn || b->q_stalled)
 		return;
 	struct sim_item *it = &b->q[b->qhead];
-	double ms = scaled_real_ms(b, it->delay_ms, it->floor_ms);
+	double ms = scaled_real_ms(b, it->delay_ms, it->floor_ms) + b->q_owed_ms;
+	b->q_owed_ms = 0;
 	loop_timer_start_ns(b->loop, &b->qtimer, (uint64_t)(ms * 1e6));
 }
 
@@ -322,6 +379,7 @@ void sim_emit_fn_floor(struct sim_board *b, double delay_ms, uint32_t floor_ms, 
 void sim_sched_clear(struct sim_board *b)
 {
 	b->q_stalled = false;
+	b->q_owed_ms = 0;
 	b->pfw.on = false;
 	for (size_t i = b->qhead; i < b->qn; i++)
 		free(b->q[i].text);
@@ -334,21 +392,43 @@ bool sim_sched_idle(const struct sim_board *b)
 	return b->qhead >= b->qn;
 }
 
+/* Items due within this much real time of the head run with it, and the
+ * time they ran ahead is added to the wait of the item after them, so the
+ * schedule as a whole keeps its pace: a boot log of lines a fraction of a
+ * millisecond apart is one write and one wake-up of each side, not one per
+ * line (a real 115200-baud UART needs 87 us per character anyway). */
+#define SIM_COALESCE_MS 1.0
+
 static void q_fire(struct loop *l, struct loop_timer *t, void *arg)
 {
 	struct sim_board *b = arg;
 	LAB_UNUSED(l);
-	LAB_UNUSED(t);
-	/* Run the head, then every following item whose real delay rounds to 0. */
+	double ahead = 0;
+	/* how late the simulator runs: the largest lateness of the last 200 ms */
+	uint64_t now = lab_now_ns();
+	struct sim *s = b->sim;
+	if (now > t->when_ns) {
+		uint64_t late = now - t->when_ns;
+		if (late > s->late_ns || now - s->late_at_ns >= SIM_LATE_KEEP_NS) {
+			s->late_ns = late;
+			s->late_at_ns = now;
+		}
+	}
+	/* Run the head, then every following item due within SIM_COALESCE_MS. */
 	for (int batch = 0; batch < 256 && b->qhead < b->qn; batch++) {
 		if (b->txq.len > SIM_TXQ_HIGH) {
 			b->q_stalled = true; /* resumed by tx_flush */
+			b->q_owed_ms = ahead;
 			return;
 		}
 		if (batch > 0) {
 			struct sim_item *nx = &b->q[b->qhead];
-			if (scaled_real_ms(b, nx->delay_ms, nx->floor_ms) >= 0.05)
-				break;
+			double d = scaled_real_ms(b, nx->delay_ms, nx->floor_ms);
+			if (d >= 0.05) {
+				if (ahead + d > SIM_COALESCE_MS)
+					break;
+				ahead += d;
+			}
 		}
 		struct sim_item it = b->q[b->qhead++];
 		if (it.text) {
@@ -360,6 +440,8 @@ static void q_fire(struct loop *l, struct loop_timer *t, void *arg)
 	}
 	if (b->qhead >= b->qn)
 		b->qhead = b->qn = 0;
+	/* an item queued later (an answer to input) waits from its own start */
+	b->q_owed_ms = b->qhead < b->qn ? ahead : 0;
 	q_arm(b);
 }
 
@@ -661,6 +743,7 @@ void sim_board_free(struct sim_board *b)
 		return;
 	sim_sched_clear(b);
 	loop_timer_stop(b->loop, &b->ptimer);
+	tx_forget(b);
 	if (b->master >= 0) {
 		loop_fd_del(b->loop, b->master);
 		close(b->master);

@@ -71,6 +71,7 @@ struct sim_board {
 	char pts[64];
 	char *link;
 	struct lab_buf txq;
+	bool tx_dirty;        /* in sim.tx_dirty: written at the end of the loop pass */
 	uint64_t tx_dropped;
 	bool q_stalled;       /* output backlog: the board "blocks" on its console */
 
@@ -78,6 +79,7 @@ struct sim_board {
 	struct sim_item *q;
 	size_t qhead, qn, qcap;
 	struct loop_timer qtimer;
+	double q_owed_ms;     /* real time the last batch ran ahead: added to the next wait */
 	struct loop_timer ptimer; /* reboot: on after off */
 
 	/* power and stage */

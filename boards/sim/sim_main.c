@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,6 +134,17 @@ static int pid_alive(const char *pidfile)
 	return alive;
 }
 
+/* A lab of N boards holds several fds per board (console, transcript, HTTP
+ * sockets): raise the soft fd limit to the hard one, as far as it goes. */
+static void raise_nofile(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: emmclab-sim --lab LAB.yaml [--state-dir DIR] [--ready-fd N] | --keys\n");
@@ -174,6 +186,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
 
 	struct sim s = {0};
 	struct lab_err e = {0};
@@ -315,6 +328,7 @@ out:
 	config_free(s.lab);
 	if (s.loop)
 		loop_free(s.loop);
+	free(s.tx_dirty);
 	free(pidfile);
 	free(portfile);
 	free(s.state_dir);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 
 static int cmd_version(struct cli *cli, int argc, char **argv);
 static int cmd_help(struct cli *cli, int argc, char **argv);
@@ -299,9 +300,21 @@ static int cmd_help(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
+/* A lab of N boards holds several fds per board (console, transcript, HTTP
+ * sockets): raise the soft fd limit to the hard one, as far as it goes. */
+static void raise_nofile(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cli = {.prog = argv[0]};
+	raise_nofile();
 	/* A driver table without its required hooks is a build mistake: refuse to
 	 * run anything rather than crash on the first board that uses it. */
 	struct lab_err re = {0};

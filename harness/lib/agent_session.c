@@ -93,27 +93,31 @@ static bool seq_room(struct agent_session *s, uint64_t seq)
 	return true;
 }
 
+/* Deliver the message parsed into s->pm (the one at next_seq - 1). */
+static void deliver_pm(struct agent_session *s)
+{
+	if (s->pm.seq == 1) {
+		const char *cmd = proto_get(&s->pm, "cmd");
+		if (strcmp(s->pm.kind, "hello") != 0 || (s->cmd[0] && cmd && strcmp(cmd, s->cmd) != 0))
+			s->stale = true;
+	}
+	if (strcmp(s->pm.kind, "error") == 0 && !s->err[0]) {
+		const char *em = proto_get(&s->pm, "msg");
+		const char *ec = proto_get(&s->pm, "code");
+		snprintf(s->err, sizeof s->err, "%s: %s", ec ? ec : "error", em ? em : "");
+	}
+	if (s->cbs.msg)
+		s->cbs.msg(&s->pm, s->arg);
+}
+
 static void deliver_ready(struct agent_session *s)
 {
 	while (s->next_seq < s->nlines_cap && s->lines[s->next_seq]) {
 		char *raw = s->lines[s->next_seq];
 		s->lines[s->next_seq] = NULL;
 		s->next_seq++;
-		if (proto_parse(raw, strlen(raw), &s->pm) == PROTO_OK) {
-			if (s->pm.seq == 1) {
-				const char *cmd = proto_get(&s->pm, "cmd");
-				if (strcmp(s->pm.kind, "hello") != 0 ||
-				    (s->cmd[0] && cmd && strcmp(cmd, s->cmd) != 0))
-					s->stale = true;
-			}
-			if (strcmp(s->pm.kind, "error") == 0 && !s->err[0]) {
-				const char *em = proto_get(&s->pm, "msg");
-				const char *ec = proto_get(&s->pm, "code");
-				snprintf(s->err, sizeof s->err, "%s: %s", ec ? ec : "error", em ? em : "");
-			}
-			if (s->cbs.msg)
-				s->cbs.msg(&s->pm, s->arg);
-		}
+		if (proto_parse(raw, strlen(raw), &s->pm) == PROTO_OK)
+			deliver_pm(s);
 		free(raw);
 	}
 }
@@ -142,6 +146,14 @@ static void on_line(struct shell *sh, const char *line, size_t len, void *arg)
 		const char *status = proto_get(&s->pm, "status");
 		s->done_seq = seq;
 		s->done_ok = status && strcmp(status, "ok") == 0;
+	}
+	if (seq == s->next_seq) {
+		/* its turn already (the usual case): deliver what was just parsed
+		 * instead of keeping a copy and parsing it again */
+		s->next_seq++;
+		deliver_pm(s);
+		deliver_ready(s);
+		return;
 	}
 	/* keep the line (without anything before the magic) until its turn */
 	s->lines[seq] = xstrndup(m, len - (size_t)(m - line));

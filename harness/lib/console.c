@@ -458,13 +458,15 @@ void console_set_pacing(struct console *c, const struct console_pacing *p)
 	}
 }
 
+static void drain(struct console *c, bool from_loop);
+
 static int queue(struct console *c, struct wqueue *w, const void *buf, size_t n)
 {
 	if (wq_len(&c->q) + wq_len(&c->rawq) + n > CONSOLE_QUEUE_MAX)
 		return LAB_EINFRA;
 	wq_push(w, buf, n);
 	if (c->st == C_UP)
-		update_watch(c);
+		drain(c, false);
 	return LAB_OK;
 }
 
@@ -539,8 +541,10 @@ void console_connect_pending(struct console *c, uint64_t timeout_ms)
 
 /* ---- I/O ---- */
 
-/* Write from a queue; returns false if the link was lost. */
-static bool write_some(struct console *c, struct wqueue *w, size_t max)
+/* Write from a queue; returns false if the link was lost (from_loop), or on
+ * a write error outside the loop's callback (the bytes stay queued and the
+ * LOOP_WRITE watch meets the error again, where it may be reported). */
+static bool write_some(struct console *c, struct wqueue *w, size_t max, bool from_loop)
 {
 	size_t n = wq_len(w) < max ? wq_len(w) : max;
 	if (n == 0)
@@ -549,6 +553,8 @@ static bool write_some(struct console *c, struct wqueue *w, size_t max)
 	if (r < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return true;
+		if (!from_loop)
+			return false;
 		char msg[160];
 		snprintf(msg, sizeof msg, "write: %s", strerror(errno));
 		lost(c, msg);
@@ -560,18 +566,29 @@ static bool write_some(struct console *c, struct wqueue *w, size_t max)
 	return true;
 }
 
-static void drain(struct console *c)
+/* Write what may go now.  from_loop: called from the fd's LOOP_WRITE event,
+ * where a write error is reported; otherwise (console_write, the pacing
+ * timer) the bytes are written at once instead of a LOOP_WRITE watch being
+ * armed for them and dropped again after one write: two epoll_ctl and a loop
+ * pass saved per write, the watch is armed only when the fd is full. */
+static void drain(struct console *c, bool from_loop)
 {
-	if (!write_some(c, &c->rawq, SIZE_MAX))
+	if (!write_some(c, &c->rawq, SIZE_MAX, from_loop)) {
+		if (!from_loop)
+			update_watch(c);
 		return;
+	}
 	if (wq_len(&c->rawq) == 0 && !c->pace_wait && wq_len(&c->q)) {
 		bool paced = c->pacing.chunk > 0 && c->pacing.char_delay_us > 0;
 		if (!paced)
 			c->chunk_sent = 0;
 		size_t max = paced && c->chunk_sent < c->pacing.chunk ? c->pacing.chunk - c->chunk_sent
 								    : SIZE_MAX;
-		if (!write_some(c, &c->q, max))
+		if (!write_some(c, &c->q, max, from_loop)) {
+			if (!from_loop)
+				update_watch(c);
 			return;
+		}
 		if (paced && c->chunk_sent >= c->pacing.chunk) {
 			c->chunk_sent = 0;
 			c->pace_wait = true;
@@ -587,7 +604,10 @@ static void on_pace(struct loop *l, struct loop_timer *t, void *arg)
 	LAB_UNUSED(t);
 	struct console *c = arg;
 	c->pace_wait = false;
-	update_watch(c);
+	if (c->st == C_UP)
+		drain(c, false);
+	else
+		update_watch(c);
 }
 
 static void on_hold(struct loop *l, struct loop_timer *t, void *arg)
@@ -721,7 +741,7 @@ static void on_fd(struct loop *l, int fd, unsigned events, void *arg)
 		}
 	}
 	if ((events & LOOP_WRITE) && c->st == C_UP)
-		drain(c);
+		drain(c, true);
 out:
 	leave(c);
 }

@@ -28,6 +28,11 @@
 #define EXPECT_DEFAULT_MAX (64 * 1024)
 #define EXPECT_LINE_MAX (64 * 1024)
 #define EXPECT_PENDING_MAX (1024 * 1024)
+/* The match buffer starts small and grows up to 2*buf_max+1 as text waits for
+ * a match, and goes back to this size once consumed: a lab of a thousand
+ * consoles keeps kilobytes per console resident, not the full 128 KiB cap. */
+#define EXPECT_BUF_MIN 2048
+#define EXPECT_BUF_KEEP (16 * 1024) /* larger idle storage (buffers) is given back */
 #define CSI_MAX 64      /* longer "CSI" sequences are garbage: give up on them */
 #define OSC_MAX 4096
 
@@ -48,9 +53,9 @@ struct pattern {
 	char *lit;
 	size_t litlen;
 	struct needle litn;
-	regex_t re;
+	struct re_shared *rs; /* regex: compiled once per process (re_acquire) */
 	bool multiline;   /* regex may match across '\n': rescan whole buffer */
-	char *req;        /* regex: a literal every match contains (prefilter), or NULL */
+	const char *req;  /* regex: a literal every match contains (prefilter), or NULL */
 	size_t reqlen;
 	struct needle reqn;
 	size_t scan_from; /* buffer offset from which a match may still be found */
@@ -68,8 +73,9 @@ struct pattern {
 struct expect {
 	struct loop *loop;
 	size_t buf_max;
-	char *buf;        /* cleaned text, NUL-terminated, storage 2*buf_max+1 */
+	char *buf;        /* cleaned text, NUL-terminated, storage up to 2*buf_max+1 */
 	size_t len;
+	size_t cap;       /* storage of buf: grown on demand, given back when idle */
 	bool bol;         /* buf[0] is at the start of a line */
 	struct pattern **pats;
 	size_t npats, cappats;
@@ -89,12 +95,125 @@ struct expect {
 	struct lab_buf mtext, mbefore;
 };
 
+/* ---- compiled regexes, shared ----
+ * Every board arms the same few regexes again on every boot and command (the
+ * shell prompt, login, "Starting kernel"): compiling them each time, and
+ * rebuilding glibc's lazily built DFA tables, was a quarter of the
+ * controller's instructions per iteration.  A compiled regex is shared by
+ * every pattern with the same source (regexec only reads it; the DFA tables
+ * it adds are the same for every user) and kept, once unused, among the
+ * RE_IDLE_MAX most recently released.  Loop thread only, like the engines. */
+#define RE_IDLE_MAX 64
+
+struct re_shared {
+	char *src;
+	regex_t re;
+	bool multiline;
+	char *req;
+	unsigned refs;
+	uint64_t idle_seq; /* when refs fell to 0 (oldest idle is evicted first) */
+	struct re_shared *next;
+};
+
+static struct {
+	struct re_shared **b;
+	size_t nb, n, nidle;
+	uint64_t seq;
+} re_cache;
+
+static size_t re_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (size_t)h;
+}
+
+static void re_unlink(struct re_shared *r)
+{
+	struct re_shared **pp = &re_cache.b[re_hash(r->src) & (re_cache.nb - 1)];
+	while (*pp != r)
+		pp = &(*pp)->next;
+	*pp = r->next;
+	re_cache.n--;
+	regfree(&r->re);
+	free(r->src);
+	free(r->req);
+	free(r);
+}
+
+static void re_release(struct re_shared *r)
+{
+	if (--r->refs)
+		return;
+	r->idle_seq = ++re_cache.seq;
+	if (++re_cache.nidle <= RE_IDLE_MAX)
+		return;
+	struct re_shared *old = NULL;
+	for (size_t i = 0; i < re_cache.nb; i++)
+		for (struct re_shared *e = re_cache.b[i]; e; e = e->next)
+			if (!e->refs && (!old || e->idle_seq < old->idle_seq))
+				old = e;
+	re_cache.nidle--;
+	re_unlink(old);
+}
+
+static bool regex_multiline(const char *re);
+static char *required_literal(const char *re);
+
+/* The compiled form of pattern (a new reference), or NULL with regcomp's code in *rc. */
+static struct re_shared *re_acquire(const char *pattern, int *rc, char *msg, size_t msglen)
+{
+	size_t h = re_hash(pattern);
+	if (re_cache.nb) {
+		for (struct re_shared *e = re_cache.b[h & (re_cache.nb - 1)]; e; e = e->next) {
+			if (strcmp(e->src, pattern) == 0) {
+				if (e->refs++ == 0)
+					re_cache.nidle--;
+				return e;
+			}
+		}
+	}
+	struct re_shared *r = xcalloc(1, sizeof *r);
+	*rc = regcomp(&r->re, pattern, REG_EXTENDED | REG_NEWLINE);
+	if (*rc != 0) {
+		regerror(*rc, &r->re, msg, msglen);
+		free(r);
+		return NULL;
+	}
+	r->src = xstrdup(pattern);
+	r->multiline = regex_multiline(pattern);
+	r->req = required_literal(pattern);
+	r->refs = 1;
+	if (re_cache.n >= 2 * re_cache.nb) {
+		size_t nb = re_cache.nb ? 2 * re_cache.nb : 64;
+		struct re_shared **b = xcalloc(nb, sizeof *b);
+		for (size_t i = 0; i < re_cache.nb; i++) {
+			for (struct re_shared *e = re_cache.b[i], *nx; e; e = nx) {
+				nx = e->next;
+				size_t k = re_hash(e->src) & (nb - 1);
+				e->next = b[k];
+				b[k] = e;
+			}
+		}
+		free(re_cache.b);
+		re_cache.b = b;
+		re_cache.nb = nb;
+	}
+	size_t k = h & (re_cache.nb - 1);
+	r->next = re_cache.b[k];
+	re_cache.b[k] = r;
+	re_cache.n++;
+	return r;
+}
+
 struct expect *expect_new(struct loop *l, size_t buf_max)
 {
 	struct expect *x = xcalloc(1, sizeof *x);
 	x->loop = l;
 	x->buf_max = buf_max ? buf_max : EXPECT_DEFAULT_MAX;
-	x->buf = xmalloc(2 * x->buf_max + 1);
+	x->cap = EXPECT_BUF_MIN;
+	x->buf = xmalloc(x->cap);
 	x->buf[0] = '\0';
 	x->bol = true;
 	lab_buf_init(&x->line, EXPECT_LINE_MAX + 1);
@@ -108,10 +227,9 @@ static void pattern_free(struct pattern *p)
 {
 	if (p->x->loop)
 		loop_timer_stop(p->x->loop, &p->timer);
-	if (p->kind == EXPECT_REGEX)
-		regfree(&p->re);
+	if (p->rs)
+		re_release(p->rs);
 	free(p->lit);
-	free(p->req);
 	free(p);
 }
 
@@ -381,16 +499,16 @@ int expect_add(struct expect *x, enum expect_kind kind, const char *pattern, uin
 			free(p);
 			return -1;
 		}
-		int rc = regcomp(&p->re, pattern, REG_EXTENDED | REG_NEWLINE);
-		if (rc != 0) {
-			char msg[256];
-			regerror(rc, &p->re, msg, sizeof msg);
+		int rc = 0;
+		char msg[256];
+		p->rs = re_acquire(pattern, &rc, msg, sizeof msg);
+		if (!p->rs) {
 			LAB_ERR(e, LAB_EUSAGE, "expect: bad regex '%s': %s", pattern, msg);
 			free(p);
 			return -1;
 		}
-		p->multiline = regex_multiline(pattern);
-		p->req = required_literal(pattern);
+		p->multiline = p->rs->multiline;
+		p->req = p->rs->req;
 		p->reqlen = p->req ? strlen(p->req) : 0;
 		needle_init(&p->reqn, p->req, p->reqlen);
 	}
@@ -434,6 +552,10 @@ void expect_clear(struct expect *x)
 void expect_flush(struct expect *x)
 {
 	x->len = 0;
+	if (x->cap > EXPECT_BUF_KEEP) {
+		x->cap = EXPECT_BUF_MIN;
+		x->buf = xrealloc(x->buf, x->cap);
+	}
 	x->buf[0] = '\0';
 	x->bol = true;
 	for (size_t i = 0; i < x->npats; i++) {
@@ -567,6 +689,8 @@ static void emit_lines(struct expect *x, const char *s, size_t n)
 		lab_buf_append(&x->line, "", 0); /* ensure data != NULL */
 		x->line_cb(x, x->line.data, x->line.len, x->line_arg);
 		x->line.len = 0;
+		if (x->line.cap > EXPECT_BUF_KEEP)
+			lab_buf_free(&x->line);
 		if (x->line.data)
 			x->line.data[0] = '\0';
 		if (x->dead || !x->line_cb)
@@ -584,6 +708,10 @@ static void consume(struct expect *x, size_t n)
 	x->bol = x->buf[n - 1] == '\n';
 	memmove(x->buf, x->buf + n, x->len - n + 1);
 	x->len -= n;
+	if (x->cap > EXPECT_BUF_KEEP && x->len < EXPECT_BUF_MIN / 2) {
+		x->cap = EXPECT_BUF_MIN;
+		x->buf = xrealloc(x->buf, x->cap);
+	}
 	for (size_t i = 0; i < x->npats; i++) {
 		struct pattern *p = x->pats[i];
 		p->scan_from = p->scan_from > n ? p->scan_from - n : 0;
@@ -633,7 +761,7 @@ static bool find_req(struct expect *x, struct pattern *p, size_t from, size_t *s
 		bool at_bol = ls == 0 ? x->bol : x->buf[ls - 1] == '\n';
 		char saved = x->buf[le];
 		x->buf[le] = '\0';
-		int r = regexec(&p->re, x->buf + ls, 10, rm, at_bol ? 0 : REG_NOTBOL);
+		int r = regexec(&p->rs->re, x->buf + ls, 10, rm, at_bol ? 0 : REG_NOTBOL);
 		x->buf[le] = saved;
 		if (r == 0) {
 			*so = ls + (size_t)rm[0].rm_so;
@@ -676,7 +804,7 @@ static bool find(struct expect *x, struct pattern *p, size_t *so, size_t *eo, re
 		return false;
 	bool at_bol = from == 0 ? x->bol : x->buf[from - 1] == '\n';
 	int flags = at_bol ? 0 : REG_NOTBOL;
-	if (regexec(&p->re, x->buf + from, 10, rm, flags) == 0) {
+	if (regexec(&p->rs->re, x->buf + from, 10, rm, flags) == 0) {
 		*so = from + (size_t)rm[0].rm_so;
 		*eo = from + (size_t)rm[0].rm_eo;
 		shift_groups(rm, from);
@@ -751,6 +879,10 @@ static void run_matches(struct expect *x)
 		best->cb(x, &m, best->arg);
 		for (int i = 0; i < 10; i++)
 			free(groups[i]);
+		if (x->mbefore.cap > EXPECT_BUF_KEEP)
+			lab_buf_free(&x->mbefore);
+		if (x->mtext.cap > EXPECT_BUF_KEEP)
+			lab_buf_free(&x->mtext);
 		if (x->dead)
 			return;
 	}
@@ -762,6 +894,15 @@ static void add_piece(struct expect *x, const char *s, size_t n)
 	if (x->len + n > 2 * x->buf_max) {
 		/* unreachable by construction: keep the newest text */
 		consume(x, x->len + n - 2 * x->buf_max);
+	}
+	if (x->len + n + 1 > x->cap) {
+		size_t nc = x->cap;
+		while (nc < x->len + n + 1)
+			nc *= 2;
+		if (nc > 2 * x->buf_max + 1)
+			nc = 2 * x->buf_max + 1;
+		x->buf = xrealloc(x->buf, nc);
+		x->cap = nc;
 	}
 	memcpy(x->buf + x->len, s, n);
 	x->len += n;
@@ -793,6 +934,11 @@ static void feed_clean(struct expect *x, const char *buf, size_t n)
 			return;
 		s += take;
 		cn -= take;
+	}
+	if (x->scratch_cap > EXPECT_BUF_KEEP) { /* a burst's copy: not kept per console */
+		free(x->scratch);
+		x->scratch = NULL;
+		x->scratch_cap = 0;
 	}
 }
 

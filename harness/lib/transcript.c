@@ -20,6 +20,11 @@
 #include <unistd.h>
 
 #define TR_BUF 65536
+/* The buffer grows on demand up to TR_BUF and larger ones are given back after
+ * a flush: a lab of a thousand boards keeps a few KiB per open transcript
+ * resident (mostly what arrives between two flush timer ticks), not 64 KiB. */
+#define TR_BUF_MIN 4096
+#define TR_BUF_KEEP 16384
 #define TR_LINE_MAX 4096
 #define TR_FLUSH_MS 200
 #define TR_MARKS 2048 /* marks held while a line of board output is open */
@@ -33,8 +38,8 @@ struct transcript {
 	uint64_t t0_ns;
 	bool bol;            /* next byte starts a line */
 	size_t line_len;
-	char buf[TR_BUF];
-	size_t blen;
+	char *buf;
+	size_t blen, bcap;
 	struct loop *loop;
 	struct loop_timer flush_timer;
 	struct lab_err err;  /* first write error, reported by close */
@@ -57,6 +62,11 @@ static void tr_flush(struct transcript *t)
 		off += (size_t)w;
 	}
 	t->blen = 0;
+	if (t->bcap > TR_BUF_KEEP) {
+		free(t->buf);
+		t->buf = NULL;
+		t->bcap = 0;
+	}
 }
 
 static void put(struct transcript *t, const void *p, size_t n);
@@ -124,7 +134,14 @@ static void put(struct transcript *t, const void *p, size_t n)
 	while (n) {
 		if (t->blen == TR_BUF)
 			tr_flush(t);
-		size_t take = TR_BUF - t->blen;
+		if (t->blen + n > t->bcap && t->bcap < TR_BUF) {
+			size_t nc = t->bcap ? t->bcap : TR_BUF_MIN;
+			while (nc < t->blen + n && nc < TR_BUF)
+				nc *= 2;
+			t->buf = xrealloc(t->buf, nc);
+			t->bcap = nc;
+		}
+		size_t take = t->bcap - t->blen;
 		if (take > n)
 			take = n;
 		memcpy(t->buf + t->blen, p, take);
@@ -134,6 +151,31 @@ static void put(struct transcript *t, const void *p, size_t n)
 		p = (const char *)p + take;
 		n -= take;
 	}
+}
+
+/* "[%5llu.%06llu] " of d ns as seconds.microseconds, without snprintf: it
+ * is written on every console line of every board (pre: >= 32 bytes). */
+static size_t tr_stamp(char *pre, uint64_t d)
+{
+	char dig[24];
+	size_t nd = 0, k = 0;
+	uint64_t sec = d / 1000000000ull, us = d % 1000000000ull / 1000ull;
+	do {
+		dig[nd++] = (char)('0' + sec % 10);
+		sec /= 10;
+	} while (sec);
+	pre[k++] = '[';
+	for (size_t i = nd; i < 5; i++)
+		pre[k++] = ' ';
+	while (nd)
+		pre[k++] = dig[--nd];
+	pre[k++] = '.';
+	for (int i = 5; i >= 0; i--, us /= 10)
+		pre[k + (size_t)i] = (char)('0' + us % 10);
+	k += 6;
+	pre[k++] = ']';
+	pre[k++] = ' ';
+	return k;
 }
 
 /* At a line start: rotate if the file is full, then write the time prefix. */
@@ -149,11 +191,8 @@ static void line_start(struct transcript *t)
 		if (open_file(t, &t->err) != LAB_OK)
 			t->fd = -1;
 	}
-	uint64_t d = lab_now_ns() - t->t0_ns;
 	char pre[40];
-	int k = snprintf(pre, sizeof pre, "[%5llu.%06llu] ", (unsigned long long)(d / 1000000000ull),
-			 (unsigned long long)(d % 1000000000ull / 1000ull));
-	put(t, pre, (size_t)k);
+	put(t, pre, tr_stamp(pre, lab_now_ns() - t->t0_ns));
 	t->bol = false;
 	t->line_len = 0;
 }
@@ -245,6 +284,7 @@ int transcript_close(struct transcript *t, char sha256[65], uint64_t *bytes, str
 		sha256[0] = '\0';
 	if (bytes)
 		*bytes = t->total;
+	free(t->buf);
 	free(t->path);
 	free(t);
 	return rc;

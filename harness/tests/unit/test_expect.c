@@ -2,6 +2,7 @@
 #include "expect.h"
 #include "tap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,6 +278,83 @@ static void test_line_cb_off_on_overlong(void)
 	expect_free(x);
 }
 
+/* Compiled regexes are shared between engines and kept after removal (expect.c's
+ * cache): every user still matches on its own, evicted ones come back compiled
+ * anew, a bad regex is refused every time. */
+static void test_shared_regexes(void)
+{
+	struct rec r1 = {0}, r2 = {0};
+	struct expect *x1 = expect_new(NULL, 0), *x2 = expect_new(NULL, 0);
+	int a = expect_add(x1, EXPECT_REGEX, "([a-z]+)=([0-9]+)$", 0, cb, &r1, NULL);
+	int b = expect_add(x2, EXPECT_REGEX, "([a-z]+)=([0-9]+)$", 0, cb, &r2, NULL);
+	ok(a >= 0 && b >= 0, "the same regex in two engines");
+	feeds(x1, "x\nfoo=12\n");
+	feeds(x2, "bar=7\n");
+	is_int(r1.n, 1, "engine 1 matched");
+	is_str(r1.g1[0], "foo", "engine 1's group");
+	is_int(r2.n, 1, "engine 2 matched");
+	is_str(r2.g1[0], "bar", "engine 2's group");
+	expect_remove(x1, a);
+	feeds(x1, "baz=1\n");
+	feeds(x2, "qux=2\n");
+	is_int(r1.n, 1, "removed from engine 1: no match there");
+	is_int(r2.n, 2, "engine 2 still matches");
+	is_str(r2.g1[1], "qux", "engine 2's second group");
+	/* more distinct regexes than are kept idle: each matches, then the first again */
+	struct rec r3 = {0};
+	int ok_all = 1;
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 100; i++) {
+			char re[64], line[64];
+			snprintf(re, sizeof re, "^tok%d-([0-9]+)$", i);
+			snprintf(line, sizeof line, "tok%d-%d\n", i, round);
+			int before = r3.n;
+			int id = expect_add(x1, EXPECT_REGEX, re, 0, cb, &r3, NULL);
+			feeds(x1, line);
+			if (id < 0 || r3.n != before + 1 || r3.n > 64)
+				ok_all = 0;
+			expect_remove(x1, id);
+			if (r3.n == 64)
+				r3.n = 0;
+		}
+	}
+	ok(ok_all, "200 add/match/remove rounds over 100 distinct regexes (evicted ones recompiled)");
+	struct lab_err e = {0};
+	is_int(expect_add(x1, EXPECT_REGEX, "a(b", 0, cb, &r1, &e), -1, "a bad regex is refused");
+	ok(strstr(e.msg, "bad regex") != NULL, "with a message: %s", e.msg);
+	struct lab_err e2 = {0};
+	is_int(expect_add(x2, EXPECT_REGEX, "a(b", 0, cb, &r2, &e2), -1, "and refused again");
+	expect_free(x1);
+	expect_free(x2);
+}
+
+/* The match buffer grows on demand: a long match fed in pieces into a default
+ * engine is found, and the buffer still respects its cap. */
+static void test_buffer_growth(void)
+{
+	struct rec r = {0};
+	struct expect *x = expect_new(NULL, 0);
+	size_t n = 40000;
+	char *lit = xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		lit[i] = (char)('A' + i % 23);
+	lit[n] = '\0';
+	int id = expect_add(x, EXPECT_LITERAL, lit, 0, cb, &r, NULL);
+	feeds(x, "noise before\n");
+	for (size_t off = 0; off < n; off += 4000)
+		expect_feed(x, lit + off, 4000);
+	is_int(r.n, 1, "a 40000-byte literal fed in ten pieces matched");
+	is_int(r.ids[0], id, "right id");
+	is_str(r.before[0], "noise before\n", "before text");
+	char *junk = xmalloc(200000);
+	memset(junk, 'z', 200000);
+	expect_feed(x, junk, 200000);
+	ok(expect_buffered(x) <= 64 * 1024, "unmatched text still capped (%zu)", expect_buffered(x));
+	free(junk);
+	free(lit);
+	expect_free(x);
+}
+
 int main(void)
 {
 	test_literal_across_reads();
@@ -288,5 +366,7 @@ int main(void)
 	test_reentrancy();
 	test_timeouts();
 	test_line_cb_off_on_overlong();
+	test_shared_regexes();
+	test_buffer_growth();
 	return tap_done();
 }

@@ -1,0 +1,121 @@
+#!/bin/bash
+# scale_bench.sh - the default nightly's suite on generated simulated labs of
+# N boards: wall time against one board, controller and simulator CPU, RSS.
+#
+#   bench/scale_bench.sh BUILD_DIR [N...]        (default N: 1 64 256 1024)
+#
+# For each N: bench/scale_gen.sh writes the lab (N four-mode sim boards) and
+# the plan; emmclab-sim serves it (started directly, so its CPU and RSS are
+# its own), `emmclab run` runs the plan under /usr/bin/time; then the
+# simulator is stopped.  Printed per N: wall time and its ratio to the N=1
+# run, controller CPU-seconds (user + sys) and per stored iteration (whole
+# run, and while driving the boards: CPU at the run's summary line),
+# simulator CPU-seconds, controller peak RSS (whole run, including the
+# comparison table and HTML report at its end, which load every sample), its
+# RSS while driving the boards (sampled every 0.25 s until the run's summary
+# line) and that per board, the simulator's peak RSS, the run's exit code,
+# and the load average before and after.  Controller and simulator share the
+# machine.
+# Environment: RUNS=R repeats each N R times and reports the median run (by
+# wall time); KEEP=1 keeps the work directory; CALLGRIND=1 also runs the
+# controller of the smallest N >= 64 under callgrind and prints its
+# instructions per iteration (load-independent; slow).
+set -euo pipefail
+build=${1:?usage: scale_bench.sh BUILD_DIR [N...]}
+shift
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(1 64 256 1024)
+runs=${RUNS:-1}
+here=$(cd "$(dirname "$0")" && pwd)
+E=$build/harness/emmclab
+SIM=$build/boards/sim/emmclab-sim
+[ -x "$E" ] && [ -x "$SIM" ] || { echo "scale_bench: no emmclab or emmclab-sim in $build" >&2; exit 2; }
+tmp=$(mktemp -d /tmp/emmclab-scale-bench-XXXXXX)
+simpid=
+cleanup() {
+	[ -n "$simpid" ] && kill "$simpid" 2>/dev/null && wait "$simpid" 2>/dev/null
+	[ "${KEEP:-0}" = 1 ] && echo "work dir kept: $tmp" || rm -rf "$tmp"
+}
+trap cleanup EXIT
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+tck=$(getconf CLK_TCK)
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# sim_start DIR: start emmclab-sim on DIR/lab.yaml, wait for its ready line
+sim_start() {
+	local d=$1
+	rm -f "$d/ready"; mkfifo "$d/ready"
+	"$SIM" --lab "$d/lab.yaml" --state-dir "$d/sim" --ready-fd 3 3>"$d/ready" 2>"$d/sim.log" &
+	simpid=$!
+	local line
+	read -r line < "$d/ready" || true
+	case $line in ready*) ;; *) echo "scale_bench: simulator did not start: $line" >&2; cat "$d/sim.log" >&2; exit 3 ;; esac
+}
+# sim_stop: CPU seconds and peak RSS (KiB) of the simulator, then stop it
+sim_stop() {
+	local st hwm
+	st=$(awk '{ print $14 + $15 }' "/proc/$simpid/stat")
+	hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$simpid/status")
+	kill "$simpid"; wait "$simpid" 2>/dev/null || true
+	simpid=
+	awk -v t="$st" -v k="$tck" -v h="$hwm" 'BEGIN { printf "%.2f %d\n", t / k, h }'
+}
+
+# one N: prints "wall ccpu iters scpu crss srss rc"
+one() {
+	local n=$1 d=$tmp/n$1
+	rm -rf "$d"; mkdir -p "$d"
+	"$here/scale_gen.sh" "$n" "$d" "$(free_port)"
+	sim_start "$d"
+	local rc=0
+	/usr/bin/time -f "%e %U %S %M" -o "$d/time" "$E" run --no-upload --transcripts "$d/transcripts" \
+		"$d/plan.yaml" > "$d/run.out" 2> "$d/run.err" &
+	local tp=$! cp= drss=0 dcpu=0 r
+	# RSS while the boards are driven: sampled until the run's summary line
+	# (the comparison table and HTML report that follow load every sample)
+	while kill -0 "$tp" 2>/dev/null; do
+		[ -n "$cp" ] || cp=$(pgrep -P "$tp" || true)
+		if [ -n "$cp" ] && ! grep -q "finished in" "$d/run.err"; then
+			r=$(awk '/^VmRSS/ { print $2 }' "/proc/$cp/status" 2>/dev/null || true)
+			[ -n "$r" ] && [ "$r" -gt "$drss" ] && drss=$r
+			r=$(awk '{ print $14 + $15 }' "/proc/$cp/stat" 2>/dev/null || true)
+			[ -n "$r" ] && dcpu=$r
+		fi
+		sleep 0.25
+	done
+	wait "$tp" || rc=$?
+	local simf; simf=$(sim_stop)
+	local iters; iters=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
+	read -r w u s m < <(tail -n 1 "$d/time")
+	echo "$w $(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') $iters $simf $m $drss $(awk -v t="$dcpu" -v k="$tck" 'BEGIN { print t / k }') $rc"
+}
+
+printf 'load average before: %s (%s CPUs)\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
+printf '%6s %8s %6s %9s %7s %11s %11s %9s %11s %11s %9s %9s %3s\n' boards wall ratio ctl_cpu_s iters ctl_ms/iter drive_ms/it sim_cpu_s ctl_peak_MB ctl_drive_MB KB/board sim_rss_MB rc
+base=
+for n in "${sizes[@]}"; do
+	: > "$tmp/res"
+	for _ in $(seq "$runs"); do one "$n" >> "$tmp/res"; done
+	# the median run by wall time
+	read -r w c it sc srss m drss dc rc < <(sort -n "$tmp/res" | awk '{ a[NR] = $0 } END { print a[int((NR + 1) / 2)] }')
+	[ "$n" = 1 ] && base=$w
+	ratio=$( [ -n "$base" ] && awk -v w="$w" -v b="$base" 'BEGIN { printf "%.2fx", w / b }' || echo "-")
+	awk -v n="$n" -v w="$w" -v r="$ratio" -v c="$c" -v it="$it" -v sc="$sc" -v m="$m" -v dr="$drss" -v dc="$dc" -v sr="$srss" -v rc="$rc" 'BEGIN {
+		printf "%6d %7.2fs %6s %9.2f %7d %11.3f %11.3f %9.2f %11.1f %11.1f %9.1f %9.1f %3d\n",
+			n, w, r, c, it, it ? 1000 * c / it : 0, it ? 1000 * dc / it : 0, sc, m / 1024, dr / 1024, dr / n, sr / 1024, rc }'
+done
+printf 'load average after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [ "${CALLGRIND:-0}" = 1 ]; then
+	n=64
+	d=$tmp/cg; rm -rf "$d"; mkdir -p "$d"
+	"$here/scale_gen.sh" "$n" "$d" "$(free_port)"
+	sim_start "$d"
+	ir=$(valgrind --tool=callgrind --callgrind-out-file="$d/callgrind.out" "$E" run --no-upload \
+		--transcripts "$d/transcripts" "$d/plan.yaml" 2>&1 >/dev/null | awk '/Collected/ { print $NF }')
+	sim_stop > /dev/null
+	it=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
+	awk -v ir="$ir" -v it="$it" -v n="$n" 'BEGIN { printf "callgrind, %d boards: %d instructions, %d iterations, %.0f instructions per iteration\n", n, ir, it, ir / it }'
+	[ "${KEEP:-0}" = 1 ] && echo "callgrind profile: $d/callgrind.out"
+fi

@@ -251,6 +251,7 @@ struct lab_section {
 	char *results;
 	char *transcripts;
 	uint64_t transcript_max;
+	uint64_t transcripts_keep;
 	char *locks;
 	uint64_t store_wait_ms;
 	struct cfg_node *sim;
@@ -267,6 +268,10 @@ static const struct opt lab_opts[] = {
 	{.key = "transcript_max", .type = OPT_SIZE, .offset = F(lab_section, transcript_max),
 	 .def = "64MiB", .min = 4096, .max = 1099511627776.0,
 	 .help = "bytes per transcript file before it rotates"},
+	{.key = "transcripts_keep", .type = OPT_SIZE, .offset = F(lab_section, transcripts_keep),
+	 .def = "4GiB", .min = 0, .max = 1125899906842624.0,
+	 .help = "total bytes the transcript directory may hold: each run first removes the oldest "
+		 "transcripts beyond it (0: no cap)"},
 	{.key = "locks", .type = OPT_STR, .offset = F(lab_section, locks), .def = "",
 	 .help = "directory of the board lock files (empty: $EMMCLAB_LOCKS, /run/emmclab, or a "
 		 "per-user directory when /run is not writable; see docs/running.md)"},
@@ -954,6 +959,7 @@ static int build_lab(struct lab_cfg *c, const struct cfg_node *n, struct lab_err
 		c->results = base_path(c, s.results);
 		c->transcripts = base_path(c, s.transcripts);
 		c->transcript_max = s.transcript_max;
+		c->transcripts_keep = s.transcripts_keep;
 		c->resources = s.resources;
 		s.resources = NULL;
 		c->locks = s.locks && s.locks[0] ? base_path(c, s.locks) : NULL;
@@ -1306,6 +1312,8 @@ void config_print(FILE *f, const struct lab_cfg *c)
 	char sz[64];
 	opt_format_size(sz, sizeof sz, c->transcript_max);
 	fprintf(f, "\n  transcript_max: %s\n", sz);
+	opt_format_size(sz, sizeof sz, c->transcripts_keep);
+	fprintf(f, "  transcripts_keep: %s\n", sz);
 	if (c->locks) {
 		fputs("  locks: ", f);
 		cfg_print_string(f, c->locks);

@@ -141,6 +141,7 @@ struct lab_cfg {
 	char *results;               /* default database path */
 	char *transcripts;           /* transcript directory */
 	uint64_t transcript_max;     /* bytes per transcript before rotation */
+	uint64_t transcripts_keep;   /* total bytes of the transcript directory (0: no cap) */
 	char *locks;                 /* board lock directory, NULL: the default (lock.h) */
 	uint64_t store_wait_ms;      /* how long a run retries a busy database */
 	struct board_type *types;

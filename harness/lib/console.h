@@ -121,5 +121,11 @@ const char *transcript_path(const struct transcript *t);
 /* Flush buffered output on a short (200 ms) loop timer; without a loop the buffer is
  * written when it fills (64 KiB), on marks and on close.  Called by console_attach_transcript. */
 void transcript_set_loop(struct transcript *t, struct loop *l);
+/* Cap a transcript directory's total size: remove its oldest transcripts (regular files
+ * named *.log or *.log.1, by modification time) until the rest fit in max_total bytes;
+ * files modified in the last minute (open transcripts) are never removed.  max_total 0:
+ * no cap.  Reports how many files and bytes went. */
+int transcript_prune(const char *dir, uint64_t max_total, size_t *removed, uint64_t *freed,
+		     struct lab_err *e);
 
 #endif

@@ -2,6 +2,7 @@
 #include "run.h"
 #include "board.h"
 #include "collect.h"
+#include "console.h"
 #include "json.h"
 #include "lock.h"
 #include "loop.h"
@@ -1569,6 +1570,17 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 		rc = lab_err_set(e, LAB_EINFRA, "cannot create transcript directory %s: %s",
 				 r.transcript_dir, strerror(errno));
 		goto out;
+	}
+	{
+		/* the directory's total stays under the lab's cap: oldest transcripts go first */
+		size_t nrm = 0;
+		uint64_t freed = 0;
+		struct lab_err pe = {0};
+		if (transcript_prune(r.transcript_dir, lab->transcripts_keep, &nrm, &freed, &pe))
+			logf_(&r, "%s", pe.msg);
+		else if (nrm)
+			logf_(&r, "transcripts: removed the %zu oldest (%.1f MiB) to stay under transcripts_keep",
+			      nrm, (double)freed / 1048576.0);
 	}
 	for (size_t i = 0; i < r.plan->nnotes; i++)
 		logf_(&r, "%s", r.plan->notes[i]);

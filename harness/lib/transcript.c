@@ -11,12 +11,15 @@
  */
 #include "console.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TR_BUF 65536
@@ -293,4 +296,89 @@ int transcript_close(struct transcript *t, char sha256[65], uint64_t *bytes, str
 const char *transcript_path(const struct transcript *t)
 {
 	return t->path;
+}
+
+/* ---- the directory's total ---- */
+
+struct tr_file {
+	char *name;
+	uint64_t bytes;
+	time_t mtime;
+};
+
+static int tr_file_cmp(const void *a, const void *b)
+{
+	const struct tr_file *x = a, *y = b;
+	if (x->mtime != y->mtime)
+		return x->mtime < y->mtime ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static bool tr_is_transcript(const char *n)
+{
+	size_t l = strlen(n);
+	return (l > 4 && strcmp(n + l - 4, ".log") == 0) || (l > 6 && strcmp(n + l - 6, ".log.1") == 0);
+}
+
+int transcript_prune(const char *dir, uint64_t max_total, size_t *removed, uint64_t *freed,
+		     struct lab_err *e)
+{
+	size_t nrm = 0;
+	uint64_t nfreed = 0;
+	if (removed)
+		*removed = 0;
+	if (freed)
+		*freed = 0;
+	if (!max_total)
+		return LAB_OK;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? LAB_OK
+				       : LAB_ERR(e, LAB_EINFRA, "transcripts %s: %s", dir, strerror(errno));
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return LAB_ERR(e, LAB_EINFRA, "transcripts %s: %s", dir, strerror(errno));
+	}
+	struct tr_file *f = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		struct stat st;
+		if (!tr_is_transcript(de->d_name) ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			f = xreallocarray(f, cap, sizeof *f);
+		}
+		f[n++] = (struct tr_file){xstrdup(de->d_name), (uint64_t)st.st_size, st.st_mtime};
+		total += (uint64_t)st.st_size;
+	}
+	if (n)
+		qsort(f, n, sizeof *f, tr_file_cmp);
+	time_t now = time(NULL);
+	int rc = LAB_OK;
+	for (size_t i = 0; i < n && total > max_total; i++) {
+		if (now - f[i].mtime < 60)
+			break; /* sorted by age: the rest are younger still, maybe open */
+		if (unlinkat(dfd, f[i].name, 0) == 0) {
+			total -= f[i].bytes;
+			nfreed += f[i].bytes;
+			nrm++;
+		} else if (errno != ENOENT && !rc) {
+			rc = LAB_ERR(e, LAB_EINFRA, "transcripts %s: cannot remove %s: %s", dir, f[i].name,
+				     strerror(errno));
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(f[i].name);
+	free(f);
+	closedir(d);
+	if (removed)
+		*removed = nrm;
+	if (freed)
+		*freed = nfreed;
+	return rc;
 }

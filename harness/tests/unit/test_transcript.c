@@ -1,12 +1,14 @@
 /* Unit tests of transcripts: timestamp prefixes, raw bytes, long-line split, marks,
- * rotation at the size cap, sha256 and byte count, flush timer. */
+ * rotation at the size cap, sha256 and byte count, flush timer, the directory cap. */
 #include "console.h"
 #include "tap.h"
 
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static char *slurp(const char *path, size_t *len)
@@ -24,6 +26,63 @@ static int count_lines(const char *s, size_t n)
 	for (size_t i = 0; i < n; i++)
 		k += s[i] == '\n';
 	return k;
+}
+
+/* a file of n bytes whose modification time is age_s seconds ago */
+static void aged_file(const char *dir, const char *name, size_t n, int age_s)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	char buf[1024] = {0};
+	for (size_t w = 0; fd >= 0 && w < n; w += sizeof buf)
+		if (write(fd, buf, n - w < sizeof buf ? n - w : sizeof buf) < 0)
+			break;
+	if (fd >= 0)
+		close(fd);
+	struct timespec ts[2] = {{time(NULL) - age_s, 0}, {time(NULL) - age_s, 0}};
+	utimensat(AT_FDCWD, p, ts, 0);
+}
+
+static bool exists_in(const char *dir, const char *name)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+static void test_prune(void)
+{
+	char dir[] = "/tmp/emmclab-trp-XXXXXX";
+	ok(mkdtemp(dir) != NULL, "prune: temp dir");
+	aged_file(dir, "b1-1-old.log", 4000, 3600);
+	aged_file(dir, "b1-1-old.log.1", 4000, 3590);
+	aged_file(dir, "b2-1-mid.log", 4000, 1800);
+	aged_file(dir, "b3-1-new.log", 4000, 600);
+	aged_file(dir, "open-now.log", 4000, 0);       /* written just now: maybe open */
+	aged_file(dir, "notes.txt", 100000, 7200);     /* not a transcript: never touched */
+	struct lab_err e = {0};
+	size_t nrm = 99;
+	uint64_t freed = 99;
+	ok(transcript_prune(dir, 0, &nrm, &freed, &e) == LAB_OK && nrm == 0 && freed == 0,
+	   "prune: 0 is no cap");
+	ok(transcript_prune(dir, 12000, &nrm, &freed, &e) == LAB_OK, "prune: %s", e.msg);
+	ok(nrm == 2 && freed == 8000, "prune: the two oldest went (%zu files, %llu bytes)", nrm,
+	   (unsigned long long)freed);
+	ok(!exists_in(dir, "b1-1-old.log") && !exists_in(dir, "b1-1-old.log.1") &&
+		   exists_in(dir, "b2-1-mid.log") && exists_in(dir, "b3-1-new.log") &&
+		   exists_in(dir, "open-now.log") && exists_in(dir, "notes.txt"),
+	   "prune: oldest first, newer ones and other files kept");
+	ok(transcript_prune(dir, 1, &nrm, &freed, &e) == LAB_OK && nrm == 2 && exists_in(dir, "open-now.log"),
+	   "prune: a transcript written in the last minute stays even over the cap");
+	ok(transcript_prune("/nonexistent-emmclab-dir", 1, &nrm, &freed, &e) == LAB_OK && nrm == 0,
+	   "prune: no directory, nothing to do");
+	char p[512];
+	snprintf(p, sizeof p, "%s/open-now.log", dir);
+	unlink(p);
+	snprintf(p, sizeof p, "%s/notes.txt", dir);
+	unlink(p);
+	ok(rmdir(dir) == 0, "prune: nothing else left");
 }
 
 int main(void)
@@ -144,5 +203,6 @@ int main(void)
 	unlink(path);
 	unlink(path1);
 	rmdir(dir);
+	test_prune();
 	return tap_done();
 }

@@ -21,7 +21,7 @@ skips=0
 # run_ctest DIR ARGS...: ctest with a JUnit report; fails on a failed test,
 # counts skipped (77) and disabled tests into $skips and names them.
 run_ctest() {
-	dir=$1
+	dir=$(cd "$1" && pwd) # absolute: ctest takes --output-junit relative to the test dir
 	shift
 	rm -f "$dir/junit.xml"
 	ctest --test-dir "$dir" --output-on-failure -j"$jobs" --output-junit "$dir/junit.xml" "$@"

@@ -777,7 +777,8 @@ static void on_mode_done(struct board *b, int rc, enum board_fail fail, const ch
 	int vm = lab_mode_from_verified(c->fua, c->write_cache, c->cqe);
 	struct lab_err e = {0};
 	if (store_jnl_job_verified(r->jnl, job_seq(r, j), c->fua, c->write_cache, c->cqe,
-				   vm >= 0 ? lab_mode_names[vm] : c->vmode, &e)) {
+				   vm >= 0 ? lab_mode_names[vm] : c->vmode,
+				   board_type_traces(rb->cfg->type) ? "tracepoints" : "sysfs-only", &e)) {
 		store_fail(r, &e);
 		end_board(rb);
 		return;

@@ -48,8 +48,8 @@ enum agent_fua { AGENT_FUA_NO, AGENT_FUA_YES, AGENT_FUA_JOB };
 
 #define AGENT_WORKLOADS(X)                                                                         \
 	X("androbench", 1, AGENT_FUA_YES,                                                          \
-	  "the sequential and per-request writes end in fsync and the random writes are "         \
-	  "O_DIRECT|O_DSYNC: each is a REQ_FUA write (or a write + flush without FUA)")           \
+	  "the random writes are O_DIRECT|O_DSYNC: each is a REQ_FUA write (a write + flush "     \
+	  "without FUA); the sequential write's fdatasync adds a flush")                          \
 	X("fscopy", 1, AGENT_FUA_YES,                                                              \
 	  "ext4 (mkfs.ext4 defaults, barriers on) writes every journal commit block with "        \
 	  "REQ_PREFLUSH|REQ_FUA, and umount/sync commit the journal")                             \

@@ -104,7 +104,7 @@ enum collect_note collect_msg(struct collect *c, const struct proto_msg *m, bool
 	} else if (strcmp(m->kind, "error") == 0) {
 		const char *code = proto_get(m, "code");
 		const char *msg = proto_get(m, "msg");
-		/* Missing tracefs is worth an event but does not fail the workload. */
+		/* Missing tracefs does not fail the workload: the mode proof decides. */
 		if (code && strcmp(code, "no-tracefs") == 0) {
 			c->no_tracefs = true; /* the controller decides (mode proof) */
 			return COLLECT_NO_TRACEFS;

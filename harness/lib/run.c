@@ -416,18 +416,16 @@ static void on_workload_done(struct board *b, int rc, enum board_fail fail, cons
 			 "`trace: false`)", c->no_tracefs ? "the agent could not trace the mmc "
 			 "requests (no tracefs)" : "no reliable_writes counter");
 	if (why[0]) {
-		{
-			char *m = xasprintf("%s iteration %d: %s; samples discarded", w->name,
-					    s->iteration, why);
-			record_event(rb, "mode-mismatch", "running", m);
-			finish_job(rb, j, JOB_MISMATCH, m);
-			free(m);
-			collect_reset(c);
-			rb->booted_job = -1;
-			rb->cur++;
-			next_slot(rb);
-			return;
-		}
+		char *m = xasprintf("%s iteration %d: %s; samples discarded", w->name,
+				    s->iteration, why);
+		record_event(rb, "mode-mismatch", "running", m);
+		finish_job(rb, j, JOB_MISMATCH, m);
+		free(m);
+		collect_reset(c);
+		rb->booted_job = -1;
+		rb->cur++;
+		next_slot(rb);
+		return;
 	}
 	double dur = c->wall_time >= 0 ? c->wall_time : (double)(lab_now_ns() - rb->wl_start_ns) / 1e9;
 	struct lab_err e = {0};

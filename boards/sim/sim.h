@@ -143,7 +143,7 @@ bool sim_fifo_push(struct sim_fifo *f, uint64_t now_ns);
 enum sim_fault_id {
 	FAULT_NO_OUTPUT, FAULT_UBOOT_HANG, FAULT_PANIC, FAULT_NO_LOGIN, FAULT_GARBAGE,
 	FAULT_DROP_CHARS, FAULT_BAD_CRC, FAULT_PDU_500, FAULT_PDU_TIMEOUT, FAULT_NO_POWER_OFF,
-	FAULT_LOSE_WRITES, FAULT_SLOW_PART, FAULT_MODE_STUCK, FAULT_COUNT
+	FAULT_LOSE_WRITES, FAULT_SLOW_PART, FAULT_MODE_STUCK, FAULT_FUA_IGNORED, FAULT_COUNT
 };
 extern const char *const sim_fault_names[]; /* NULL-terminated, enum order */
 struct sim_fault {

@@ -355,7 +355,7 @@ static int cmd_androbench(struct agent_run *r)
 		snprintf(what, sizeof what, "androbench iter %u in /dev/mmcblk0", it);
 		emit_progress(r, (int)((it - (unsigned)label) * 100 / (unsigned)iters), what);
 		struct sim_ab_result res;
-		sim_model_androbench(b->part, b->eff, slow_factor(b), &a, &b->rng_model, &res);
+		sim_model_androbench(b->part, b->dev, slow_factor(b), &a, &b->rng_model, &res);
 		wait_ms(r, res.duration_s * 1000);
 		emit_sample(r, "androbench", it, "seq_read", res.seq_read, "MiB/s");
 		emit_sample(r, "androbench", it, "seq_write", res.seq_write, "MiB/s");
@@ -394,7 +394,7 @@ static int cmd_fscopy(struct agent_run *r)
 		snprintf(what, sizeof what, "fscopy iter %u on /dev/mmcblk0", it);
 		emit_progress(r, (int)((it - (unsigned)label) * 100 / (unsigned)iters), what);
 		struct sim_fs_result res;
-		sim_model_fscopy(b->part, b->eff, b->fs_runs == 0, slow_factor(b), scale, &b->rng_model, &res);
+		sim_model_fscopy(b->part, b->dev, b->fs_runs == 0, slow_factor(b), scale, &b->rng_model, &res);
 		b->fs_runs++;
 		wait_ms(r, res.wall * 1000);
 		emit_sample(r, "fscopy", it, "wall_time", res.wall, "s");
@@ -477,7 +477,7 @@ static void pfw_step(struct sim_board *b, long arg)
 				NULL, 0);
 		free(wire);
 		sim_emit_insert(b, k++, 0, 0, NULL, pf_ack, b->pfw.next);
-		count_io(b, b->eff.fua ? 1 : 0, b->eff.fua ? 1 : 2);
+		count_io(b, b->dev.fua ? 1 : 0, b->dev.fua ? 1 : 2);
 	}
 	b->pfw.seq = r.seq + 1;
 	if (b->pfw.next <= b->pfw.total) {
@@ -512,7 +512,7 @@ static int cmd_powerfail_write(struct agent_run *r)
 	emit_progress(r, 0, what);
 	/* fsync per record: a reliable write with FUA, write + flush without. */
 	const struct sim_ab_model *m = &b->part->ab;
-	double rec_us = m->rw_us * (rsize / 4096.0) + (b->eff.fua ? m->rw_rel_us : m->rw_flush_us);
+	double rec_us = m->rw_us * (rsize / 4096.0) + (b->dev.fua ? m->rw_rel_us : m->rw_flush_us);
 	rec_us *= slow_factor(b);
 	if (r->to_console) {
 		/* Acks are generated in batches as the console takes them (the
@@ -531,7 +531,7 @@ static int cmd_powerfail_write(struct agent_run *r)
 		wait_ms(r, rec_us / 1000.0);
 		emit_counter(r, "powerfail", (unsigned)iter, "acked", s);
 		pf_ack(b, s);
-		count_io(b, b->eff.fua ? 1 : 0, b->eff.fua ? 1 : 2);
+		count_io(b, b->dev.fua ? 1 : 0, b->dev.fua ? 1 : 2);
 	}
 	return 0;
 }
@@ -574,7 +574,7 @@ void sim_agent_poweroff(struct sim_board *b)
 	b->pf.durable = b->pf.written;
 	/* A part that acknowledges a flush before the data is safe loses the
 	 * records still in its cache - only when FUA is off (no reliable writes). */
-	if (!b->eff.fua && b->eff.cache && sim_board_fault_fire(b, FAULT_LOSE_WRITES)) {
+	if (!b->dev.fua && b->dev.cache && sim_board_fault_fire(b, FAULT_LOSE_WRITES)) {
 		long lose = (long)b->faults[FAULT_LOSE_WRITES].value;
 		if (lose < 1)
 			lose = 1;

@@ -109,7 +109,11 @@ struct sim_board {
 
 	/* Linux */
 	char cmdline[2048];
-	struct sim_effmode eff;
+	struct sim_effmode eff; /* what sysfs and the mode line show */
+	/* What the card receives: the timings and the tracepoint counters follow
+	 * it, not eff, so a kernel whose I/O path ignores the FUA knob
+	 * (fua-ignored) makes the counters disagree with sysfs. */
+	struct sim_effmode dev;
 	char knob_fua[8];      /* auto|on|off|missing */
 	int knob_cqe;          /* 0|1, -1 missing */
 	bool cqe_line;         /* "Command Queue Engine enabled" was logged */

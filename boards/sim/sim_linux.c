@@ -293,6 +293,10 @@ static void probe_mode(struct sim_board *b, bool stuck)
 	b->eff.cache = cache_enabled;
 	b->eff.fua = fua && cache_enabled;
 	b->eff.cqe = b->cfg.cqe && p->cmdq_support && !disable;
+	b->dev = b->eff;
+	/* fua-ignored: sysfs follows the knob, the request path does what auto does */
+	if (sim_board_fault_on(b, FAULT_FUA_IGNORED))
+		b->dev.fua = fua_auto && cache_enabled;
 }
 
 static void to_shell(struct sim_board *b, long arg);
@@ -807,6 +811,7 @@ static int write_path(struct sim_board *b, const char *name, const char *data, s
 			if (strcmp(v, "write through") == 0) {
 				b->eff.cache = false;
 				b->eff.fua = false; /* write through drops FUA and flushes */
+				b->dev = b->eff;
 			} else if (strcmp(v, "write back") == 0) {
 				probe_mode(b, sim_board_fault_on(b, FAULT_MODE_STUCK));
 			} else {

@@ -301,7 +301,8 @@ void sim_model_androbench(const struct sim_part *p, struct sim_effmode m, double
 
 const char *const sim_fault_names[] = {
 	"no-output", "uboot-hang", "panic", "no-login", "garbage", "drop-chars", "bad-crc",
-	"pdu-500", "pdu-timeout", "no-power-off", "lose-writes", "slow-part", "mode-stuck", NULL,
+	"pdu-500", "pdu-timeout", "no-power-off", "lose-writes", "slow-part", "mode-stuck",
+	"fua-ignored", NULL,
 };
 
 double sim_fault_default_value(int id)

@@ -34,6 +34,42 @@
 	X(parse_trace, "parse-trace", "file host",                                                 \
 	  "file=PATH [host=mmcN]: count reliable writes and flushes in a saved tracefs `trace`")
 
+/*
+ * What each workload sends to the card, derived from its I/O (the mode proof
+ * of docs/running.md applies it):  X(name, counted, fua, reason)
+ *   counted  the agent reports reliable_writes and flushes per iteration
+ *            (tracepoints) and the controller requires them
+ *   fua      AGENT_FUA_YES: it issues REQ_FUA writes, so a fua mode must show
+ *            reliable writes and a cache-nofua mode none and flushes instead;
+ *            AGENT_FUA_JOB: its job decides, so only "a mode without FUA
+ *            shows no reliable write" applies
+ */
+enum agent_fua { AGENT_FUA_NO, AGENT_FUA_YES, AGENT_FUA_JOB };
+
+#define AGENT_WORKLOADS(X)                                                                         \
+	X("androbench", 1, AGENT_FUA_YES,                                                          \
+	  "the random writes are O_DIRECT|O_DSYNC: each is a REQ_FUA write (a write + flush "     \
+	  "without FUA); the sequential write's fdatasync adds a flush")                          \
+	X("fscopy", 1, AGENT_FUA_YES,                                                              \
+	  "ext4 (mkfs.ext4 defaults, barriers on) writes every journal commit block with "        \
+	  "REQ_PREFLUSH|REQ_FUA, and umount/sync commit the journal")                             \
+	X("fio", 1, AGENT_FUA_JOB,                                                                 \
+	  "the job file decides: sync=1, fsync= or O_DSYNC issue FUA writes, buffered or "        \
+	  "read-only jobs need not")                                                               \
+	X("powerfail", 0, AGENT_FUA_YES,                                                           \
+	  "not counted: the power cut ends the writer before its counters could be read; its "    \
+	  "result is the integrity check of the acknowledged records")
+
+struct agent_workload {
+	const char *name;
+	int counted;
+	enum agent_fua fua;
+	const char *reason;
+};
+
+/* The row of AGENT_WORKLOADS for a workload name, NULL if none. */
+const struct agent_workload *agent_workload_find(const char *name);
+
 /* Whether arg ("key=value") names one of keys (space separated). */
 bool agent_cmd_key_allowed(const char *keys, const char *arg);
 

@@ -15,8 +15,17 @@ const struct lab_mode_info lab_modes[MODE_COUNT] = {LAB_MODES(LAB_MODE_ROW_)};
 const char *const lab_mode_names[MODE_COUNT + 1] = {LAB_MODES(LAB_MODE_NAME_) NULL};
 #undef LAB_MODE_NAME_
 
-/* Workloads whose fua-mode iterations need not show a reliable write. */
-static const char *const rw_optional[] = {"androbench", NULL};
+#define LAB_WORKLOAD_ROW_(n, c, f, r) {.name = n, .counted = c, .fua = f, .reason = r},
+static const struct agent_workload workloads[] = {AGENT_WORKLOADS(LAB_WORKLOAD_ROW_)};
+#undef LAB_WORKLOAD_ROW_
+
+const struct agent_workload *agent_workload_find(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof workloads / sizeof workloads[0]; i++)
+		if (strcmp(workloads[i].name, name) == 0)
+			return &workloads[i];
+	return NULL;
+}
 
 int lab_mode_parse(const char *s)
 {
@@ -71,16 +80,32 @@ int lab_mode_with_cqe(int mode)
 	return find(lab_modes[mode].fua, lab_modes[mode].write_cache, true);
 }
 
-bool lab_mode_reliable_writes_ok(int mode, const char *workload, int64_t count)
+bool lab_mode_proof_ok(int mode, const char *workload, int64_t rel, int64_t flushes, char *why,
+		       size_t size)
 {
-	if (!lab_mode_fua(mode))
-		return count <= 0;
-	if (count != 0)
-		return true;
-	for (size_t i = 0; workload && rw_optional[i]; i++)
-		if (strcmp(workload, rw_optional[i]) == 0)
-			return true;
-	return false;
+	const struct agent_workload *w = agent_workload_find(workload);
+	bool fua_writes = w && w->fua == AGENT_FUA_YES;
+
+	if (size)
+		why[0] = '\0';
+	if (mode < 0 || mode >= MODE_COUNT)
+		return false;
+	if (!lab_modes[mode].fua && rel > 0) {
+		snprintf(why, size, "%lld reliable writes in mode %s, which must issue none",
+			 (long long)rel, lab_modes[mode].name);
+		return false;
+	}
+	if (lab_modes[mode].fua && fua_writes && rel <= 0) {
+		snprintf(why, size, "no reliable write in mode %s although %s issues FUA writes",
+			 lab_modes[mode].name, workload);
+		return false;
+	}
+	if (!lab_modes[mode].fua && lab_modes[mode].write_cache && fua_writes && flushes == 0) {
+		snprintf(why, size, "no flush in mode %s although %s issues FUA writes (write + "
+			 "flush expected)", lab_modes[mode].name, workload);
+		return false;
+	}
+	return true;
 }
 
 int lab_mode_list(char *buf, size_t size, const char *last)

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent_cmds.h"
+
 #define LAB_MODES(X)                                                                               \
 	X(MODE_FUA, "fua", 1, 1, 0, "fua", "REQ_FUA as reliable write, CQE off")                   \
 	X(MODE_CACHE_NOFUA, "cache-nofua", 0, 1, 0, "nofua",                                       \
@@ -61,10 +63,13 @@ int lab_mode_without_fua(int mode);
  * without such a counterpart. */
 int lab_mode_with_cqe(int mode);
 
-/* Whether the reliable-write count of one iteration of `workload` fits the
- * mode: a mode without FUA must show none; a mode with FUA must show some,
- * except androbench, whose passes may issue no REQ_FUA (docs/running.md). */
-bool lab_mode_reliable_writes_ok(int mode, const char *workload, int64_t count);
+/* Whether the tracepoint counts of one iteration of `workload` prove the
+ * mode (docs/running.md): a mode without FUA shows no reliable write; for a
+ * workload that issues FUA writes (AGENT_WORKLOADS in agent_cmds.h) a mode
+ * with FUA shows some and a cache mode without FUA flushes instead.
+ * flushes < 0: not reported.  On false, why says which rule failed. */
+bool lab_mode_proof_ok(int mode, const char *workload, int64_t rel, int64_t flushes, char *why,
+		       size_t size);
 
 /* "fua, cache-nofua, fua-cqe or cache-nofua-cqe" with `last` (", " or
  * " or ") before the last name; returns snprintf's length. */

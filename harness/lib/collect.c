@@ -104,9 +104,11 @@ enum collect_note collect_msg(struct collect *c, const struct proto_msg *m, bool
 	} else if (strcmp(m->kind, "error") == 0) {
 		const char *code = proto_get(m, "code");
 		const char *msg = proto_get(m, "msg");
-		/* Missing tracefs is worth an event but does not fail the workload. */
-		if (code && strcmp(code, "no-tracefs") == 0)
+		/* Missing tracefs does not fail the workload: the mode proof decides. */
+		if (code && strcmp(code, "no-tracefs") == 0) {
+			c->no_tracefs = true; /* the controller decides (mode proof) */
 			return COLLECT_NO_TRACEFS;
+		}
 		/* powerfail-check reports lost records as an error line too: that is
 		 * the result being measured, taken from its counters, not a failure. */
 		if (code && strcmp(code, "integrity") == 0 && integrity_is_result)

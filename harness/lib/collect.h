@@ -31,6 +31,7 @@ struct collect {
 	char kernel[128];
 	char error[256]; /* why it failed: the latest error line or bad sample, "" if none */
 	double wall_time; /* the wall_time sample, -1 when none */
+	bool no_tracefs;  /* the agent said it could not trace (no counters) */
 };
 
 /* Free what c holds and make it empty (also the first initialisation of a zeroed struct). */

@@ -29,6 +29,7 @@ struct cell {
 	size_t n, cap, nwarm;
 	const char *unit;
 	bool mixed, excluded;
+	bool sysfs_only; /* a group's mode was proved by sysfs alone */
 };
 
 struct cpriv {
@@ -128,7 +129,7 @@ static struct cell *cell_get(struct cpriv *p, const struct cell *k)
 	c->v = c->sorted = NULL;
 	c->n = c->cap = c->nwarm = 0;
 	c->unit = NULL;
-	c->mixed = c->excluded = false;
+	c->mixed = c->excluded = c->sysfs_only = false;
 	p->slot[j] = ++p->ncells;
 	return c;
 }
@@ -139,6 +140,7 @@ static void cell_add(struct cell *c, const struct results_group *g, bool exclude
 		c->unit = g->unit;
 	else if (strcmp(c->unit, g->unit) != 0)
 		c->mixed = true;
+	c->sysfs_only |= g->sysfs_only;
 	if (c->n + g->n > c->cap) {
 		c->cap = c->cap * 2 > c->n + g->n ? c->cap * 2 : c->n + g->n + 8;
 		c->v = xreallocarray(c->v, c->cap, sizeof *c->v);
@@ -268,6 +270,13 @@ static void row_emit(struct compare_result *res, size_t *cap, const struct resul
 		blank.verdict = VERDICT_NO_TEST;
 		lab_strlcpy(blank.note, note, sizeof blank.note);
 		w->cmp = blank;
+	}
+	/* The marker every report and `compare` show (docs/running.md, mode proof). */
+	if ((ca && ca->sysfs_only) || (cb && cb->sysfs_only)) {
+		char both[sizeof w->cmp.note];
+		if (snprintf(both, sizeof both, "%s%sSYSFS-ONLY: mode not proved by tracepoints",
+			     w->cmp.note, w->cmp.note[0] ? "; " : "") > 0)
+			lab_strlcpy(w->cmp.note, both, sizeof w->cmp.note);
 	}
 	switch (w->cmp.verdict) {
 	case VERDICT_BETTER:

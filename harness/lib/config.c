@@ -114,6 +114,11 @@ static const struct opt type_base_opts[] = {
 	 .help = "mmc host controller driver, e.g. sdhci-sprd"},
 	{.key = "has_cqe", .type = OPT_BOOL, .offset = F(board_type, has_cqe), .def = "false",
 	 .help = "the host has a command queue engine (needed by the -cqe modes)"},
+	{.key = "trace", .type = OPT_BOOL, .offset = F(board_type, trace), .def = "true",
+	 .help = "the agent can trace mmc requests (tracefs); false: samples are verified by sysfs "
+		 "alone and marked sysfs-only (needs trace_reason)"},
+	{.key = "trace_reason", .type = OPT_STR, .offset = F(board_type, trace_reason), .def = "",
+	 .help = "why a board of this type cannot trace (required with `trace: false`)"},
 	{.key = "uboot", .type = OPT_SECTION, .offset = F(board_type, uboot), .sub = uboot_opts,
 	 .help = "U-Boot interaction"},
 	{.key = "shell", .type = OPT_SECTION, .offset = F(board_type, shell), .sub = shell_opts,
@@ -718,6 +723,10 @@ static int build_type(struct lab_cfg *c, const struct cfg_node *n, struct cfg_no
 		rc = opt_parse(type_opts(), n, &w, e);
 	if (!rc)
 		type_fit_defaults(&w.t, n);
+	if (!rc && !w.t.trace && !w.t.trace_reason[0])
+		rc = cfg_error(e, cfg_map_get(n, "trace"),
+			       "`trace: false` needs trace_reason: why this board cannot trace mmc "
+			       "requests (its samples are then marked sysfs-only)");
 	const struct cfg_node *modes = cfg_map_get(n, "modes");
 	for (int m = 0; !rc && m < MODE_COUNT; m++) {
 		const struct cfg_node *r = modes ? cfg_map_get(modes, lab_mode_names[m]) : NULL;

@@ -56,6 +56,8 @@ struct board_type {
 	char *description;
 	char *host;              /* mmc host controller driver name, e.g. sdhci-sprd */
 	bool has_cqe;            /* the host supports CQE */
+	bool trace;              /* the agent can trace mmc requests (the mode proof) */
+	char *trace_reason;      /* why not, required with trace: false */
 	struct uboot_cfg uboot;
 	struct shell_cfg shell;
 	struct timeouts_cfg timeouts;
@@ -80,6 +82,12 @@ struct part_cfg {          /* what the lab says is fitted; verified against iden
 	char *cid;             /* optional expected CID */
 	char *model;           /* sim/virt profile name */
 };
+
+/* Whether boards of type t prove their mode with tracepoints (NULL: yes). */
+static inline bool board_type_traces(const struct board_type *t)
+{
+	return !t || t->trace;
+}
 
 struct board_cfg {
 	char *name;

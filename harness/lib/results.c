@@ -897,6 +897,31 @@ out:
 	return rc;
 }
 
+/* Groups whose jobs proved their mode by sysfs alone (board type with
+ * `trace: false`): every report marks their figures.  Such jobs are rare,
+ * so the few rows are matched against the groups after loading. */
+static int mark_sysfs_only(struct results *r, sqlite3 *db, struct lab_err *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT DISTINCT j.run_id, COALESCE(b.name, ''), j.mode FROM job j"
+				   " LEFT JOIN board b ON b.id = j.board_id"
+				   " WHERE j.verified_by = 'sysfs-only'", -1, &st, NULL) != SQLITE_OK)
+		return db_err(e, db, "loading how modes were proved");
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t run = sqlite3_column_int64(st, 0);
+		const char *board = col_text(st, 1), *mode = col_text(st, 2);
+		for (size_t i = 0; i < r->ngroups; i++) {
+			struct results_group *g = &r->groups[i];
+			if (r->runs[g->run].id == run && strcmp(g->board, board) == 0 &&
+			    strcmp(g->mode, mode) == 0)
+				g->sysfs_only = true;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? LAB_OK : db_err(e, db, "reading how modes were proved");
+}
+
 int results_load(struct store *s, const struct results_filter *f, struct results **out,
 		 struct lab_err *e)
 {
@@ -930,6 +955,8 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 		rc = load_samples_join(r, pv, db, f, rix, pix, lab_buf_cstr(&runs_sql), e);
 	else
 		rc = load_samples_scan(r, pv, db, f, rix, pix, e);
+	if (!rc)
+		rc = mark_sysfs_only(r, db, e);
 	if (rc)
 		goto fail;
 	for (size_t i = 0; i < r->ngroups; i++)

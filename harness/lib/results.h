@@ -52,6 +52,7 @@ struct results_group {
 	size_t n, cap;
 	double warmup_dev;        /* relative deviation of the first value (NaN if not computed) */
 	int direction;            /* stats_direction(metric, unit) */
+	bool sysfs_only;          /* a job's mode was proved by sysfs alone (job.verified_by) */
 };
 
 struct results {

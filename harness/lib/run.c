@@ -402,24 +402,30 @@ static void on_workload_done(struct board *b, int rc, enum board_fail fail, cons
 		free(m);
 		return;
 	}
-	/* The reliable-write count is part of mode verification (docs/running.md). */
-	for (size_t i = 0; i < c->ncounters; i++) {
-		if (strcmp(c->counters[i].name, "reliable_writes") != 0)
-			continue;
-		if (!lab_mode_reliable_writes_ok(j->mode, w->name, c->counters[i].value)) {
-			char *m = xasprintf("%s iteration %d: %lld reliable writes in mode %s: the running "
-					    "kernel does not do what the mode requires; samples discarded",
-					    w->name, s->iteration, (long long)c->counters[i].value,
-					    lab_mode_names[j->mode]);
-			record_event(rb, "mode-mismatch", "running", m);
-			finish_job(rb, j, JOB_MISMATCH, m);
-			free(m);
-			collect_reset(c);
-			rb->booted_job = -1;
-			rb->cur++;
-			next_slot(rb);
-			return;
-		}
+	/* The tracepoint counts prove the mode (docs/running.md): required for
+	 * every counted workload unless the board type says it cannot trace. */
+	const struct agent_workload *aw = agent_workload_find(w->name);
+	int64_t rel = collect_counter(c, "reliable_writes");
+	char why[256] = "";
+	if (rel >= 0 && !lab_mode_proof_ok(j->mode, w->name, rel, collect_counter(c, "flushes"),
+					   why, sizeof why - 64))
+		lab_strlcat(why, ": the running kernel does not do what the mode requires",
+			    sizeof why);
+	else if (rel < 0 && aw && aw->counted && board_type_traces(rb->cfg->type))
+		snprintf(why, sizeof why, "%s: the mode is not proved (the board type does not say "
+			 "`trace: false`)", c->no_tracefs ? "the agent could not trace the mmc "
+			 "requests (no tracefs)" : "no reliable_writes counter");
+	if (why[0]) {
+		char *m = xasprintf("%s iteration %d: %s; samples discarded", w->name,
+				    s->iteration, why);
+		record_event(rb, "mode-mismatch", "running", m);
+		finish_job(rb, j, JOB_MISMATCH, m);
+		free(m);
+		collect_reset(c);
+		rb->booted_job = -1;
+		rb->cur++;
+		next_slot(rb);
+		return;
 	}
 	double dur = c->wall_time >= 0 ? c->wall_time : (double)(lab_now_ns() - rb->wl_start_ns) / 1e9;
 	struct lab_err e = {0};
@@ -769,7 +775,8 @@ static void on_mode_done(struct board *b, int rc, enum board_fail fail, const ch
 	int vm = lab_mode_from_verified(c->fua, c->write_cache, c->cqe);
 	struct lab_err e = {0};
 	if (store_jnl_job_verified(r->jnl, job_seq(r, j), c->fua, c->write_cache, c->cqe,
-				   vm >= 0 ? lab_mode_names[vm] : c->vmode, &e)) {
+				   vm >= 0 ? lab_mode_names[vm] : c->vmode,
+				   board_type_traces(rb->cfg->type) ? "tracepoints" : "sysfs-only", &e)) {
 		store_fail(r, &e);
 		end_board(rb);
 		return;

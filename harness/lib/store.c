@@ -36,6 +36,7 @@ enum stmt_id {
 	ST_RUN_FINISH,
 	ST_JOB_INSERT,
 	ST_JOB_VERIFIED,
+	ST_JOB_VERIFIED_BY,
 	ST_JOB_FINISH,
 	ST_JOB_DROP_ITERS,
 	ST_ITER_INSERT,
@@ -84,6 +85,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, ?9)",
 	[ST_JOB_VERIFIED] = "UPDATE job SET verified_fua = ?2, verified_write_cache = ?3,"
 			    " verified_cqe = ?4, verified_mode = ?5 WHERE id = ?1",
+	[ST_JOB_VERIFIED_BY] = "UPDATE job SET verified_by = ?2 WHERE id = ?1",
 	[ST_JOB_FINISH] = "UPDATE job SET status = ?2, finished_at = ?3 WHERE id = ?1",
 	[ST_JOB_DROP_ITERS] = "DELETE FROM iteration WHERE job_id = ?1",
 	[ST_ITER_INSERT] = "INSERT INTO iteration (job_id, workload, n, started_at, duration_s,"
@@ -1122,6 +1124,17 @@ int store_job_verified(struct store *s, int64_t job_id, int fua, int write_cache
 	bind_opt_i64(q, 4, cqe);
 	store_bind_text(q, 5, verified_mode);
 	return update_changed(s, q, "recording the verified mode", job_id, e);
+}
+
+int store_job_verified_by(struct store *s, int64_t job_id, const char *verified_by,
+			  struct lab_err *e)
+{
+	sqlite3_stmt *q = stmt(s, ST_JOB_VERIFIED_BY, e);
+	if (!q)
+		return LAB_EINFRA;
+	sqlite3_bind_int64(q, 1, job_id);
+	store_bind_text(q, 2, verified_by);
+	return update_changed(s, q, "recording how the mode was proved", job_id, e);
 }
 
 int store_job_finish(struct store *s, int64_t job_id, const char *status, struct lab_err *e)

@@ -98,6 +98,9 @@ int store_job_begin(struct store *s, const struct store_job_info *ji, int64_t *j
 /* Record the verified mode (values -1 = unknown) and the verdict string. */
 int store_job_verified(struct store *s, int64_t job_id, int fua, int write_cache, int cqe,
 		       const char *verified_mode, struct lab_err *e);
+/* How the mode was proved: "tracepoints" or "sysfs-only" (schema 6). */
+int store_job_verified_by(struct store *s, int64_t job_id, const char *verified_by,
+			  struct lab_err *e);
 /* status: ok|infra|mode-mismatch|skipped.  mode-mismatch deletes the job's iterations. */
 int store_job_finish(struct store *s, int64_t job_id, const char *status, struct lab_err *e);
 
@@ -214,8 +217,9 @@ int store_jnl_job(struct store_jnl *j, int seq, const char *board, const char *s
 int store_jnl_job_start(struct store_jnl *j, int seq, struct lab_err *e);
 int store_jnl_job_part(struct store_jnl *j, int seq, const struct store_part *p,
 		       const char *kernel, struct lab_err *e);
+/* verified_by: "tracepoints" / "sysfs-only", NULL when not known */
 int store_jnl_job_verified(struct store_jnl *j, int seq, int fua, int write_cache, int cqe,
-			   const char *verified_mode, struct lab_err *e);
+			   const char *verified_mode, const char *verified_by, struct lab_err *e);
 /* status as store_job_finish; cause: why a job that is not ok ended (NULL none). */
 int store_jnl_job_finish(struct store_jnl *j, int seq, const char *status, const char *cause,
 			 struct lab_err *e);

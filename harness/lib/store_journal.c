@@ -416,11 +416,14 @@ static int apply(struct store_jnl *j, const struct entry *en, struct lab_err *e)
 			sqlite3_bind_int64(q, 3, kid);
 		return jq_done(j, q, "recording a job's part", e);
 	}
-	if (strcmp(k, "verified") == 0) /* seq fua wc cqe mode */
-		return (rc = job_id(j, fi(en, 0, -1), &jid, e))
-			       ? rc
-			       : store_job_verified(j->s, jid, (int)fi(en, 1, -1), (int)fi(en, 2, -1),
-						    (int)fi(en, 3, -1), fs(en, 4), e);
+	if (strcmp(k, "verified") == 0) { /* seq fua wc cqe mode [by] */
+		if ((rc = job_id(j, fi(en, 0, -1), &jid, e)) ||
+		    (rc = store_job_verified(j->s, jid, (int)fi(en, 1, -1), (int)fi(en, 2, -1),
+					     (int)fi(en, 3, -1), fs(en, 4), e)))
+			return rc;
+		/* a journal written before schema 6 has no sixth field */
+		return fs(en, 5) && *fs(en, 5) ? store_job_verified_by(j->s, jid, fs(en, 5), e) : 0;
+	}
 	if (strcmp(k, "end") == 0) { /* seq status cause */
 		if ((rc = job_id(j, fi(en, 0, -1), &jid, e)) ||
 		    (rc = store_job_finish(j->s, jid, fs(en, 1), e)))
@@ -970,7 +973,7 @@ int store_jnl_job_part(struct store_jnl *j, int seq, const struct store_part *p,
 }
 
 int store_jnl_job_verified(struct store_jnl *j, int seq, int fua, int write_cache, int cqe,
-			   const char *verified_mode, struct lab_err *e)
+			   const char *verified_mode, const char *verified_by, struct lab_err *e)
 {
 	struct lab_buf *b = begin(j, "verified");
 	put_i64(b, seq);
@@ -978,6 +981,7 @@ int store_jnl_job_verified(struct store_jnl *j, int seq, int fua, int write_cach
 	put_opt(b, write_cache);
 	put_opt(b, cqe);
 	put_field(b, verified_mode);
+	put_field(b, verified_by ? verified_by : "");
 	return end(j, e);
 }
 

@@ -143,13 +143,13 @@ static int merge_run(struct merge *m, int64_t old_run)
 		return rc;
 	char *job_ins = xasprintf(
 		"INSERT INTO main.job (run_id, board_id, part_id, kernel_id, suite, mode, verified_fua,"
-		" verified_write_cache, verified_cqe, verified_mode, status, seq, started_at,"
-		" finished_at, kernel_cmdline, source_key, cause) SELECT %lld,"
+		" verified_write_cache, verified_cqe, verified_mode, verified_by, status, seq,"
+		" started_at, finished_at, kernel_cmdline, source_key, cause) SELECT %lld,"
 		" (SELECT new FROM temp.m_board WHERE old = j.board_id),"
 		" (SELECT new FROM temp.m_part WHERE old = j.part_id),"
 		" (SELECT new FROM temp.m_kernel WHERE old = j.kernel_id), suite, mode, verified_fua,"
-		" verified_write_cache, verified_cqe, verified_mode, status, seq, started_at,"
-		" finished_at, kernel_cmdline, source_key, cause FROM src.job j WHERE id = ?1",
+		" verified_write_cache, verified_cqe, verified_mode, verified_by, status, seq,"
+		" started_at, finished_at, kernel_cmdline, source_key, cause FROM src.job j WHERE id = ?1",
 		(long long)run);
 	rc = map_ids(m, old_run, "SELECT id FROM src.job WHERE run_id = ?1 ORDER BY id", NEVER,
 		     job_ins, "m_job", "copying jobs");

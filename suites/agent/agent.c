@@ -743,6 +743,7 @@ int main(int argc, char **argv)
 		if (rc == 0)
 			rc = cmd->run(a);
 	}
+	agent_count_unmount(a); /* before done: an error line still belongs to the command */
 	snprintf(lines, sizeof(lines), "%llu", (unsigned long long)a->seq);
 	{
 		const char *kv[] = { "status", rc == 0 ? "ok" : "error", "lines", lines, NULL };

@@ -34,6 +34,7 @@ struct agent {
 	int nargs;
 	char *args[AGENT_MAX_ARGS]; /* "key=value" (or bare words for resend) */
 	int tracefs_warned;       /* no-tracefs reported once per invocation */
+	char tracefs_mounted[64]; /* what agent_count_mount mounted, "" if nothing */
 };
 
 /* Output: one protocol line; too-long lines become an error line (seq stays dense). */
@@ -99,6 +100,8 @@ struct agent_count {
 	int have_stat;
 	uint64_t flushes, flush_ms;
 };
+/* Unmount what the counting mounted (tracefs or debugfs), at exit. */
+void agent_count_unmount(struct agent *a);
 void agent_count_begin(struct agent *a, struct agent_count *c, const char *disk);
 void agent_count_end(struct agent *a, struct agent_count *c, const char *workload, unsigned iter);
 /* Classify a trace text (the tracefs `trace` format); counts into rel/flush. */

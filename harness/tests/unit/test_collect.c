@@ -72,6 +72,7 @@ int main(void)
 	is_int(feed(&c, "error", (const char *const[]){"code", "no-tracefs", "msg", "x", NULL}),
 	       COLLECT_NO_TRACEFS, "no-tracefs is a note");
 	ok(c.error[0] == '\0', "and no error");
+	ok(c.no_tracefs, "but remembered for the mode proof");
 	is_int(collect_msg(&c, msg("error", (const char *const[]){"code", "integrity", "msg", "lost", NULL}),
 			   true), COLLECT_TAKEN, "integrity as a result");
 	ok(c.error[0] == '\0', "is no error");

@@ -88,16 +88,39 @@ static void test_counterparts(void)
 
 static void test_reliable_writes(void)
 {
-	ok(lab_mode_reliable_writes_ok(MODE_CACHE_NOFUA, "fscopy", 0), "no FUA, none: ok");
-	ok(!lab_mode_reliable_writes_ok(MODE_CACHE_NOFUA, "fscopy", 3), "no FUA, some: mismatch");
-	ok(!lab_mode_reliable_writes_ok(MODE_CACHE_NOFUA_CQE, "androbench", 1),
+	char why[200];
+	ok(lab_mode_proof_ok(MODE_CACHE_NOFUA, "fscopy", 0, 12, why, sizeof why), "no FUA, none: ok");
+	ok(!lab_mode_proof_ok(MODE_CACHE_NOFUA, "fscopy", 3, 12, why, sizeof why),
+	   "no FUA, some: mismatch");
+	ok(strstr(why, "3 reliable writes in mode cache-nofua") != NULL, "the cause is named: %s", why);
+	ok(!lab_mode_proof_ok(MODE_CACHE_NOFUA_CQE, "androbench", 1, 5, why, sizeof why),
 	   "no FUA, some: mismatch for androbench too");
-	ok(lab_mode_reliable_writes_ok(MODE_FUA, "fscopy", 65), "FUA, some: ok");
-	ok(!lab_mode_reliable_writes_ok(MODE_FUA, "fscopy", 0), "FUA, none: mismatch");
-	ok(!lab_mode_reliable_writes_ok(MODE_FUA_CQE, "fio", 0), "FUA with CQE, none: mismatch");
-	ok(lab_mode_reliable_writes_ok(MODE_FUA, "androbench", 0), "androbench may show none");
-	ok(lab_mode_reliable_writes_ok(MODE_FUA_CQE, "androbench", 0), "also with CQE");
-	ok(!lab_mode_reliable_writes_ok(MODE_FUA, NULL, 0), "no workload: no exception");
+	ok(!lab_mode_proof_ok(MODE_CACHE_NOFUA, "fscopy", 0, 0, why, sizeof why),
+	   "no FUA, FUA writes, no flush either: mismatch");
+	ok(strstr(why, "no flush") != NULL, "the cause is named: %s", why);
+	ok(lab_mode_proof_ok(MODE_CACHE_NOFUA, "fscopy", 0, -1, why, sizeof why),
+	   "flushes not reported: only the reliable-write rule");
+	ok(lab_mode_proof_ok(MODE_FUA, "fscopy", 65, 65, why, sizeof why), "FUA, some: ok");
+	ok(!lab_mode_proof_ok(MODE_FUA, "fscopy", 0, 3, why, sizeof why), "FUA, none: mismatch");
+	ok(strstr(why, "no reliable write in mode fua") != NULL, "the cause is named: %s", why);
+	/* the exemption is gone: androbench's writes are O_DSYNC / fsync'd */
+	ok(!lab_mode_proof_ok(MODE_FUA, "androbench", 0, 9, why, sizeof why),
+	   "androbench with FUA must show reliable writes");
+	ok(!lab_mode_proof_ok(MODE_FUA_CQE, "androbench", 0, 9, why, sizeof why), "also with CQE");
+	/* fio: the job decides whether it writes with FUA */
+	ok(lab_mode_proof_ok(MODE_FUA_CQE, "fio", 0, 0, why, sizeof why), "fio job without FUA: ok");
+	ok(!lab_mode_proof_ok(MODE_CACHE_NOFUA, "fio", 4, 0, why, sizeof why),
+	   "fio: reliable writes without FUA are still refused");
+	ok(!lab_mode_proof_ok(-1, "fscopy", 0, 0, why, sizeof why), "no mode: not proved");
+	/* every workload row states its reason */
+	const char *names[] = {"androbench", "fscopy", "fio", "powerfail"};
+	for (size_t i = 0; i < 4; i++) {
+		const struct agent_workload *w = agent_workload_find(names[i]);
+		ok(w && w->reason && strlen(w->reason) > 20, "%s has a stated reason", names[i]);
+	}
+	ok(agent_workload_find("nope") == NULL, "unknown workload: no row");
+	ok(agent_workload_find("powerfail") && !agent_workload_find("powerfail")->counted,
+	   "powerfail is not counted");
 }
 
 static void test_list(void)

@@ -613,7 +613,7 @@ static int start_journal(struct store *s, const char *uuid, struct store_jnl **j
 	rc |= store_jnl_job(*j, 1, "b 1", "s", "cache-nofua", NULL, &e);
 	rc |= store_jnl_job_start(*j, 0, &e);
 	rc |= store_jnl_job_part(*j, 0, &p, "6.1.0", &e);
-	rc |= store_jnl_job_verified(*j, 0, 1, 1, 0, "fua", &e);
+	rc |= store_jnl_job_verified(*j, 0, 1, 1, 0, "fua", "tracepoints", &e);
 	rc |= store_jnl_event(*j, -1, NULL, "info", NULL, "percent % tilde ~ newline\n end", &e);
 	rc |= store_jnl_event(*j, 1, "b 1", "no-console", "booting", "silent", &e);
 	rc |= store_jnl_job_finish(*j, 1, "infra", "no console output", &e);

@@ -191,6 +191,8 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	}
 	fputs("],\n\"comparisons\":", f);
 	report_json_comparisons(f, m->modes);
+	fputs(",\n\"interactions\":", f);
+	report_json_interactions(f, m->modes);
 	fputs(",\n\"baseline\":", f);
 	if (m->regress) {
 		fputs("{", f);

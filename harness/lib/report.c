@@ -412,6 +412,16 @@ const char *report_context(char *buf, size_t n, const struct compare_row *w)
 	return buf;
 }
 
+const char *report_pp(char *buf, size_t n, double frac)
+{
+	double v = 100 * frac;
+	if (!isfinite(v))
+		snprintf(buf, n, "n/a");
+	else /* no "-0.00 pp" */
+		snprintf(buf, n, "%+.2f pp", fabs(v) < 0.005 ? 0.0 : v);
+	return buf;
+}
+
 const char *report_interaction(char *buf, size_t n, const struct compare_result *cr,
 			       const struct compare_interaction *x)
 {
@@ -419,11 +429,7 @@ const char *report_interaction(char *buf, size_t n, const struct compare_result 
 	char c0[24], c1[24], d[24], r[24], lo[24], hi[24], p[24];
 	report_pct(c0, sizeof c0, w0->cmp.change);
 	report_pct(c1, sizeof c1, w1->cmp.change);
-	report_pct(d, sizeof d, x->diff);
-	/* percentage points: the difference of two percent changes */
-	char *pc = strchr(d, '%');
-	if (pc)
-		lab_strlcpy(pc, " pp", sizeof d - (size_t)(pc - d));
+	report_pp(d, sizeof d, x->diff);
 	if (!isfinite(x->ratio)) {
 		snprintf(buf, n, "%s/%s: FUA effect %s without CQE, %s with: no test", w0->workload,
 			 w0->metric, c0, c1);

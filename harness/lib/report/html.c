@@ -310,9 +310,16 @@ static void interactions(FILE *f, const struct compare_result *cr, double alpha)
 		   "<th>workload<br>metric</th><th>FUA effect<br>without CQE</th><th>FUA effect<br>"
 		   "with CQE</th><th>difference</th><th>ratio of ratios<br>[%.3g%% CI]</th><th>p</th></tr>\n",
 		100 * (1 - alpha));
+	/* Headline metrics only when the data has any, as in the overview. */
+	bool heads = false;
+	for (size_t i = 0; i < cr->ninter; i++)
+		heads |= report_headline_metric(cr->rows[cr->inter[i].row_off].workload,
+						cr->rows[cr->inter[i].row_off].metric);
 	for (size_t i = 0; i < cr->ninter; i++) {
 		const struct compare_interaction *x = &cr->inter[i];
 		const struct compare_row *w0 = &cr->rows[x->row_off], *w1 = &cr->rows[x->row_on];
+		if (heads && !report_headline_metric(w0->workload, w0->metric))
+			continue;
 		char ctx[256], c0[24], c1[24], d[24], p[24];
 		fputs("<tr><td>", f);
 		esc(f, report_context(ctx, sizeof ctx, w0));
@@ -320,10 +327,7 @@ static void interactions(FILE *f, const struct compare_result *cr, double alpha)
 		esc(f, w0->workload);
 		fputs("<br>", f);
 		esc(f, w0->metric);
-		report_pct(d, sizeof d, x->diff);
-		char *pc = strchr(d, '%');
-		if (pc)
-			lab_strlcpy(pc, " pp", sizeof d - (size_t)(pc - d));
+		report_pp(d, sizeof d, x->diff);
 		fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td>", report_pct(c0, sizeof c0, w0->cmp.change),
 			report_pct(c1, sizeof c1, w1->cmp.change), d);
 		if (isfinite(x->lo))

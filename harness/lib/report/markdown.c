@@ -130,10 +130,7 @@ static int render_body(const struct report_model *m, FILE *f)
 			md(f, w0->workload);
 			fputs("/", f);
 			md(f, w0->metric);
-			report_pct(d, sizeof d, x->diff);
-			char *pc = strchr(d, '%');
-			if (pc)
-				lab_strlcpy(pc, " pp", sizeof d - (size_t)(pc - d));
+			report_pp(d, sizeof d, x->diff);
 			fprintf(f, " | %s | %s | %s |", report_pct(c0, sizeof c0, w0->cmp.change),
 				report_pct(c1, sizeof c1, w1->cmp.change), d);
 			if (isfinite(x->lo))

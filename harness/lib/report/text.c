@@ -143,10 +143,7 @@ static void inter_lines(FILE *f, int width, const struct compare_result *cr,
 	char c0[24], c1[24], d[24], r[24], lo[24], hi[24], p[24];
 	report_pct(c0, sizeof c0, w0->cmp.change);
 	report_pct(c1, sizeof c1, w1->cmp.change);
-	report_pct(d, sizeof d, x->diff);
-	char *pc = strchr(d, '%');
-	if (pc)
-		lab_strlcpy(pc, " pp", sizeof d - (size_t)(pc - d));
+	report_pp(d, sizeof d, x->diff);
 	tline(f, width, "  CQE x FUA %s/%s: FUA %s without CQE, %s with", w0->workload,
 	      w0->metric, c0, c1);
 	if (!isfinite(x->ratio)) {

@@ -181,9 +181,9 @@ void report_text_modes(const struct report_model *m, FILE *f, int width)
 
 /*
  * The table `emmclab run` prints at the end: per DUT, the headline metrics of
- * each workload, FUA against cache-no-FUA (and the same with CQE), means with
- * the change, its 95% CI and the verdict.  The full comparison (every metric,
- * p-values, fua-cqe vs fua) is `emmclab compare` / `emmclab report`.
+ * each workload, the 2x2 of modes (compare_mode_pairs) with means, the change
+ * and the verdict, then the CQE x FUA interaction.  The full comparison (every
+ * metric, CIs, p-values) is `emmclab compare` / `emmclab report`.
  */
 static const char *short_verdict(enum stats_verdict v)
 {
@@ -219,8 +219,10 @@ static void mode_table(const struct report_model *m, FILE *f)
 {
 	const struct compare_result *c = m->modes;
 	size_t shown = 0;
-	fprintf(f, "FUA vs cache-no-FUA: means of n iterations, change of cache-nofua\n"
-		   "against fua, verdict at alpha %.3g and minimum effect %.3g%%\n",
+	fprintf(f, "FUA vs cache-no-FUA, with and without CQE (the 2x2): means of n\n"
+		   "iterations, change of the right mode against the left (nofua =\n"
+		   "cache-nofua), verdict at alpha %.3g and minimum effect %.3g%%;\n"
+		   "CQE x FUA: does the CQE change the FUA effect (ratio of ratios, 1 = no)\n",
 		m->opts.alpha, 100 * m->opts.min_effect);
 	const char *last_part = NULL, *last_board = NULL;
 	for (size_t pi = 0; pi < c->nrows; pi++) {

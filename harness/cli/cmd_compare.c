@@ -90,6 +90,16 @@ static void print_text(FILE *f, const struct compare_result *cr)
 		print_row(f, w);
 	}
 	free((void *)last);
+	if (cr->ninter) {
+		/* The ratio of the two FUA ratios: 1 when the CQE leaves the FUA effect alone. */
+		fprintf(f, "\nInteraction (does the CQE change the FUA effect?):\n");
+		for (size_t i = 0; i < cr->ninter; i++) {
+			char ctx[256], line[320];
+			report_context(ctx, sizeof ctx, &cr->rows[cr->inter[i].row_off]);
+			fprintf(f, "  %s%s%s\n", ctx, ctx[0] ? ": " : "",
+				report_interaction(line, sizeof line, cr, &cr->inter[i]));
+		}
+	}
 	/* One sentence per comparison: what a reader of the list post wants. */
 	fprintf(f, "\nVerdicts:\n");
 	for (size_t i = 0; i < cr->nrows; i++) {
@@ -244,6 +254,8 @@ int cmd_compare(struct cli *cli, int argc, char **argv)
 		       "\"comparisons\":",
 		       compare_by_name(cr->opts.by), cr->opts.alpha, cr->opts.min_effect);
 		report_json_comparisons(stdout, cr);
+		printf(",\"interactions\":");
+		report_json_interactions(stdout, cr);
 		printf(",\"better\":%zu,\"worse\":%zu,\"no_difference\":%zu,\"no_test\":%zu}\n", cr->nbetter,
 		       cr->nworse, cr->nnodiff, cr->nnotest);
 	} else {

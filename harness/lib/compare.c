@@ -305,6 +305,92 @@ static struct cell *find_dim(struct cell *c, size_t n, const char *dim)
 	return NULL;
 }
 
+size_t compare_mode_pairs(struct compare_mode_pair *out, size_t max)
+{
+	size_t n = 0;
+	for (int m = 0; m < MODE_COUNT && n < max; m++) {
+		int q = lab_mode_without_fua(m);
+		if (q >= 0)
+			out[n++] = (struct compare_mode_pair){m, q, false};
+	}
+	/* FUA modes first, so the CQE effect with FUA precedes the one without. */
+	for (int pass = 0; pass < 2; pass++)
+		for (int m = 0; m < MODE_COUNT && n < max; m++) {
+			int q = lab_mode_with_cqe(m);
+			if (q >= 0 && lab_mode_fua(m) == (pass == 0))
+				out[n++] = (struct compare_mode_pair){m, q, true};
+		}
+	return n;
+}
+
+static size_t find_row(const struct compare_result *res, size_t from, int a, int b)
+{
+	for (size_t i = from; i < res->nrows; i++)
+		if (!strcmp(res->rows[i].a.label, lab_mode_names[a]) &&
+		    !strcmp(res->rows[i].b.label, lab_mode_names[b]))
+			return i;
+	return NONE;
+}
+
+/* Relative variance of a cell's mean, var(ln mean) ~ s^2 / (n m^2), and its
+ * share of the Welch-Satterthwaite denominator. */
+static bool cell_lnvar(const struct stats_desc *d, double *v, double *ws)
+{
+	if (d->n < 2 || d->bad || !(d->mean > 0) || !isfinite(d->sd))
+		return false;
+	*v = d->sd * d->sd / ((double)d->n * d->mean * d->mean);
+	*ws = *v * *v / (double)(d->n - 1);
+	return true;
+}
+
+/* One interaction per FUA pair without CQE whose CQE counterpart also has
+ * both cells in this context (rows first..nrows). */
+static void interactions(struct compare_result *res, size_t *cap, size_t first)
+{
+	for (int m = 0; m < MODE_COUNT; m++) {
+		int q = lab_mode_without_fua(m);
+		int mc = lab_mode_with_cqe(m), qc = lab_mode_with_cqe(q);
+		if (q < 0 || mc < 0 || qc < 0 || lab_mode_without_fua(mc) != qc)
+			continue;
+		size_t r0 = find_row(res, first, m, q), r1 = find_row(res, first, mc, qc);
+		if (r0 == NONE || r1 == NONE)
+			continue;
+		const struct compare_row *w0 = &res->rows[r0], *w1 = &res->rows[r1];
+		if (!w0->a.n || !w0->b.n || !w1->a.n || !w1->b.n)
+			continue;
+		if (*cap == res->ninter) {
+			*cap = *cap ? *cap * 2 : 16;
+			res->inter = xreallocarray(res->inter, *cap, sizeof *res->inter);
+		}
+		struct compare_interaction *x = &res->inter[res->ninter++];
+		x->row_off = r0;
+		x->row_on = r1;
+		x->ratio = x->lo = x->hi = x->diff = x->df = x->p = NAN;
+		const struct stats_desc *d[4] = {&w0->a.d, &w0->b.d, &w1->a.d, &w1->b.d};
+		double v = 0, ws = 0;
+		bool ok = !w0->cmp.note[0] && !w1->cmp.note[0] && !strcmp(w0->unit, w1->unit);
+		for (int k = 0; k < 4 && ok; k++) {
+			double vk, wk;
+			ok = cell_lnvar(d[k], &vk, &wk);
+			v += vk;
+			ws += wk;
+		}
+		if (!ok)
+			continue;
+		double ln = log(d[3]->mean) - log(d[2]->mean) - log(d[1]->mean) + log(d[0]->mean);
+		x->ratio = exp(ln);
+		x->diff = d[3]->mean / d[2]->mean - d[1]->mean / d[0]->mean;
+		if (!(v > 0) || !(ws > 0))
+			continue; /* no spread: no interval */
+		double se = sqrt(v);
+		x->df = v * v / ws;
+		double t = stats_t_quantile(1 - res->opts.alpha / 2, x->df);
+		x->lo = exp(ln - t * se);
+		x->hi = exp(ln + t * se);
+		x->p = 2 * (1 - stats_t_cdf(fabs(ln) / se, x->df));
+	}
+}
+
 static const char *own(struct cpriv *p, char *s)
 {
 	p->labels = xreallocarray(p->labels, p->nlabels + 1, sizeof *p->labels);
@@ -404,18 +490,12 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 			pairs[npairs++] = (struct pair){o->a, o->b, false};
 		}
 	} else if (by == COMPARE_BY_MODE) {
-		/* Every FUA mode against the same mode without FUA; then, where both
-		 * have data, every FUA mode against the same with the CQE on. */
-		for (int m = 0; m < MODE_COUNT; m++) {
-			int q = lab_mode_without_fua(m);
-			if (q >= 0)
-				pairs[npairs++] = (struct pair){lab_mode_names[m], lab_mode_names[q], false};
-		}
-		for (int m = 0; m < MODE_COUNT; m++) {
-			int q = lab_mode_fua(m) ? lab_mode_with_cqe(m) : -1;
-			if (q >= 0)
-				pairs[npairs++] = (struct pair){lab_mode_names[m], lab_mode_names[q], true};
-		}
+		/* The FUA pairs always; a CQE pair only where both sides have data. */
+		struct compare_mode_pair mp[2 * MODE_COUNT];
+		size_t nmp = compare_mode_pairs(mp, LAB_ARRAY_SIZE(mp));
+		for (size_t i = 0; i < nmp; i++)
+			pairs[npairs++] = (struct pair){lab_mode_names[mp[i].a], lab_mode_names[mp[i].b],
+							mp[i].cqe};
 	} else if (by == COMPARE_BY_RUN) {
 		/* The two newest runs that have samples. */
 		size_t have[2], nh = 0;
@@ -432,8 +512,9 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 		pairs[npairs++] = (struct pair){"baseline", "run", false};
 	}
 
-	size_t cap = 0;
+	size_t cap = 0, icap = 0;
 	for (size_t i = 0; i < p->ncells;) {
+		size_t first = res->nrows;
 		size_t j = i + 1;
 		while (j < p->ncells && same_context(&p->cells[i], &p->cells[j]))
 			j++;
@@ -446,6 +527,8 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 				continue;
 			row_emit(res, &cap, r, &p->cells[i], ca, cb, pairs[q].a, pairs[q].b);
 		}
+		if (by == COMPARE_BY_MODE && !o->a)
+			interactions(res, &icap, first);
 		i = j;
 	}
 	free(run_label);
@@ -471,5 +554,6 @@ void compare_free(struct compare_result *c)
 		free(p);
 	}
 	free(c->rows);
+	free(c->inter);
 	free(c);
 }

@@ -62,10 +62,34 @@ struct compare_row {
 	struct stats_cmp cmp;
 };
 
+/* The 2x2 of by-mode comparisons, from the mode table: the FUA effect
+ * (a = a FUA mode, b = the same without FUA) under each CQE setting, then
+ * the CQE effect (a = CQE off, b = the same with CQE) under each FUA
+ * setting.  Returns the number of pairs (at most 2 * MODE_COUNT). */
+struct compare_mode_pair {
+	int a, b;
+	bool cqe; /* a CQE-effect pair */
+};
+size_t compare_mode_pairs(struct compare_mode_pair *out, size_t max);
+
+/* Does the CQE change the FUA effect?  For a context with all four cells:
+ * R = (mean b / mean a with CQE) / (mean b / mean a without CQE), a = the
+ * FUA mode, b = without FUA.  ln R has the delta-method variance
+ * sum(s_i^2 / (n_i m_i^2)); its CI and the two-sided p of ln R = 0 use a
+ * t with Welch-Satterthwaite df (docs/reports.md). */
+struct compare_interaction {
+	size_t row_off, row_on; /* the FUA-effect rows without / with CQE */
+	double ratio, lo, hi;   /* R and its CI at 1 - alpha; NaN when untestable */
+	double diff;            /* change with CQE minus change without (fractions) */
+	double df, p;
+};
+
 struct compare_result {
 	struct compare_opts opts;
 	struct compare_row *rows;
 	size_t nrows;
+	struct compare_interaction *inter; /* by mode without --a/--b only */
+	size_t ninter;
 	size_t nbetter, nworse, nnodiff, nnotest, nchanged;
 	void *priv; /* the value arrays the rows point into */
 };

@@ -316,6 +316,67 @@ static int header_matches(const struct csv_rec *r, const char *const *cols)
 	return 1;
 }
 
+/* n digits exactly (n > 0) or, n == 0, at least one: the count, or -1. */
+static int digits_at(const char *s, int n, int64_t *v)
+{
+	int i = 0;
+	*v = 0;
+	while (isdigit((unsigned char)s[i]) && (n == 0 || i < n)) {
+		if (*v > (INT64_MAX - 9) / 10)
+			return -1;
+		*v = *v * 10 + (s[i] - '0');
+		i++;
+	}
+	return i == 0 || (n && i != n) ? -1 : i;
+}
+
+/*
+ * A wall time as published: m:ss[.f] or h:mm:ss[.f] (the ext4 copy results
+ * were posted as m:ss.cc).  The seconds are rebuilt as the decimal text
+ * "<whole seconds>.<f>" and parsed once, so 7:02.44 gives exactly the double
+ * of 422.44.  0 when good, -1 not this shape, -2 a minutes/seconds field of
+ * 60 or more (*why says which).
+ */
+static int parse_duration(const char *s, double *out, const char **why)
+{
+	int64_t part[3], n = 0;
+	const char *p = s;
+	int k = digits_at(p, 0, &part[n]);
+	if (k < 0)
+		return -1;
+	p += k;
+	n++;
+	while (*p == ':' && n < 3) {
+		if ((k = digits_at(p + 1, 2, &part[n])) < 0)
+			return -1;
+		p += 1 + k;
+		n++;
+	}
+	if (n < 2)
+		return -1;
+	const char *frac = "";
+	if (*p == '.') {
+		frac = p + 1;
+		for (p = frac; isdigit((unsigned char)*p); p++)
+			;
+		if (p == frac) /* "7:02." */
+			return -1;
+	}
+	if (*p != '\0')
+		return -1;
+	for (int64_t i = 1; i < n; i++)
+		if (part[i] >= 60) {
+			*why = i == n - 1 ? "seconds" : "minutes";
+			return -2;
+		}
+	if (part[0] > INT64_MAX / 3600 / 2)
+		return -1;
+	int64_t whole = n == 3 ? part[0] * 3600 + part[1] * 60 + part[2] : part[0] * 60 + part[1];
+	char text[96];
+	snprintf(text, sizeof text, "%lld.%.40s", (long long)whole, frac[0] ? frac : "0");
+	return lab_parse_double(text, out) || !isfinite(*out) ? -1 : 0;
+}
+
 static int parse_run(const char *t, int *out)
 {
 	int64_t v;
@@ -386,9 +447,24 @@ static int check_row(struct parse_ctx *c, const char *buf, const struct csv_rec 
 		return -1;
 	}
 	if (!decimal_text(val_t) || lab_parse_double(val_t, &row.value) || !isfinite(row.value)) {
+		const char *why = NULL;
+		int d = f->layout == CSV_FSCOPY ? parse_duration(val_t, &row.value, &why) : -1;
 		excerpt(ex, sizeof ex, val_t);
-		add_bad(c, r->line, "value '%s' is not a number", ex);
-		return -1;
+		if (d == -2) {
+			add_bad(c, r->line, "wall time '%s': the %s field must be below 60", ex, why);
+			return -1;
+		}
+		if (d < 0) {
+			if (f->layout == CSV_FSCOPY)
+				add_bad(c, r->line,
+					"wall time '%s' is not a duration: expected seconds (422.44), "
+					"m:ss.cc (7:02.44) or h:mm:ss.cc (1:07:02.44)",
+					ex);
+			else
+				add_bad(c, r->line, "value '%s' is not a number: expected MiB/s (98.7)",
+					ex);
+			return -1;
+		}
 	}
 	if (row.value < 0 || val_t[0] == '-') {
 		excerpt(ex, sizeof ex, val_t);

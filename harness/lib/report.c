@@ -411,3 +411,41 @@ const char *report_context(char *buf, size_t n, const struct compare_row *w)
 	}
 	return buf;
 }
+
+const char *report_pp(char *buf, size_t n, double frac)
+{
+	double v = 100 * frac;
+	if (!isfinite(v))
+		snprintf(buf, n, "n/a");
+	else /* no "-0.00 pp" */
+		snprintf(buf, n, "%+.2f pp", fabs(v) < 0.005 ? 0.0 : v);
+	return buf;
+}
+
+const char *report_interaction(char *buf, size_t n, const struct compare_result *cr,
+			       const struct compare_interaction *x)
+{
+	const struct compare_row *w0 = &cr->rows[x->row_off], *w1 = &cr->rows[x->row_on];
+	char c0[24], c1[24], d[24], r[24], lo[24], hi[24], p[24];
+	report_pct(c0, sizeof c0, w0->cmp.change);
+	report_pct(c1, sizeof c1, w1->cmp.change);
+	report_pp(d, sizeof d, x->diff);
+	if (!isfinite(x->ratio)) {
+		snprintf(buf, n, "%s/%s: FUA effect %s without CQE, %s with: no test", w0->workload,
+			 w0->metric, c0, c1);
+		return buf;
+	}
+	snprintf(r, sizeof r, "%.4f", x->ratio);
+	if (isfinite(x->lo)) {
+		snprintf(lo, sizeof lo, "%.4f", x->lo);
+		snprintf(hi, sizeof hi, "%.4f", x->hi);
+	} else {
+		lab_strlcpy(lo, "-", sizeof lo);
+		lab_strlcpy(hi, "-", sizeof hi);
+	}
+	report_p(p, sizeof p, x->p, false);
+	snprintf(buf, n,
+		 "%s/%s: FUA effect %s without CQE, %s with (%s); ratio %s [%s, %s] %.3g%% CI, p %s",
+		 w0->workload, w0->metric, c0, c1, d, r, lo, hi, 100 * (1 - cr->opts.alpha), p);
+	return buf;
+}

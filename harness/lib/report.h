@@ -107,9 +107,16 @@ const char *report_direction_text(int direction); /* "higher is better" ... */
 size_t report_summary_lines(const struct report_model *m, char lines[][128], size_t max);
 /* Group label "part / board / kernel" skipping empty parts. */
 const char *report_context(char *buf, size_t n, const struct compare_row *w);
+/* A difference of two changes (fractions) in percentage points: "+0.16 pp". */
+const char *report_pp(char *buf, size_t n, double frac);
+/* One line on an interaction: the two FUA effects, their difference and the
+ * ratio of ratios with its CI and p. */
+const char *report_interaction(char *buf, size_t n, const struct compare_result *cr,
+			       const struct compare_interaction *x);
 
 /* The comparisons as a JSON array (report schema emmclab-report/1). */
 void report_json_comparisons(FILE *f, const struct compare_result *cr);
+void report_json_interactions(FILE *f, const struct compare_result *cr); /* a JSON array */
 
 /* Text tables with every line cut to at most `width` columns. */
 void report_text_modes(const struct report_model *m, FILE *f, int width);

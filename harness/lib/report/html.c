@@ -261,11 +261,11 @@ static void overview(FILE *f, const struct compare_result *cr)
 		size_t j = i;
 		while (j < cr->nrows && same_ctx(&cr->rows[i], &cr->rows[j]))
 			j++;
-		/* A line per pair: every FUA mode against the same mode without FUA. */
-		for (int m = 0; m < MODE_COUNT; m++) {
-			if (lab_mode_without_fua(m) < 0)
-				continue;
-			const char *pa = lab_mode_names[m], *pb = lab_mode_names[lab_mode_without_fua(m)];
+		/* A line per pair of the 2x2 (compare_mode_pairs). */
+		struct compare_mode_pair mp[2 * MODE_COUNT];
+		size_t nmp = compare_mode_pairs(mp, LAB_ARRAY_SIZE(mp));
+		for (size_t k0 = 0; k0 < nmp; k0++) {
+			const char *pa = lab_mode_names[mp[k0].a], *pb = lab_mode_names[mp[k0].b];
 			bool any = false;
 			for (size_t q = i; q < j; q++)
 				any |= !strcmp(cr->rows[q].a.label, pa) &&
@@ -299,6 +299,47 @@ static void overview(FILE *f, const struct compare_result *cr)
 	if (heads)
 		fputs(" Headline metrics only; every metric is in the per-DUT sections below.", f);
 	fputs("</p>\n", f);
+}
+
+/* Does the CQE change the FUA effect?  One line per context with all four cells. */
+static void interactions(FILE *f, const struct compare_result *cr, double alpha)
+{
+	if (!cr->ninter)
+		return;
+	fprintf(f, "<h3>Does the CQE change the FUA effect?</h3>\n<table class='ov'><tr><th>DUT</th>"
+		   "<th>workload<br>metric</th><th>FUA effect<br>without CQE</th><th>FUA effect<br>"
+		   "with CQE</th><th>difference</th><th>ratio of ratios<br>[%.3g%% CI]</th><th>p</th></tr>\n",
+		100 * (1 - alpha));
+	/* Headline metrics only when the data has any, as in the overview. */
+	bool heads = false;
+	for (size_t i = 0; i < cr->ninter; i++)
+		heads |= report_headline_metric(cr->rows[cr->inter[i].row_off].workload,
+						cr->rows[cr->inter[i].row_off].metric);
+	for (size_t i = 0; i < cr->ninter; i++) {
+		const struct compare_interaction *x = &cr->inter[i];
+		const struct compare_row *w0 = &cr->rows[x->row_off], *w1 = &cr->rows[x->row_on];
+		if (heads && !report_headline_metric(w0->workload, w0->metric))
+			continue;
+		char ctx[256], c0[24], c1[24], d[24], p[24];
+		fputs("<tr><td>", f);
+		esc(f, report_context(ctx, sizeof ctx, w0));
+		fputs("</td><td>", f);
+		esc(f, w0->workload);
+		fputs("<br>", f);
+		esc(f, w0->metric);
+		report_pp(d, sizeof d, x->diff);
+		fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td>", report_pct(c0, sizeof c0, w0->cmp.change),
+			report_pct(c1, sizeof c1, w1->cmp.change), d);
+		if (isfinite(x->lo))
+			fprintf(f, "<td>%.4f [%.4f, %.4f]</td><td>%s</td></tr>\n", x->ratio, x->lo, x->hi,
+				report_p(p, sizeof p, x->p, false));
+		else
+			fputs("<td class='notest'>no test</td><td></td></tr>\n", f);
+	}
+	fputs("</table>\n<p class='note'>Ratio of ratios: (b/a with CQE) / (b/a without CQE), "
+	      "a = the FUA mode, b = the same without FUA; 1 = the CQE leaves the FUA effect alone "
+	      "(method: docs/reports.md).</p>\n",
+	      f);
 }
 
 /* ---- trends ---- */
@@ -502,9 +543,10 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 
 	const struct compare_result *cr = m->modes;
 	fputs("<h2>Part comparison</h2>\n", f);
-	if (cr->nrows)
+	if (cr->nrows) {
 		overview(f, cr);
-	else
+		interactions(f, cr, m->opts.alpha);
+	} else
 		fputs("<p>No samples in this scope.</p>\n", f);
 
 	fputs("<h2>Per DUT</h2>\n", f);

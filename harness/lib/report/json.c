@@ -85,6 +85,35 @@ void report_json_comparisons(FILE *f, const struct compare_result *cr)
 	fputs("]", f);
 }
 
+void report_json_interactions(FILE *f, const struct compare_result *cr)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < cr->ninter; i++) {
+		const struct compare_interaction *x = &cr->inter[i];
+		const struct compare_row *w0 = &cr->rows[x->row_off], *w1 = &cr->rows[x->row_on];
+		fputs(i ? ",\n{" : "\n{", f);
+		kv_str(f, "part", w0->part_label, true);
+		kv_str(f, "board", w0->board, true);
+		kv_str(f, "kernel", w0->kernel, true);
+		kv_str(f, "workload", w0->workload, true);
+		kv_str(f, "metric", w0->metric, true);
+		kv_str(f, "a_without_cqe", w0->a.label, true);
+		kv_str(f, "b_without_cqe", w0->b.label, true);
+		kv_str(f, "a_with_cqe", w1->a.label, true);
+		kv_str(f, "b_with_cqe", w1->b.label, true);
+		kv_num(f, "change_without_cqe", w0->cmp.change, true);
+		kv_num(f, "change_with_cqe", w1->cmp.change, true);
+		kv_num(f, "diff", x->diff, true);
+		kv_num(f, "ratio", x->ratio, true);
+		kv_num(f, "ratio_ci_lo", x->lo, true);
+		kv_num(f, "ratio_ci_hi", x->hi, true);
+		kv_num(f, "df", x->df, true);
+		kv_num(f, "p", x->p, false);
+		fputc('}', f);
+	}
+	fputs("]", f);
+}
+
 static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 {
 	LAB_UNUSED(e);
@@ -162,6 +191,8 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	}
 	fputs("],\n\"comparisons\":", f);
 	report_json_comparisons(f, m->modes);
+	fputs(",\n\"interactions\":", f);
+	report_json_interactions(f, m->modes);
 	fputs(",\n\"baseline\":", f);
 	if (m->regress) {
 		fputs("{", f);

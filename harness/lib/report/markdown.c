@@ -114,6 +114,32 @@ static int render_body(const struct report_model *m, FILE *f)
 		   "\\* = a warm-up iteration was flagged in that group.\n",
 		m->opts.alpha, 100 * m->opts.min_effect);
 	table(f, m->modes, false);
+	if (m->modes->ninter) {
+		fprintf(f, "\n### Does the CQE change the FUA effect?\n\n| DUT | workload/metric | FUA effect "
+			   "without CQE | with CQE | difference | ratio of ratios [%.3g%% CI] | p |\n"
+			   "|---|---|--:|--:|--:|--:|--:|\n",
+			100 * (1 - m->opts.alpha));
+		for (size_t i = 0; i < m->modes->ninter; i++) {
+			const struct compare_interaction *x = &m->modes->inter[i];
+			const struct compare_row *w0 = &m->modes->rows[x->row_off];
+			const struct compare_row *w1 = &m->modes->rows[x->row_on];
+			char ctx[256], c0[24], c1[24], d[24], p[24];
+			fputs("| ", f);
+			md(f, report_context(ctx, sizeof ctx, w0));
+			fputs(" | ", f);
+			md(f, w0->workload);
+			fputs("/", f);
+			md(f, w0->metric);
+			report_pp(d, sizeof d, x->diff);
+			fprintf(f, " | %s | %s | %s |", report_pct(c0, sizeof c0, w0->cmp.change),
+				report_pct(c1, sizeof c1, w1->cmp.change), d);
+			if (isfinite(x->lo))
+				fprintf(f, " %.4f [%.4f, %.4f] | %s |\n", x->ratio, x->lo, x->hi,
+					report_p(p, sizeof p, x->p, false));
+			else
+				fputs(" no test | |\n", f);
+		}
+	}
 	if (m->regress) {
 		fprintf(f, "\n## Against baseline '");
 		md(f, m->base.name);

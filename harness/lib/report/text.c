@@ -135,6 +135,29 @@ static void rows_text(FILE *f, int width, const struct compare_result *cr, bool 
 	}
 }
 
+/* An interaction in two short lines: mails and terminals stay within 72 columns. */
+static void inter_lines(FILE *f, int width, const struct compare_result *cr,
+			const struct compare_interaction *x)
+{
+	const struct compare_row *w0 = &cr->rows[x->row_off], *w1 = &cr->rows[x->row_on];
+	char c0[24], c1[24], d[24], r[24], lo[24], hi[24], p[24];
+	report_pct(c0, sizeof c0, w0->cmp.change);
+	report_pct(c1, sizeof c1, w1->cmp.change);
+	report_pp(d, sizeof d, x->diff);
+	tline(f, width, "  CQE x FUA %s/%s: FUA %s without CQE, %s with", w0->workload,
+	      w0->metric, c0, c1);
+	if (!isfinite(x->ratio)) {
+		tline(f, width, "    no test");
+		return;
+	}
+	/* ratios near 1: four decimals, whatever the magnitude */
+	snprintf(r, sizeof r, "%.4f", x->ratio);
+	snprintf(lo, sizeof lo, isfinite(x->lo) ? "%.4f" : "n/a", x->lo);
+	snprintf(hi, sizeof hi, isfinite(x->hi) ? "%.4f" : "n/a", x->hi);
+	report_p(p, sizeof p, x->p, false);
+	tline(f, width, "    %s; ratio of ratios %s [%s, %s], p %s", d, r, lo, hi, p);
+}
+
 void report_text_modes(const struct report_model *m, FILE *f, int width)
 {
 	if (m->modes->nrows == 0) {
@@ -144,13 +167,23 @@ void report_text_modes(const struct report_model *m, FILE *f, int width)
 	tline(f, width, "Modes compared (alpha %.3g, minimum effect %.3g%%):", m->opts.alpha,
 	      100 * m->opts.min_effect);
 	rows_text(f, width, m->modes, false);
+	if (m->modes->ninter) {
+		tline(f, width, "%s", "");
+		tline(f, width, "Does the CQE change the FUA effect? (%.3g%% CI)", 100 * (1 - m->opts.alpha));
+		for (size_t i = 0; i < m->modes->ninter; i++) {
+			char ctx[256];
+			tline(f, width, "%s",
+			      report_context(ctx, sizeof ctx, &m->modes->rows[m->modes->inter[i].row_off]));
+			inter_lines(f, width, m->modes, &m->modes->inter[i]);
+		}
+	}
 }
 
 /*
  * The table `emmclab run` prints at the end: per DUT, the headline metrics of
- * each workload, FUA against cache-no-FUA (and the same with CQE), means with
- * the change, its 95% CI and the verdict.  The full comparison (every metric,
- * p-values, fua-cqe vs fua) is `emmclab compare` / `emmclab report`.
+ * each workload, the 2x2 of modes (compare_mode_pairs) with means, the change
+ * and the verdict, then the CQE x FUA interaction.  The full comparison (every
+ * metric, CIs, p-values) is `emmclab compare` / `emmclab report`.
  */
 static const char *short_verdict(enum stats_verdict v)
 {
@@ -186,8 +219,10 @@ static void mode_table(const struct report_model *m, FILE *f)
 {
 	const struct compare_result *c = m->modes;
 	size_t shown = 0;
-	fprintf(f, "FUA vs cache-no-FUA: means of n iterations, change of cache-nofua\n"
-		   "against fua, verdict at alpha %.3g and minimum effect %.3g%%\n",
+	fprintf(f, "FUA vs cache-no-FUA, with and without CQE (the 2x2): means of n\n"
+		   "iterations, change of the right mode against the left (nofua =\n"
+		   "cache-nofua), verdict at alpha %.3g and minimum effect %.3g%%;\n"
+		   "CQE x FUA: does the CQE change the FUA effect (ratio of ratios, 1 = no)\n",
 		m->opts.alpha, 100 * m->opts.min_effect);
 	const char *last_part = NULL, *last_board = NULL;
 	for (size_t pi = 0; pi < c->nrows; pi++) {
@@ -199,11 +234,11 @@ static void mode_table(const struct report_model *m, FILE *f)
 		last_part = r0->part_label;
 		last_board = r0->board;
 		bool header = false;
-		/* A sub-table per pair: every FUA mode against the same mode without FUA. */
-		for (int pa = 0; pa < MODE_COUNT; pa++) {
-			int pb = lab_mode_without_fua(pa);
-			if (pb < 0)
-				continue;
+		/* A sub-table per pair of the 2x2 (compare_mode_pairs). */
+		struct compare_mode_pair mp[2 * MODE_COUNT];
+		size_t nmp = compare_mode_pairs(mp, LAB_ARRAY_SIZE(mp));
+		for (size_t k = 0; k < nmp; k++) {
+			int pa = mp[k].a, pb = mp[k].b;
 			bool sub = false;
 			for (size_t i = pi; i < c->nrows; i++) {
 				const struct compare_row *x = &c->rows[i];
@@ -235,6 +270,13 @@ static void mode_table(const struct report_model *m, FILE *f)
 					x->a.n < x->b.n ? x->a.n : x->b.n, ma, mb, ch, short_verdict(x->cmp.verdict));
 				shown++;
 			}
+		}
+		for (size_t i = 0; i < c->ninter; i++) {
+			const struct compare_row *x = &c->rows[c->inter[i].row_off];
+			if (strcmp(x->part_label, last_part) != 0 || strcmp(x->board, last_board) != 0 ||
+			    !report_headline_metric(x->workload, x->metric))
+				continue;
+			inter_lines(f, TEXT_WIDTH, c, &c->inter[i]);
 		}
 	}
 	if (shown == 0)

@@ -26,7 +26,7 @@ set -e
 [ "$rc" = 2 ] || fail "exit $rc, want 2"
 for want in \
 	"$tmp/bad.csv:4: expected 5 columns, found 4" \
-	"$tmp/bad.csv:5: value 'eight hundred' is not a number" \
+	"$tmp/bad.csv:5: wall time 'eight hundred' is not a duration: expected seconds (422.44), m:ss.cc (7:02.44) or h:mm:ss.cc (1:07:02.44)" \
 	"$tmp/bad.csv:6: negative value -812.52" \
 	"$tmp/bad.csv:7: unknown mode 'turbo'" \
 	"$tmp/bad.csv:8: duplicate run 1 for" ; do

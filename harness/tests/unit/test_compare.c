@@ -44,7 +44,7 @@ static void test_reference(struct store *s)
 	struct compare_result *c = NULL;
 	rc = compare_build(r, &o, &c, &e);
 	is_int(rc, 0, "compare by mode");
-	is_int(c->nrows, 11, "4 androbench metrics + DUT1-4 + 3 DUT5 pairs");
+	is_int(c->nrows, 12, "4 androbench metrics + DUT1-4 + the 4 DUT5 pairs of the 2x2");
 	const struct compare_row *w = find_row(c, "sprd", "rand_write", "fua", "cache-nofua");
 	ok(w != NULL, "sprd rand_write row");
 	if (w) {
@@ -64,6 +64,24 @@ static void test_reference(struct store *s)
 	ok(w && w->a.n == 5, "warm-up kept unless excluded");
 	ok(find_row(c, "DUT5", "wall_time", "fua", "fua-cqe") != NULL, "DUT5 fua vs fua-cqe");
 	ok(find_row(c, "DUT1", "wall_time", "fua", "fua-cqe") == NULL, "no CQE row without CQE data");
+	w = find_row(c, "DUT5", "wall_time", "cache-nofua", "cache-nofua-cqe");
+	ok(w && fabs(w->cmp.change - (2114.57 / 2124.72 - 1)) < 1e-12, "DUT5 CQE effect without FUA");
+	ok(find_row(c, "DUT1", "wall_time", "cache-nofua", "cache-nofua-cqe") == NULL,
+	   "no CQE-without-FUA row without CQE data");
+	/* The interaction: only DUT5 has all four cells. */
+	is_int(c->ninter, 1, "one interaction (DUT5)");
+	if (c->ninter == 1) {
+		const struct compare_interaction *x = &c->inter[0];
+		const struct compare_row *w0 = &c->rows[x->row_off], *w1 = &c->rows[x->row_on];
+		ok(strstr(w0->part_label, "DUT5") && !strcmp(w0->a.label, "fua") &&
+			   !strcmp(w1->a.label, "fua-cqe") && !strcmp(w1->b.label, "cache-nofua-cqe"),
+		   "interaction rows: fua/cache-nofua and fua-cqe/cache-nofua-cqe");
+		is_near(x->ratio, (1 + w1->cmp.change) / (1 + w0->cmp.change), 1e-12,
+			"ratio of the two FUA ratios");
+		is_near(x->diff, w1->cmp.change - w0->cmp.change, 1e-12, "difference of the changes");
+		ok(x->lo < x->ratio && x->ratio < x->hi && x->lo > 0.9 && x->hi < 1.1, "CI around R");
+		ok(x->p > 0.5 && x->p <= 1, "no interaction in the published data (p %g)", x->p);
+	}
 	compare_free(c);
 
 	o.exclude_warmup = true;
@@ -86,7 +104,7 @@ static void test_reference(struct store *s)
 	rc = results_load(s, &f, &r, &e);
 	compare_opts_init(&o);
 	compare_build(r, &o, &c, &e);
-	is_int(c->nrows, 3, "DUT5 only: three mode pairs");
+	is_int(c->nrows, 4, "DUT5 only: the four pairs of the 2x2");
 	compare_free(c);
 	results_free(r);
 

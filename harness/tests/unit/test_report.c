@@ -103,8 +103,26 @@ static void test_reference_report(struct store *s)
 	ok(strstr(t, "+454.57%") != NULL, "text shows the published rand_write change");
 	ok(strstr(t, "+34.14%") != NULL, "text shows the published seq_write change");
 	ok(lines_within(t, 72), "text lines <= 72 columns");
+	ok(strstr(t, "cache-nofua-cqe vs cache-nofua:") != NULL, "text: CQE effect without FUA");
+	ok(strstr(t, "CQE x FUA fscopy/wall_time: FUA +0.59% without CQE, +0.76% with") != NULL &&
+		   strstr(t, "+0.16 pp; ratio of ratios 1.0016 [0.9685, 1.0359], p 0.919") != NULL,
+	   "text: the DUT5 interaction");
 	free(t);
+	/* The end-of-run table: the four pairs of DUT5's 2x2 and the interaction. */
+	char *tb = NULL;
+	size_t tlen = 0;
+	FILE *tf = open_memstream(&tb, &tlen);
+	report_text_mode_table(m, tf);
+	fclose(tf);
+	ok(strstr(tb, "  workload/metric        unit   n       fua     nofua   change verdict") &&
+		   strstr(tb, "  workload/metric        unit   n   fua-cqe nofua-cqe   change verdict") &&
+		   strstr(tb, "  workload/metric        unit   n       fua   fua-cqe   change verdict") &&
+		   strstr(tb, "  workload/metric        unit   n     nofua nofua-cqe   change verdict") &&
+		   strstr(tb, "  CQE x FUA fscopy/wall_time") && lines_within(tb, 72),
+	   "mode table: the 2x2 and the interaction, <= 72 cols");
+	free(tb);
 	char *j = render(m, "json");
+	ok(strstr(j, "\"interactions\":[\n{\"part\":\"DUT5") != NULL, "json: interactions");
 	ok(strstr(j, "\"schema\":\"emmclab-report/1\"") == j + 1, "json starts with the schema");
 	ok(strstr(j, "\\u003cscript") != NULL && !strstr(j, "<script"), "json escapes < of the hostile label");
 	free(j);
@@ -114,12 +132,16 @@ static void test_reference_report(struct store *s)
 	ok(!strstr(h, "http:") && !strstr(h, "https:") && !strstr(h, " src=") && !strstr(h, "href="),
 	   "html has no external references");
 	ok(strstr(h, "<svg") != NULL && strstr(h, "<polyline") != NULL, "html has box plots and trends");
+	ok(strstr(h, "<td>cache-nofua-cqe vs cache-nofua</td>") != NULL, "html overview: the 4th cell");
+	ok(strstr(h, "<td>1.0016 [0.9685, 1.0359]</td><td>0.919</td>") != NULL, "html: interaction");
 	free(h);
 	char *c = render(m, "csv");
 	ok(strncmp(c, "kind,part,", 10) == 0, "csv header");
 	free(c);
 	char *md = render(m, "markdown");
 	ok(strstr(md, "## Summary") != NULL, "markdown summary");
+	ok(strstr(md, "| +0.59% | +0.76% | +0.16 pp | 1.0016 [0.9685, 1.0359] | 0.919 |") != NULL,
+	   "markdown: interaction");
 	ok(strstr(md, "\\<script\\>") != NULL, "markdown escapes the label");
 	free(md);
 	char *x = render(m, "junit");

@@ -152,7 +152,7 @@ static void check_paths(struct store *s, const int64_t *runs, const char *filter
 		compare_opts_init(&o);
 		struct compare_result *c = NULL;
 		ok(compare_build(all, &o, &c, &e) == 0, "compare by mode");
-		is_int(c ? c->nrows : 0, 3 * 2 * 2 * 3, "3 parts x 4 metrics x 3 pairs");
+		is_int(c ? c->nrows : 0, 3 * 2 * 2 * 4, "3 parts x 4 metrics x the 4 pairs of the 2x2");
 		compare_free(c);
 	}
 	results_free(all);

@@ -257,6 +257,57 @@ static void test_bad_lines(void)
 	csv_free(f);
 }
 
+/* Wall times as published: m:ss.cc and h:mm:ss.cc next to seconds. */
+static void test_durations(void)
+{
+	struct lab_err e;
+	const char *t = "dut,module,mode,run,seconds\n" /* 1 */
+			"D1,m,fua,1,7:02.44\n"          /* 2 m:ss.cc */
+			"D1,m,fua,2,422.44\n"           /* 3 seconds */
+			"D1,m,fua,3,1:07:02.5\n"        /* 4 h:mm:ss.f */
+			"D1,m,fua,4,13:13\n"            /* 5 m:ss */
+			"D1,m,fua,5,0:59.99\n"          /* 6 */
+			"D1,m,fua,6,7:60.00\n"          /* 7 seconds >= 60 */
+			"D1,m,fua,7,1:60:00.0\n"        /* 8 minutes >= 60 */
+			"D1,m,fua,8,7.02.44\n"          /* 9 */
+			"D1,m,fua,9,7:2.44\n"           /* 10 one-digit seconds */
+			"D1,m,fua,10,7:02.\n"           /* 11 */
+			"D1,m,fua,11,1:2:3:4\n"         /* 12 */
+			"D1,m,fua,12,-7:02.44\n"        /* 13 */
+			"D1,m,fua,13,:02.44\n";         /* 14 */
+	struct csv_file *f = parse(t, &e);
+	ok(f != NULL, "fscopy layout with durations");
+	if (!f)
+		return;
+	is_int(f->nrows, 5, "five good rows");
+	is_int(f->nbad_total, 8, "eight bad lines");
+	if (f->nrows == 5) {
+		ok(f->rows[0].value == 422.44, "7:02.44 is exactly the double of 422.44 (%.17g)",
+		   f->rows[0].value);
+		ok(f->rows[1].value == f->rows[0].value, "same value as written in seconds");
+		ok(f->rows[2].value == 4022.5, "1:07:02.5 = 4022.5 s");
+		ok(f->rows[3].value == 793, "13:13 = 793 s");
+		ok(f->rows[4].value == 59.99, "0:59.99");
+		is_str(f->rows[0].value_text, "7:02.44", "original text kept for the exporter");
+	}
+	ok(has_bad(f, 7, "'7:60.00': the seconds field must be below 60"), "line 7: seconds >= 60");
+	ok(has_bad(f, 8, "the minutes field must be below 60"), "line 8: minutes >= 60");
+	const char *want = "expected seconds (422.44), m:ss.cc (7:02.44) or h:mm:ss.cc (1:07:02.44)";
+	ok(has_bad(f, 9, "'7.02.44' is not a duration") && has_bad(f, 9, want), "line 9 says what is expected");
+	for (int l = 10; l <= 14; l++)
+		ok(has_bad(f, l, "is not a duration"), "line %d refused", l);
+	csv_free(f);
+
+	/* Only bad lines removed: the same durations alone re-render byte for byte. */
+	f = parse("dut,module,mode,run,seconds\nD1,m,fua,1,7:02.44\nD1,m,fua,2,1:07:02.50\n", &e);
+	ok(f && f->nbad_total == 0 && f->exact, "a duration file is reproducible");
+	csv_free(f);
+	/* A rate is not a duration. */
+	f = parse("board,controller,queue_fua,workload,run,mib_per_s\nsprd,h,0,seq_read,1,1:02.00\n", &e);
+	ok(f && has_bad(f, 2, "'1:02.00' is not a number: expected MiB/s"), "androbench: no durations");
+	csv_free(f);
+}
+
 static char *slurp(const char *path, size_t *len)
 {
 	struct lab_err e = {0};
@@ -388,6 +439,7 @@ int main(void)
 	test_content_hash();
 	test_nul_comment();
 	test_bad_lines();
+	test_durations();
 	test_store_round_trip();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)

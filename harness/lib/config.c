@@ -23,6 +23,7 @@
 static const char *const workload_names[] = {"androbench", "fscopy", "powerfail", "fio", NULL};
 static const char *const order_names[] = {"interleave", "random", "sequential", NULL};
 static const char *const plan_order_names[] = {"suite", "interleave", "random", "sequential", NULL};
+const char *const config_source_names[] = {"lab", "virtual", "simulated", NULL};
 
 /* ---- option tables ---- */
 
@@ -114,6 +115,9 @@ static const struct opt type_base_opts[] = {
 	 .help = "mmc host controller driver, e.g. sdhci-sprd"},
 	{.key = "has_cqe", .type = OPT_BOOL, .offset = F(board_type, has_cqe), .def = "false",
 	 .help = "the host has a command queue engine (needed by the -cqe modes)"},
+	{.key = "source", .type = OPT_ENUM, .offset = F(board_type, source), .def = "lab",
+	 .choices = config_source_names,
+	 .help = "what its figures are: lab (a real board), virtual (an emulated board such as QEMU's) or simulated (emmclab sim's model); runs and reports say so"},
 	{.key = "uboot", .type = OPT_SECTION, .offset = F(board_type, uboot), .sub = uboot_opts,
 	 .help = "U-Boot interaction"},
 	{.key = "shell", .type = OPT_SECTION, .offset = F(board_type, shell), .sub = shell_opts,

@@ -51,11 +51,16 @@ struct timeouts_cfg {
 		command_ms, job_ms;
 };
 
+/* A board type's `source:`, in config_source_names[] order. */
+enum config_source { CONFIG_SOURCE_LAB, CONFIG_SOURCE_VIRTUAL, CONFIG_SOURCE_SIMULATED };
+extern const char *const config_source_names[];
+
 struct board_type {
 	char *name;
 	char *description;
 	char *host;              /* mmc host controller driver name, e.g. sdhci-sprd */
 	bool has_cqe;            /* the host supports CQE */
+	int source;              /* enum config_source: where its figures come from */
 	struct uboot_cfg uboot;
 	struct shell_cfg shell;
 	struct timeouts_cfg timeouts;

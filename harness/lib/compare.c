@@ -229,6 +229,16 @@ static void side_fill(struct compare_side *s, struct cell *c, const char *label,
 	stats_describe_sorted(s->v, cell_sorted(c), s->n, 0.95, memo, &s->d);
 }
 
+/* By part, a side is named by its label: the part of that label with a CID
+ * (a simulated part has one), NONE when there is none. */
+static size_t part_named(const struct results *r, const char *label)
+{
+	for (size_t i = 0; i < r->nparts; i++)
+		if (strcmp(r->parts[i].label, label) == 0 && r->parts[i].cid[0])
+			return i;
+	return NONE;
+}
+
 static void row_emit(struct compare_result *res, size_t *cap, const struct results *r,
 		     const struct cell *ctx, struct cell *ca, struct cell *cb,
 		     const char *la, const char *lb)
@@ -252,12 +262,12 @@ static void row_emit(struct compare_result *res, size_t *cap, const struct resul
 	w->source = sa == sb ? sa : "pooled";
 	w->provenance = "";
 	if (strcmp(w->source, "simulated") == 0) {
-		bool by_mode = res->opts.by == COMPARE_BY_MODE;
+		bool by_mode = res->opts.by == COMPARE_BY_MODE, by_part = res->opts.by == COMPARE_BY_PART;
 		const char *fit = "fitted to published data";
-		const char *pa = results_provenance(r, w->source, ctx->part, ctx->workload,
-						    by_mode ? la : ctx->mode, ctx->metric);
-		const char *pb = results_provenance(r, w->source, ctx->part, ctx->workload,
-						    by_mode ? lb : ctx->mode, ctx->metric);
+		const char *pa = results_provenance(r, w->source, by_part ? part_named(r, la) : ctx->part,
+						    ctx->workload, by_mode ? la : ctx->mode, ctx->metric);
+		const char *pb = results_provenance(r, w->source, by_part ? part_named(r, lb) : ctx->part,
+						    ctx->workload, by_mode ? lb : ctx->mode, ctx->metric);
 		w->provenance = strcmp(pa, fit) == 0 && strcmp(pb, fit) == 0 ? fit : "assumed (no published data)";
 	}
 	struct cpriv *p = res->priv;

@@ -13,19 +13,19 @@
 #include <stddef.h>
 #include <string.h>
 
-#define FS_REF "results/reference/fs-copy-benchmark.csv"
-#define AB_REF "results/reference/androbench-sdhci-sprd.csv"
+#define FS_REF    "results/reference/fs-copy-benchmark.csv"
+#define AB_REF    "results/reference/androbench-sdhci-sprd.csv"
 #define AB_FITTED "seq_read seq_write rand_read rand_write rand_read_iops rand_write_iops"
 
 const struct sim_calib sim_calib_table[] = {
-	{0x88, "NCard", "fscopy", false, "wall_time", FS_REF " (DUT1)"},
-	{0x9f, "SG016", "fscopy", false, "wall_time", FS_REF " (DUT2)"},
-	{0x15, "8GTF4R", "fscopy", false, "wall_time", FS_REF " (DUT3)"},
-	{0x15, "AJTD4R", "fscopy", false, "wall_time", FS_REF " (DUT4)"},
-	{0x13, "Q2J55L", "fscopy", false, "wall_time", FS_REF " (DUT5)"},
-	{0x13, "Q2J55L", "fscopy", true, "wall_time", FS_REF " (DUT5)"},
-	{0x15, "BJTD4R", "androbench", false, AB_FITTED, AB_REF},
-	{0, NULL, NULL, false, NULL, NULL},
+    {0x88, "NCard", "fscopy", false, "wall_time", FS_REF " (DUT1)"},
+    {0x9f, "SG016", "fscopy", false, "wall_time", FS_REF " (DUT2)"},
+    {0x15, "8GTF4R", "fscopy", false, "wall_time", FS_REF " (DUT3)"},
+    {0x15, "AJTD4R", "fscopy", false, "wall_time", FS_REF " (DUT4)"},
+    {0x13, "Q2J55L", "fscopy", false, "wall_time", FS_REF " (DUT5)"},
+    {0x13, "Q2J55L", "fscopy", true, "wall_time", FS_REF " (DUT5)"},
+    {0x15, "BJTD4R", "androbench", false, AB_FITTED, AB_REF},
+    {0, NULL, NULL, false, NULL, NULL},
 };
 
 static bool word_in(const char *list, const char *w)
@@ -38,13 +38,14 @@ static bool word_in(const char *list, const char *w)
 }
 
 bool sim_calib_fitted(unsigned manfid, const char *pnm, const char *workload, bool cqe,
-		      const char *metric)
+                      const char *metric)
 {
 	if (!pnm || !workload || !metric || !metric[0])
 		return false;
 	for (const struct sim_calib *c = sim_calib_table; c->pnm; c++)
 		if (c->manfid == manfid && strcmp(c->pnm, pnm) == 0 &&
-		    strcmp(c->workload, workload) == 0 && c->cqe == cqe && word_in(c->metrics, metric))
+		    strcmp(c->workload, workload) == 0 && c->cqe == cqe &&
+		    word_in(c->metrics, metric))
 			return true;
 	return false;
 }

@@ -26,7 +26,7 @@ extern const struct sim_calib sim_calib_table[]; /* ends with a NULL pnm */
 /* True when the simulator's `metric` of `workload` on the part, in a mode with
  * (cqe) or without the CQE, is fitted to published data; false: assumed. */
 bool sim_calib_fitted(unsigned manfid, const char *pnm, const char *workload, bool cqe,
-		      const char *metric);
+                      const char *metric);
 /* The same for a part named by its CID (32 hex digits, as sysfs shows it);
  * false when the CID is missing or malformed. */
 bool sim_calib_fitted_cid(const char *cid, const char *workload, bool cqe, const char *metric);

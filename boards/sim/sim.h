@@ -78,6 +78,10 @@ struct sim_part {
 };
 
 const struct sim_part *sim_part_find(const char *model);
+/* Whether the model's `metric` of `workload` on p (modes with or without the
+ * CQE) is fitted to published data (the table shared with the controller,
+ * harness/common/sim_calib.h); false: the model's assumption. */
+bool sim_model_fitted(const struct sim_part *p, const char *workload, bool cqe, const char *metric);
 const struct sim_part *sim_part_at(size_t i); /* NULL past the end */
 
 /* The kernel's effective behaviour (what the timing depends on). */

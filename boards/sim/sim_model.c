@@ -10,12 +10,15 @@
  *    (iterations 2..5 for the steady state, iteration 1 for the warm-up);
  *    sd to the published spread.  Where no number is published (CQE modes on
  *    DUT1-4) the CQE terms come from DUT5 (the only CQE data).
+ *  Which figures are fitted and which assumed is one table shared with the
+ *  controller (harness/common/sim_calib.c), so every output can say so.
  *  - androbench: per-I/O costs.  The sdhci-sprd part reproduces the published
  *    AndroBench figures; the other parts are derived from their class and the
  *    sign/size of their fscopy FUA penalty (not published: unverified).
  */
 #include "sim.h"
 #include "mode.h"
+#include "sim_calib.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -156,6 +159,11 @@ static const struct sim_part parts[] = {
 		.calibration = "androbench: published (sdhci-sprd, queue_fua 0/1); fscopy: derived",
 	},
 };
+
+bool sim_model_fitted(const struct sim_part *p, const char *workload, bool cqe, const char *metric)
+{
+	return sim_calib_fitted(p->manfid, p->name, workload, cqe, metric);
+}
 
 const struct sim_part *sim_part_find(const char *model)
 {

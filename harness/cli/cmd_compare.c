@@ -5,6 +5,7 @@
 #include "baseline.h"
 #include "cli.h"
 #include "compare.h"
+#include "json.h"
 #include "report.h"
 #include "results.h"
 #include "store.h"
@@ -15,7 +16,7 @@
 
 enum {
 	O_DB = CLI_LONG_ONLY, O_BY, O_FILTER, O_ALPHA, O_MIN, O_A, O_B, O_FORMAT, O_WARM, O_BASE,
-	O_RUN,
+	O_RUN, O_POOL,
 };
 
 #define MAX_FILTERS 16
@@ -61,15 +62,22 @@ static void print_row(FILE *f, const struct compare_row *w)
 			w->a.warmup_excluded || w->b.warmup_excluded ? " excluded" : " kept");
 	if (w->cmp.note[0])
 		fprintf(f, " (%s)", w->cmp.note);
+	if (w->provenance[0])
+		fprintf(f, " {%s}", w->provenance);
 	fputc('\n', f);
 }
 
-static void print_text(FILE *f, const struct compare_result *cr)
+static void print_text(FILE *f, const struct results *res, const struct compare_result *cr)
 {
 	const char *last = NULL;
 	size_t lastp = (size_t)-2;
 	fprintf(f, "compare by %s: alpha %.3g, minimum effect %.3g%%, 95%% CIs (change: delta method)\n",
 		compare_by_name(cr->opts.by), cr->opts.alpha, 100 * cr->opts.min_effect);
+	char banner[256];
+	if (results_source_banner(res, banner, sizeof banner)[0])
+		fprintf(f, "%s\n%s\n", banner,
+			cr->opts.pool_sources ? "sources pooled (--pool-sources)"
+					      : "grouped by source: sources are not pooled (--pool-sources pools them)");
 	if (!cr->nrows) {
 		fprintf(f, "nothing to compare (no samples match)\n");
 		return;
@@ -131,6 +139,8 @@ static void print_text(FILE *f, const struct compare_result *cr)
 			fprintf(f, " (p=%.3g)", w->cmp.welch.p);
 		else if (w->cmp.note[0])
 			fprintf(f, " (%s)", w->cmp.note);
+		if (w->provenance[0])
+			fprintf(f, " {%s}", w->provenance);
 		fputc('\n', f);
 	}
 }
@@ -145,6 +155,8 @@ const struct cli_opt cmd_compare_opts[] = {
 	{"a", O_A, "X", "the first side: a mode, part, kernel or run id (with --b)", 0},
 	{"b", O_B, "Y", "the second side (with --a)", 0},
 	{"exclude-warmup", O_WARM, NULL, "leave out the warm-up iterations", 0},
+	{"pool-sources", O_POOL, NULL,
+	 "pool runs of different sources (lab, virtual, simulated, imported); default: each its own group", 0},
 	{"baseline", O_BASE, "NAME",
 	 "compare against a regression baseline (NAME default: default)", CLI_OPTIONAL},
 	{"run", O_RUN, "ID", "the run to compare (default the newest)", 0},
@@ -205,6 +217,9 @@ int cmd_compare(struct cli *cli, int argc, char **argv)
 		case O_WARM:
 			o.exclude_warmup = true;
 			break;
+		case O_POOL:
+			o.pool_sources = true;
+			break;
 		case O_BASE:
 			baseline = optarg ? optarg : BASELINE_DEFAULT;
 			break;
@@ -250,9 +265,14 @@ int cmd_compare(struct cli *cli, int argc, char **argv)
 	if (rc)
 		goto out;
 	if (strcmp(format, "json") == 0) {
+		char banner[256];
+		results_source_banner(res, banner, sizeof banner);
 		printf("{\"schema\":\"emmclab-compare/1\",\"by\":\"%s\",\"alpha\":%.6g,\"min_effect\":%.6g,"
-		       "\"comparisons\":",
-		       compare_by_name(cr->opts.by), cr->opts.alpha, cr->opts.min_effect);
+		       "\"pool_sources\":%s,\"provenance\":",
+		       compare_by_name(cr->opts.by), cr->opts.alpha, cr->opts.min_effect,
+		       cr->opts.pool_sources ? "true" : "false");
+		json_put_str(stdout, banner);
+		printf(",\"comparisons\":");
 		report_json_comparisons(stdout, cr);
 		printf(",\"interactions\":");
 		report_json_interactions(stdout, cr);
@@ -263,7 +283,7 @@ int cmd_compare(struct cli *cli, int argc, char **argv)
 		FILE *f = lab_text_stream(stdout);
 		if (baseline)
 			fprintf(f ? f : stdout, "run %lld against baseline '%s'\n", (long long)run, baseline);
-		print_text(f ? f : stdout, cr);
+		print_text(f ? f : stdout, res, cr);
 		if (f)
 			fclose(f);
 	}

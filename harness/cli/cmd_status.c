@@ -3,6 +3,7 @@
  * outbox, read-only. */
 #include "cli.h"
 #include "progress.h"
+#include "results.h"
 #include "store.h"
 
 #include <inttypes.h>
@@ -25,9 +26,19 @@ static const char *dash(const char *t)
 	return t ? t : "-";
 }
 
+/* arg: the kinds seen (results_source_kind), for the provenance lines. */
+struct kinds_seen {
+	bool simulated, virt, imported, mixed;
+};
+
 static void print_run(const struct store_run_summary *r, int n, void *arg)
 {
-	LAB_UNUSED(arg);
+	struct kinds_seen *k = arg;
+	const char *kind = results_source_kind(r->source);
+	k->simulated |= strcmp(kind, "simulated") == 0;
+	k->virt |= strcmp(kind, "virtual") == 0;
+	k->imported |= strcmp(kind, "imported") == 0;
+	k->mixed |= strcmp(kind, "mixed") == 0;
 	if (n == 0)
 		printf("  %5s  %-20s  %-8s  %-28s  %5s %5s %5s %5s %8s\n", "run", "started", "status",
 		       "source / plan", "jobs", "ok", "infra", "mism", "samples");
@@ -147,9 +158,18 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 		printf("  (none)\n");
 	free(sdir);
 	printf("\nruns (newest first):\n");
-	rc = store_runs_recent(s, last, print_run, NULL, &n, &e);
+	struct kinds_seen ks = {0};
+	rc = store_runs_recent(s, last, print_run, &ks, &n, &e);
 	if (!rc && n == 0)
 		printf("  (none)\n");
+	if (ks.simulated)
+		printf("  simulated: figures from the simulator's model, not measurements\n");
+	if (ks.virt)
+		printf("  virtual: figures from an emulated board, not a real part\n");
+	if (ks.mixed)
+		printf("  mixed: runs on boards of several sources\n");
+	if (ks.imported)
+		printf("  import:NAME: figures imported from files\n");
 	int64_t last_run = 0;
 	if (!rc)
 		rc = store_run_last(s, &last_run, &e);

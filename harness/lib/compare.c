@@ -22,12 +22,14 @@ struct cell {
 	/* context */
 	size_t part, run;
 	const char *board, *kernel, *mode, *workload, *metric;
+	const char *source; /* results_source_kind, or empty with pool_sources */
 	/* compared value */
 	const char *dim;
 	double *v;
 	double *sorted; /* v sorted, made once when a row first needs it */
 	size_t n, cap, nwarm;
 	const char *unit;
+	const char *seen; /* the kind of the runs it holds, "pooled" when several */
 	bool mixed, excluded;
 	bool sysfs_only; /* a group's mode was proved by sysfs alone */
 };
@@ -84,6 +86,7 @@ static uint64_t cell_hash(const struct cell *c)
 	h = mix(h, (uintptr_t)c->workload);
 	h = mix(h, (uintptr_t)c->metric);
 	h = mix(h, (uintptr_t)c->dim);
+	h = mix(h, (uintptr_t)c->source);
 	return h;
 }
 
@@ -91,7 +94,7 @@ static bool cell_eq(const struct cell *a, const struct cell *b)
 {
 	return a->part == b->part && a->run == b->run && a->board == b->board &&
 	       a->kernel == b->kernel && a->mode == b->mode && a->workload == b->workload &&
-	       a->metric == b->metric && a->dim == b->dim;
+	       a->metric == b->metric && a->dim == b->dim && a->source == b->source;
 }
 
 static void slots_grow(struct cpriv *p)
@@ -129,13 +132,15 @@ static struct cell *cell_get(struct cpriv *p, const struct cell *k)
 	c->v = c->sorted = NULL;
 	c->n = c->cap = c->nwarm = 0;
 	c->unit = NULL;
+	c->seen = NULL;
 	c->mixed = c->excluded = c->sysfs_only = false;
 	p->slot[j] = ++p->ncells;
 	return c;
 }
 
-static void cell_add(struct cell *c, const struct results_group *g, bool exclude)
+static void cell_add(struct cell *c, const struct results_group *g, const char *kind, bool exclude)
 {
+	c->seen = !c->seen || c->seen == kind ? kind : "pooled";
 	if (!c->unit)
 		c->unit = g->unit;
 	else if (strcmp(c->unit, g->unit) != 0)
@@ -180,6 +185,8 @@ static int cmp_cell(const void *x, const void *y, void *ctx)
 		return c;
 	if (a->run != b->run)
 		return a->run < b->run ? -1 : 1;
+	if (a->source != b->source && (c = strcmp(a->source, b->source)))
+		return c;
 	return strcmp(a->dim, b->dim);
 }
 
@@ -187,7 +194,7 @@ static bool same_context(const struct cell *a, const struct cell *b)
 {
 	return a->part == b->part && a->run == b->run && a->board == b->board &&
 	       a->kernel == b->kernel && a->mode == b->mode && a->workload == b->workload &&
-	       a->metric == b->metric;
+	       a->metric == b->metric && a->source == b->source;
 }
 
 struct pair {
@@ -224,6 +231,16 @@ static void side_fill(struct compare_side *s, struct cell *c, const char *label,
 	stats_describe_sorted(s->v, cell_sorted(c), s->n, 0.95, memo, &s->d);
 }
 
+/* By part, a side is named by its label: the part of that label with a CID
+ * (a simulated part has one), NONE when there is none. */
+static size_t part_named(const struct results *r, const char *label)
+{
+	for (size_t i = 0; i < r->nparts; i++)
+		if (strcmp(r->parts[i].label, label) == 0 && r->parts[i].cid[0])
+			return i;
+	return NONE;
+}
+
 static void row_emit(struct compare_result *res, size_t *cap, const struct results *r,
 		     const struct cell *ctx, struct cell *ca, struct cell *cb,
 		     const char *la, const char *lb)
@@ -241,6 +258,20 @@ static void row_emit(struct compare_result *res, size_t *cap, const struct resul
 	w->mode = ctx->mode;
 	w->workload = ctx->workload;
 	w->metric = ctx->metric;
+	/* Provenance: the kind of both sides; a simulated figure says whether it
+	 * is fitted (both sides' cells fitted) or assumed. */
+	const char *sa = ca ? ca->seen : cb->seen, *sb = cb ? cb->seen : sa;
+	w->source = sa == sb ? sa : "pooled";
+	w->provenance = "";
+	if (strcmp(w->source, "simulated") == 0) {
+		bool by_mode = res->opts.by == COMPARE_BY_MODE, by_part = res->opts.by == COMPARE_BY_PART;
+		const char *fit = "fitted to published data";
+		const char *pa = results_provenance(r, w->source, by_part ? part_named(r, la) : ctx->part,
+						    ctx->workload, by_mode ? la : ctx->mode, ctx->metric);
+		const char *pb = results_provenance(r, w->source, by_part ? part_named(r, lb) : ctx->part,
+						    ctx->workload, by_mode ? lb : ctx->mode, ctx->metric);
+		w->provenance = strcmp(pa, fit) == 0 && strcmp(pb, fit) == 0 ? fit : "assumed (no published data)";
+	}
 	struct cpriv *p = res->priv;
 	side_fill(&w->a, ca, la, &p->memo);
 	side_fill(&w->b, cb, lb, &p->memo);
@@ -431,6 +462,8 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 		k.mode = g->mode;
 		k.workload = g->workload;
 		k.metric = g->metric;
+		const char *kind = r->runs[g->run].kind;
+		k.source = o->pool_sources ? empty : kind;
 		switch (by) {
 		case COMPARE_BY_MODE:
 			k.dim = g->mode;
@@ -464,7 +497,7 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 		}
 		}
 		struct cell *c = cell_get(p, &k);
-		cell_add(c, g, o->exclude_warmup);
+		cell_add(c, g, kind, o->exclude_warmup);
 	}
 	if (p->ncells > 1) /* cells is NULL when empty: qsort_r's pointer must not be */
 		qsort_r(p->cells, p->ncells, sizeof *p->cells, cmp_cell, (void *)r);

@@ -11,6 +11,8 @@
  *   by run:      context part, board, kernel, mode, workload, metric.
  *   by baseline: context part, mode, workload, metric; a = the baseline runs
  *                pooled, b = the run under test (boards and kernels pooled).
+ * Runs of different sources (lab, virtual, simulated, imported: results.h)
+ * are never pooled unless pool_sources: the source is part of every context.
  * Rows keep pointers into the struct results they were built from: free the
  * comparison before the results.
  */
@@ -35,6 +37,7 @@ struct compare_opts {
 	double min_effect;   /* fraction, default 0.01 */
 	const char *a, *b;   /* the compared values (mode name, part label, kernel, run id); NULL: defaults */
 	bool exclude_warmup; /* drop flagged warm-up values before testing */
+	bool pool_sources;   /* pool runs of different sources (default: a context each) */
 	const int64_t *base_runs; /* COMPARE_BY_BASELINE: the baseline runs */
 	size_t nbase_runs;
 	int64_t test_run;         /* COMPARE_BY_BASELINE: the run under test */
@@ -58,6 +61,8 @@ struct compare_row {
 	const char *board, *kernel, *mode; /* "" when pooled or compared */
 	const char *workload, *metric, *unit;
 	int direction;      /* stats_direction */
+	const char *source; /* the runs' kind (results_source_kind), "pooled" when several */
+	const char *provenance; /* simulated: "fitted to published data" or "assumed (no published data)"; else "" */
 	struct compare_side a, b;
 	struct stats_cmp cmp;
 };

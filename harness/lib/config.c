@@ -23,6 +23,7 @@
 static const char *const workload_names[] = {"androbench", "fscopy", "powerfail", "fio", NULL};
 static const char *const order_names[] = {"interleave", "random", "sequential", NULL};
 static const char *const plan_order_names[] = {"suite", "interleave", "random", "sequential", NULL};
+const char *const config_source_names[] = {"lab", "virtual", "simulated", NULL};
 
 /* ---- option tables ---- */
 
@@ -119,6 +120,9 @@ static const struct opt type_base_opts[] = {
 		 "alone and marked sysfs-only (needs trace_reason)"},
 	{.key = "trace_reason", .type = OPT_STR, .offset = F(board_type, trace_reason), .def = "",
 	 .help = "why a board of this type cannot trace (required with `trace: false`)"},
+	{.key = "source", .type = OPT_ENUM, .offset = F(board_type, source), .def = "lab",
+	 .choices = config_source_names,
+	 .help = "what its figures are: lab (a real board), virtual (an emulated board such as QEMU's) or simulated (emmclab sim's model); runs and reports say so"},
 	{.key = "uboot", .type = OPT_SECTION, .offset = F(board_type, uboot), .sub = uboot_opts,
 	 .help = "U-Boot interaction"},
 	{.key = "shell", .type = OPT_SECTION, .offset = F(board_type, shell), .sub = shell_opts,

@@ -51,6 +51,10 @@ struct timeouts_cfg {
 		command_ms, job_ms;
 };
 
+/* A board type's `source:`, in config_source_names[] order. */
+enum config_source { CONFIG_SOURCE_LAB, CONFIG_SOURCE_VIRTUAL, CONFIG_SOURCE_SIMULATED };
+extern const char *const config_source_names[];
+
 struct board_type {
 	char *name;
 	char *description;
@@ -58,6 +62,7 @@ struct board_type {
 	bool has_cqe;            /* the host supports CQE */
 	bool trace;              /* the agent can trace mmc requests (the mode proof) */
 	char *trace_reason;      /* why not, required with trace: false */
+	int source;              /* enum config_source: where its figures come from */
 	struct uboot_cfg uboot;
 	struct shell_cfg shell;
 	struct timeouts_cfg timeouts;

@@ -187,6 +187,7 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 					&m->base_runs, &m->nbase_runs, e)))
 			goto fail;
 	}
+	results_source_banner(m->res, m->provenance, sizeof m->provenance);
 	summarize(m);
 	*out = m;
 	return LAB_OK;
@@ -408,6 +409,12 @@ const char *report_context(char *buf, size_t n, const struct compare_row *w)
 		if (buf[0])
 			lab_strlcat(buf, " / ", n);
 		lab_strlcat(buf, parts[i], n);
+	}
+	/* Provenance: a figure that is not a lab measurement says what it is. */
+	if (w->source && w->source[0] && strcmp(w->source, "lab") != 0) {
+		lab_strlcat(buf, buf[0] ? " [" : "[", n);
+		lab_strlcat(buf, w->source, n);
+		lab_strlcat(buf, "]", n);
 	}
 	return buf;
 }

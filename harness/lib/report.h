@@ -48,6 +48,7 @@ struct report_model {
 	struct report_opts opts;
 	char generated_at[32];
 	char scope[160];             /* "run 12 (2026-11-30T06:14:07Z, plan nightly)" or "all runs (3)" */
+	char provenance[256];        /* results_source_banner() of res: "" when all lab runs */
 	int64_t run_id;              /* 0 when all */
 	struct results *res;         /* the selected data */
 	struct compare_result *modes;/* mode comparisons on res */

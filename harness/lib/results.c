@@ -8,6 +8,7 @@
 #include "results.h"
 #include "store_internal.h"
 #include "mode.h"
+#include "sim_calib.h"
 #include "stats.h"
 
 #include <math.h>
@@ -361,6 +362,7 @@ static int load_runs(struct results *r, struct priv *pv, sqlite3 *db, const stru
 		u->plan = spool_intern(&pv->pool, col_text(st, 2));
 		u->lab = spool_intern(&pv->pool, col_text(st, 3));
 		u->source = spool_intern(&pv->pool, col_text(st, 4));
+		u->kind = results_source_kind(u->source);
 		u->started_at = spool_intern(&pv->pool, col_text(st, 5));
 		u->finished_at = spool_intern(&pv->pool, col_text(st, 6));
 		u->status = spool_intern(&pv->pool, col_text(st, 7));
@@ -395,7 +397,7 @@ static int load_runs(struct results *r, struct priv *pv, sqlite3 *db, const stru
 			if (!in)
 				continue;
 		}
-		if (f->source && strcmp(f->source, u->source) != 0)
+		if (f->source && strcmp(f->source, u->source) != 0 && strcmp(f->source, u->kind) != 0)
 			continue;
 		if (f->complete_only && strcmp(u->status, "complete") != 0 &&
 		    strncmp(u->source, "import", 6) != 0)
@@ -996,4 +998,57 @@ void results_free(struct results *r)
 		free(pv);
 	}
 	free(r);
+}
+
+const char *results_source_kind(const char *source)
+{
+	static const char *const kinds[] = {"lab", "virtual", "simulated", "mixed"};
+	if (!source || strncmp(source, "import", 6) == 0)
+		return "imported";
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(kinds); i++)
+		if (strcmp(source, kinds[i]) == 0)
+			return kinds[i];
+	return kinds[0]; /* stores before sources had kinds: controller runs were "lab" */
+}
+
+const char *results_source_banner(const struct results *r, char *buf, size_t n)
+{
+	static const struct {
+		const char *kind, *what;
+	} what[] = {
+		{"simulated", "figures from the simulator's model, not measurements"},
+		{"virtual", "figures from an emulated board, not a real part"},
+		{"mixed", "runs on boards of several sources"},
+		{"imported", "figures imported from files"},
+		{"lab", "measured on lab boards"},
+	};
+	buf[0] = '\0';
+	bool any = false;
+	for (size_t i = 0; i < r->nruns; i++)
+		any |= strcmp(r->runs[i].kind, "lab") != 0;
+	if (!any)
+		return buf;
+	for (size_t k = 0; k < LAB_ARRAY_SIZE(what); k++) {
+		bool has = false;
+		for (size_t i = 0; i < r->nruns && !has; i++)
+			has = strcmp(r->runs[i].kind, what[k].kind) == 0;
+		if (!has)
+			continue;
+		size_t len = strlen(buf);
+		snprintf(buf + len, n - len, "%s%s - %s", len ? "; " : "source: ", what[k].kind,
+			 what[k].what);
+	}
+	return buf;
+}
+
+const char *results_provenance(const struct results *r, const char *kind, size_t part,
+			       const char *workload, const char *mode, const char *metric)
+{
+	if (!kind || strcmp(kind, "simulated") != 0)
+		return "";
+	int m = lab_mode_parse(mode);
+	const char *cid = part < r->nparts ? r->parts[part].cid : NULL;
+	if (m >= 0 && sim_calib_fitted_cid(cid, workload, lab_mode_cqe(m), metric))
+		return "fitted to published data";
+	return "assumed (no published data)";
 }

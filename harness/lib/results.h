@@ -26,6 +26,7 @@
 struct results_run {
 	int64_t id;
 	const char *uuid, *plan, *lab, *source, *started_at, *finished_at, *status;
+	const char *kind;  /* results_source_kind(source): static */
 	int jobs_total, jobs_ok, jobs_infra, jobs_mismatch, jobs_skipped, jobs_other;
 	int events_infra;  /* events whose kind is not "info" */
 	int events_mismatch; /* events of kind mode-mismatch */
@@ -78,7 +79,7 @@ struct results_filter {
 	int64_t upto_run;      /* with last_runs: the last_runs runs started at or before this one */
 	size_t last_runs;      /* 0: no limit */
 	bool complete_only;    /* only runs with status complete (and imports) */
-	const char *part, *board, *kernel, *mode, *suite, *workload, *metric, *source;
+	const char *part, *board, *kernel, *mode, *suite, *workload, *metric, *source; /* source: as stored or its kind */
 };
 
 /* Parse "FIELD=VALUE" (field: run, part, board, kernel, mode, suite, workload,
@@ -88,6 +89,19 @@ int results_filter_add(struct results_filter *f, char *arg, struct lab_err *e);
 int results_load(struct store *s, const struct results_filter *f, struct results **out,
 		 struct lab_err *e);
 void results_free(struct results *r);
+
+/* Provenance (docs/reports.md): what a run's figures are, from its source:
+ * "lab", "virtual", "simulated", "mixed" or "imported" (static strings, so
+ * equal kinds are equal pointers). */
+const char *results_source_kind(const char *source);
+/* One line naming the kinds of the loaded runs when any is not "lab", e.g.
+ * "source: simulated - figures from the simulator's model, not measurements";
+ * "" when every run is a lab run.  Returns buf. */
+const char *results_source_banner(const struct results *r, char *buf, size_t n);
+/* The marker of one simulated figure (part, workload, mode, metric): "fitted to
+ * published data" or "assumed (no published data)"; "" for any other kind. */
+const char *results_provenance(const struct results *r, const char *kind, size_t part,
+			       const char *workload, const char *mode, const char *metric);
 
 /* The mode's row in the mode table (mode.h); other modes sort after them. */
 int results_mode_rank(const char *mode);

@@ -1522,6 +1522,21 @@ static int journal_boards(struct runner *r, struct lab_err *e)
 	return rc;
 }
 
+/* The run's source (docs/reports.md, Provenance): the `source:` of the types of
+ * the boards its jobs run on, "mixed" when they differ; no type is a lab board. */
+static const char *run_source(const struct runner *r)
+{
+	int src = -1;
+	for (size_t i = 0; i < r->plan->njobs; i++) {
+		const struct board_cfg *bc = &r->lab->boards[r->plan->jobs[i].board];
+		int b = bc->type ? bc->type->source : CONFIG_SOURCE_LAB;
+		if (src >= 0 && b != src)
+			return "mixed";
+		src = b;
+	}
+	return config_source_names[src < 0 ? CONFIG_SOURCE_LAB : src];
+}
+
 /* A new run: its row, its boards and every job of the plan (pending, no
  * part yet), so a job that fails before identify is still counted. */
 static int begin_new_run(struct runner *r, const char *cfg_json, struct lab_err *e)
@@ -1532,7 +1547,7 @@ static int begin_new_run(struct runner *r, const char *cfg_json, struct lab_err 
 		rc = store_jnl_open(r->store, uuid, &r->jnl, e);
 	if (rc)
 		return rc;
-	struct store_run_info ri = {.plan = r->lab->plan->name, .lab = r->lab->name, .source = "lab",
+	struct store_run_info ri = {.plan = r->lab->plan->name, .lab = r->lab->name, .source = run_source(r),
 				    .config_json = cfg_json};
 	if ((rc = store_jnl_run(r->jnl, &ri, e)) || (rc = journal_boards(r, e)))
 		return rc;

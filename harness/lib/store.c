@@ -906,7 +906,7 @@ int store_runs_running_cfg(struct store *s, const char *host,
 {
 	sqlite3_stmt *q = store_prepare(
 		s,
-		"SELECT id, config_json FROM run WHERE status = 'running' AND source = 'lab'"
+		"SELECT id, config_json FROM run WHERE status = 'running' AND source NOT LIKE 'import%'"
 		" AND json_valid(config_json) AND json_extract(config_json, '$.host') = ?1",
 		e);
 	if (!q)
@@ -925,7 +925,7 @@ int store_run_latest_unfinished(struct store *s, const char *plan, const char *l
 	*run_id = 0;
 	sqlite3_stmt *q = store_prepare(
 		s,
-		"SELECT id FROM run WHERE source = 'lab' AND plan IS ?1 AND lab IS ?2"
+		"SELECT id FROM run WHERE source NOT LIKE 'import%' AND plan IS ?1 AND lab IS ?2"
 		" AND status <> 'complete' ORDER BY id DESC LIMIT 1",
 		e);
 	if (!q)

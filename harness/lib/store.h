@@ -301,7 +301,7 @@ int store_history_spans(struct store *s, const char *type, const char *suite,
 			void (*cb)(double span_s, double dur_s, int64_t slots, void *arg), void *arg,
 			struct lab_err *e);
 
-/* Runs of `host` still marked running by the controller (source lab), with
+/* Runs of `host` still marked running by the controller (not imported), with
  * the pid their controller wrote in config_json (0 if none). */
 int store_runs_running(struct store *s, const char *host,
 		       void (*cb)(int64_t run_id, int64_t pid, void *arg), void *arg,

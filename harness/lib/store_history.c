@@ -38,7 +38,7 @@ int store_history_durations(struct store *s, const char *type, const char *suite
 	    "SELECT i.duration_s FROM iteration i JOIN job j ON j.id = i.job_id"
 	    " JOIN board b ON b.id = j.board_id JOIN run r ON r.id = j.run_id"
 	    " WHERE b.type = ?1 AND j.suite = ?2 AND j.mode = ?3 AND i.workload = ?4"
-	    " AND i.duration_s IS NOT NULL AND r.source = 'lab' AND r.status != 'running'"
+	    " AND i.duration_s IS NOT NULL AND r.source NOT LIKE 'import%' AND r.status != 'running'"
 	    " ORDER BY i.id DESC LIMIT 1000",
 	    e);
 	if (!q)
@@ -78,7 +78,7 @@ int store_history_spans(struct store *s, const char *type, const char *suite,
 	    "= i.job_id"
 	    "   WHERE j3.run_id = j.run_id AND j3.board_id = j.board_id AND j3.suite = ?2)"
 	    " FROM job j JOIN board b ON b.id = j.board_id JOIN run r ON r.id = j.run_id"
-	    " WHERE b.type = ?1 AND j.suite = ?2 AND r.source = 'lab' AND r.status != 'running'"
+	    " WHERE b.type = ?1 AND j.suite = ?2 AND r.source NOT LIKE 'import%' AND r.status != 'running'"
 	    " AND j.started_at IS NOT NULL AND j.finished_at IS NOT NULL"
 	    " GROUP BY j.run_id, j.board_id ORDER BY j.run_id DESC LIMIT 200",
 	    e);

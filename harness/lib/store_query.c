@@ -230,7 +230,7 @@ int store_runs_running(struct store *s, const char *host,
 	sqlite3_stmt *q = store_prepare(
 		s,
 		"SELECT id, json_extract(config_json, '$.pid') FROM run WHERE status = 'running'"
-		" AND source = 'lab' AND json_valid(config_json)"
+		" AND source NOT LIKE 'import%' AND json_valid(config_json)"
 		" AND json_extract(config_json, '$.host') = ?1",
 		e);
 	if (!q)

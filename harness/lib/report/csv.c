@@ -1,4 +1,5 @@
-/* report/csv.c - one CSV row per comparison (mode pairs, then baseline). */
+/* report/csv.c - one CSV row per comparison (mode pairs, then baseline); each row
+ * names its source and, simulated, whether it is fitted or assumed (Provenance). */
 #include "report.h"
 
 #include <math.h>
@@ -34,6 +35,10 @@ static void rows(FILE *f, const char *kind, const struct compare_result *cr)
 		num(f, w->cmp.mwu.p, 1);
 		fprintf(f, ",%s,%zu,%zu,", stats_verdict_name(w->cmp.verdict), w->a.nwarmup, w->b.nwarmup);
 		report_csv_str(f, w->cmp.note);
+		fputc(',', f);
+		report_csv_str(f, w->source);
+		fputc(',', f);
+		report_csv_str(f, w->provenance);
 		fputs("\r\n", f);
 	}
 }
@@ -42,7 +47,7 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 {
 	LAB_UNUSED(e);
 	fputs("kind,part,board,kernel,mode,workload,metric,unit,a,b,n_a,mean_a,ci95_a,n_b,mean_b,ci95_b,"
-	      "change_pct,change_lo_pct,change_hi_pct,p_welch,p_mwu,verdict,warmup_a,warmup_b,note\r\n",
+	      "change_pct,change_lo_pct,change_hi_pct,p_welch,p_mwu,verdict,warmup_a,warmup_b,note,source,provenance\r\n",
 	      f);
 	rows(f, "mode", m->modes);
 	if (m->regress)

@@ -153,14 +153,25 @@ static void boxplot(FILE *f, const struct series *s, size_t ns, const char *unit
 	fputs("</text></svg>\n", f);
 }
 
-static void pct_cell(FILE *f, const struct stats_cmp *c)
+/* prov: a simulated figure's provenance, "" otherwise (docs/reports.md). */
+static void pct_cell_prov(FILE *f, const struct stats_cmp *c, const char *prov)
 {
 	char ch[24], lo[24], hi[24];
 	fprintf(f, "<td class='%s'>%s", verdict_class(c->verdict), report_pct(ch, sizeof ch, c->change));
 	if (isfinite(c->change_lo))
 		fprintf(f, "<br><small>[%s, %s]</small>", report_pct(lo, sizeof lo, c->change_lo),
 			report_pct(hi, sizeof hi, c->change_hi));
+	if (prov[0]) {
+		fputs("<br><small class='prov'>", f);
+		esc(f, prov);
+		fputs("</small>", f);
+	}
 	fputs("</td>", f);
+}
+
+static void pct_cell(FILE *f, const struct stats_cmp *c)
+{
+	pct_cell_prov(f, c, "");
 }
 
 static void cmp_table(FILE *f, const struct compare_row *rows, size_t n, bool with_ctx)
@@ -210,6 +221,11 @@ static void cmp_table(FILE *f, const struct compare_row *rows, size_t n, bool wi
 			esc(f, w->cmp.note);
 			fputs("</small>", f);
 		}
+		if (w->provenance[0]) {
+			fputs("<br><small class='prov'>", f);
+			esc(f, w->provenance);
+			fputs("</small>", f);
+		}
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
@@ -218,7 +234,8 @@ static void cmp_table(FILE *f, const struct compare_row *rows, size_t n, bool wi
 static bool same_ctx(const struct compare_row *a, const struct compare_row *b)
 {
 	return a->part == b->part && strcmp(a->part_label, b->part_label) == 0 &&
-	       strcmp(a->board, b->board) == 0 && strcmp(a->kernel, b->kernel) == 0;
+	       strcmp(a->board, b->board) == 0 && strcmp(a->kernel, b->kernel) == 0 &&
+	       strcmp(a->source, b->source) == 0;
 }
 
 static bool same_metric(const struct compare_row *a, const struct compare_row *b)
@@ -285,7 +302,7 @@ static void overview(FILE *f, const struct compare_result *cr)
 						hit = w;
 				}
 				if (hit)
-					pct_cell(f, &hit->cmp);
+					pct_cell_prov(f, &hit->cmp, hit->provenance);
 				else
 					fputs("<td class='notest'>&ndash;</td>", f);
 			}
@@ -526,6 +543,11 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	esc(f, m->scope);
 	fprintf(f, " &middot; generated %s &middot; alpha %.3g, minimum effect %.3g%%</div>\n", m->generated_at,
 		m->opts.alpha, 100 * m->opts.min_effect);
+	if (m->provenance[0]) {
+		fputs("<p class='provenance'><b>", f);
+		esc(f, m->provenance);
+		fputs("</b></p>\n", f);
+	}
 
 	fputs("<div class='cards'>", f);
 	if (s->regressions < 0)

@@ -79,7 +79,9 @@ void report_json_comparisons(FILE *f, const struct compare_result *cr)
 		kv_num(f, "p_mwu", w->cmp.mwu.p, true);
 		fprintf(f, "\"mwu_exact\":%s,", w->cmp.mwu.exact ? "true" : "false");
 		kv_str(f, "verdict", stats_verdict_name(w->cmp.verdict), true);
-		kv_str(f, "note", w->cmp.note, false);
+		kv_str(f, "note", w->cmp.note, true);
+		kv_str(f, "source", w->source, true);
+		kv_str(f, "provenance", w->provenance, false);
 		fputc('}', f);
 	}
 	fputs("]", f);
@@ -123,6 +125,7 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	kv_str(f, "generator", "emmclab " EMMCLAB_VERSION, true);
 	kv_str(f, "generated_at", m->generated_at, true);
 	kv_str(f, "scope", m->scope, true);
+	kv_str(f, "provenance", m->provenance, true);
 	fputs("\"run_id\":", f);
 	if (m->run_id)
 		fprintf(f, "%lld,", (long long)m->run_id);
@@ -148,6 +151,7 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 		kv_str(f, "uuid", u->uuid, true);
 		kv_str(f, "plan", u->plan, true);
 		kv_str(f, "source", u->source, true);
+		kv_str(f, "source_kind", u->kind, true);
 		kv_str(f, "started_at", u->started_at, true);
 		kv_str(f, "finished_at", u->finished_at, true);
 		kv_str(f, "status", u->status, true);
@@ -169,6 +173,10 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 		kv_str(f, "workload", g->workload, true);
 		kv_str(f, "metric", g->metric, true);
 		kv_str(f, "unit", g->unit, true);
+		kv_str(f, "source", r->runs[g->run].kind, true);
+		kv_str(f, "provenance",
+		       results_provenance(r, r->runs[g->run].kind, g->part, g->workload, g->mode, g->metric),
+		       true);
 		struct stats_desc d;
 		stats_describe(g->v, g->n, 0.95, &d);
 		fputs("\"stats\":", f);

@@ -3,7 +3,8 @@
  * testcase; a significant regression against the baseline is a <failure>;
  * every infrastructure event of the run is an <error> testcase.  Mode
  * comparisons are informational (they pass) unless a side had no data, which
- * is reported as <skipped>.
+ * is reported as <skipped>.  Figures that are not lab measurements say so
+ * (a "provenance" property and the source in each message).
  */
 #include "report.h"
 
@@ -21,7 +22,7 @@ static void cases(FILE *f, const char *suite, const struct compare_result *cr, b
 {
 	for (size_t i = 0; i < cr->nrows; i++) {
 		const struct compare_row *w = &cr->rows[i];
-		char cls[512], name[512], ch[24], lo[24], hi[24], msg[512];
+		char cls[512], name[512], ch[24], lo[24], hi[24], msg[640];
 		snprintf(cls, sizeof cls, "emmclab.%s.%s%s%s", suite, w->part_label[0] ? w->part_label : "all",
 			 w->mode[0] ? "." : "", w->mode);
 		snprintf(name, sizeof name, "%s/%s %s vs %s", w->workload, w->metric, w->b.label, w->a.label);
@@ -30,6 +31,11 @@ static void cases(FILE *f, const char *suite, const struct compare_result *cr, b
 			 report_pct(lo, sizeof lo, w->cmp.change_lo), report_pct(hi, sizeof hi, w->cmp.change_hi),
 			 w->cmp.welch.p, w->cmp.mwu.p, w->a.n, w->b.n, w->unit, w->cmp.note[0] ? "; " : "",
 			 w->cmp.note);
+		if (w->source[0] && strcmp(w->source, "lab") != 0) { /* provenance */
+			size_t len = strlen(msg);
+			snprintf(msg + len, sizeof msg - len, " [%s%s%s]", w->source,
+				 w->provenance[0] ? ": " : "", w->provenance);
+		}
 		fputs("    <testcase", f);
 		attr(f, "classname", cls);
 		attr(f, "name", name);
@@ -71,6 +77,11 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 		m->modes->nrows, nskip_m);
 	attr(f, "timestamp", m->generated_at);
 	fputs(">\n", f);
+	if (m->provenance[0]) {
+		fputs("    <properties><property name=\"provenance\"", f);
+		attr(f, "value", m->provenance);
+		fputs("/></properties>\n", f);
+	}
 	cases(f, "modes", m->modes, false);
 	fputs("  </testsuite>\n", f);
 	if (m->regress) {

@@ -27,13 +27,14 @@ static void side(FILE *f, const struct compare_side *s)
 
 static void table(FILE *f, const struct compare_result *cr, bool with_mode)
 {
-	const char *last = NULL;
+	const char *last = NULL, *lastsrc = NULL;
 	size_t lastpart = (size_t)-1;
 	for (size_t i = 0; i < cr->nrows; i++) {
 		const struct compare_row *w = &cr->rows[i];
 		char ctx[256];
 		report_context(ctx, sizeof ctx, w);
-		if (!last || strcmp(last, w->part_label) != 0 || lastpart != w->part) {
+		if (!last || strcmp(last, w->part_label) != 0 || lastpart != w->part ||
+		    strcmp(lastsrc, w->source) != 0) {
 			fputs("\n### ", f);
 			md(f, ctx[0] ? ctx : "all parts");
 			fprintf(f, "\n\n| %sworkload/metric | unit | a | n | mean \xc2\xb1 95%% CI | b | n | mean \xc2\xb1 95%% CI "
@@ -41,6 +42,7 @@ static void table(FILE *f, const struct compare_result *cr, bool with_mode)
 				with_mode ? "mode | " : "");
 			fprintf(f, "|%s---|---|---|--:|--:|---|--:|--:|--:|--:|--:|---|\n", with_mode ? "---|" : "");
 			last = w->part_label;
+			lastsrc = w->source;
 			lastpart = w->part;
 		}
 		char ch[24], lo[24], hi[24];
@@ -78,6 +80,11 @@ static void table(FILE *f, const struct compare_result *cr, bool with_mode)
 			md(f, w->cmp.note);
 			fputc(')', f);
 		}
+		if (w->provenance[0]) {
+			fputs(" _", f);
+			md(f, w->provenance);
+			fputc('_', f);
+		}
 		fputs(" |\n", f);
 	}
 }
@@ -102,7 +109,13 @@ static int render_body(const struct report_model *m, FILE *f)
 	md(f, m->opts.title ? m->opts.title : "emmclab report");
 	fputs(": ", f);
 	md(f, m->scope);
-	fprintf(f, "\n\nGenerated %s.\n\n## Summary\n\n", m->generated_at);
+	fprintf(f, "\n\nGenerated %s.\n\n", m->generated_at);
+	if (m->provenance[0]) {
+		fputs("**", f);
+		md(f, m->provenance);
+		fputs("**\n\n", f);
+	}
+	fputs("## Summary\n\n", f);
 	char lines[8][128];
 	size_t n = report_summary_lines(m, lines, 8);
 	for (size_t i = 0; i < n; i++) {

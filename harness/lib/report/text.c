@@ -48,7 +48,8 @@ static void __attribute__((format(printf, 3, 4))) tline(FILE *f, int width, cons
 static bool same_ctx(const struct compare_row *a, const struct compare_row *b)
 {
 	return strcmp(a->part_label, b->part_label) == 0 && a->part == b->part &&
-	       strcmp(a->board, b->board) == 0 && strcmp(a->kernel, b->kernel) == 0;
+	       strcmp(a->board, b->board) == 0 && strcmp(a->kernel, b->kernel) == 0 &&
+	       strcmp(a->source, b->source) == 0;
 }
 
 static bool same_metric(const struct compare_row *a, const struct compare_row *b)
@@ -90,6 +91,8 @@ static void pair_lines(FILE *f, int width, const struct compare_row *w)
 		tline(f, width, "      -> %s", stats_verdict_name(c->verdict));
 	if (c->note[0])
 		tline(f, width, "      (%s)", c->note);
+	if (w->provenance[0])
+		tline(f, width, "      (%s: %s)", w->source, w->provenance);
 }
 
 /* Per DUT: each workload/metric with its modes, then each mode pair. */
@@ -224,15 +227,19 @@ static void mode_table(const struct report_model *m, FILE *f)
 		   "cache-nofua), verdict at alpha %.3g and minimum effect %.3g%%;\n"
 		   "CQE x FUA: does the CQE change the FUA effect (ratio of ratios, 1 = no)\n",
 		m->opts.alpha, 100 * m->opts.min_effect);
-	const char *last_part = NULL, *last_board = NULL;
+	if (m->provenance[0])
+		fprintf(f, "%s\n", m->provenance);
+	size_t nassumed = 0;
+	const char *last_part = NULL, *last_board = NULL, *last_src = NULL;
 	for (size_t pi = 0; pi < c->nrows; pi++) {
 		const struct compare_row *r0 = &c->rows[pi];
 		/* One block per part/board/kernel; rows of a block are contiguous. */
 		if (last_part && strcmp(last_part, r0->part_label) == 0 && last_board &&
-		    strcmp(last_board, r0->board) == 0)
+		    strcmp(last_board, r0->board) == 0 && strcmp(last_src, r0->source) == 0)
 			continue;
 		last_part = r0->part_label;
 		last_board = r0->board;
+		last_src = r0->source;
 		bool header = false;
 		/* A sub-table per pair of the 2x2 (compare_mode_pairs). */
 		struct compare_mode_pair mp[2 * MODE_COUNT];
@@ -242,7 +249,8 @@ static void mode_table(const struct report_model *m, FILE *f)
 			bool sub = false;
 			for (size_t i = pi; i < c->nrows; i++) {
 				const struct compare_row *x = &c->rows[i];
-				if (strcmp(x->part_label, last_part) != 0 || strcmp(x->board, last_board) != 0)
+				if (strcmp(x->part_label, last_part) != 0 || strcmp(x->board, last_board) != 0 ||
+				    strcmp(x->source, last_src) != 0)
 					break;
 				if (!x->a.label || !x->b.label || strcmp(x->a.label, lab_mode_names[pa]) != 0 ||
 				    strcmp(x->b.label, lab_mode_names[pb]) != 0 || !report_headline_metric(x->workload, x->metric))
@@ -250,7 +258,10 @@ static void mode_table(const struct report_model *m, FILE *f)
 				if (!header) {
 					/* label, then board and kernel: long part labels
 					 * stay within a mail's 72 columns */
-					fprintf(f, "\n%.72s\n", x->part_label);
+					fprintf(f, "\n%.72s%s%s%s\n", x->part_label,
+						strcmp(x->source, "lab") ? " [" : "",
+						strcmp(x->source, "lab") ? x->source : "",
+						strcmp(x->source, "lab") ? "]" : "");
 					if (x->board[0] || x->kernel[0])
 						fprintf(f, "  %s%.30s%s%.40s\n", x->board[0] ? "on " : "",
 							x->board, x->kernel[0] ? ", kernel " : "", x->kernel);
@@ -266,8 +277,11 @@ static void mode_table(const struct report_model *m, FILE *f)
 				fmt_mean(ma, sizeof ma, &x->a);
 				fmt_mean(mb, sizeof mb, &x->b);
 				report_pct(ch, sizeof ch, x->cmp.change);
-				fprintf(f, "  %-22s %-5s %2zu %9s %9s %8s %s\n", wm, x->unit ? x->unit : "",
-					x->a.n < x->b.n ? x->a.n : x->b.n, ma, mb, ch, short_verdict(x->cmp.verdict));
+				bool assumed = x->provenance[0] && strcmp(x->provenance, "fitted to published data");
+				nassumed += assumed;
+				fprintf(f, "  %-22s %-5s %2zu %9s %9s %8s %s%s\n", wm, x->unit ? x->unit : "",
+					x->a.n < x->b.n ? x->a.n : x->b.n, ma, mb, ch, short_verdict(x->cmp.verdict),
+					assumed ? " *" : "");
 				shown++;
 			}
 		}
@@ -281,6 +295,9 @@ static void mode_table(const struct report_model *m, FILE *f)
 	}
 	if (shown == 0)
 		fprintf(f, "\nNo FUA vs cache-no-FUA pair with samples in %s.\n", m->scope);
+	if (nassumed)
+		fprintf(f, "\n* assumed (no published data): the simulator's model, not fitted to a\n"
+			   "  published figure; the others are fitted to results/reference.\n");
 	fprintf(f, "\nAll metrics, CIs and p-values: emmclab compare --run %lld\n",
 		(long long)m->run_id);
 }
@@ -302,6 +319,8 @@ static int render_body(const struct report_model *m, FILE *f)
 	int w = TEXT_WIDTH;
 	tline(f, w, "%s: %s", m->opts.title ? m->opts.title : "emmclab report", m->scope);
 	tline(f, w, "generated %s", m->generated_at);
+	if (m->provenance[0])
+		tline(f, w, "%s", m->provenance);
 	tline(f, w, "%s", "");
 	char lines[8][128];
 	size_t n = report_summary_lines(m, lines, 8);

@@ -6,6 +6,7 @@
  */
 #include "mode.h"
 #include "sim.h"
+#include "sim_calib.h"
 #include "tap.h"
 #include "util.h"
 
@@ -290,6 +291,44 @@ static void test_profiles(void)
 	is_str(sim_mode_name(m), "unknown", "write through is none of the modes");
 }
 
+/* The fitted/assumed table the controller marks outputs with names the model's
+ * parts, and says what the reference CSVs hold (docs/reports.md, Provenance). */
+static void test_fitted(void)
+{
+	for (const struct sim_calib *c = sim_calib_table; c->pnm; c++) {
+		bool found = false;
+		for (size_t i = 0; sim_part_at(i); i++)
+			found |= sim_part_at(i)->manfid == c->manfid && strcmp(sim_part_at(i)->name, c->pnm) == 0;
+		ok(found, "fitted table: %s (0x%x) is a simulated part", c->pnm, c->manfid);
+	}
+	const struct sim_part *d1 = sim_part_find("foresee-32g"), *d5 = sim_part_find("industrial-8g"),
+			      *sp = sim_part_find("sprd-32g");
+	if (!d1 || !d5 || !sp) {
+		printf("Bail out! part profiles missing\n");
+		exit(1);
+	}
+	ok(sim_model_fitted(d1, "fscopy", false, "wall_time"), "DUT1 ext4 copy without CQE: fitted");
+	ok(!sim_model_fitted(d1, "fscopy", true, "wall_time"), "DUT1 ext4 copy with CQE: assumed");
+	ok(!sim_model_fitted(d1, "fscopy", false, "copy1_time"), "phase times: assumed");
+	ok(!sim_model_fitted(d1, "androbench", false, "seq_write"), "DUT1 AndroBench: assumed");
+	ok(sim_model_fitted(d5, "fscopy", true, "wall_time"), "DUT5 ext4 copy with CQE: fitted");
+	ok(!sim_model_fitted(d5, "androbench", false, "rand_write"), "DUT5 AndroBench: assumed");
+	ok(sim_model_fitted(sp, "androbench", false, "rand_write") &&
+		   sim_model_fitted(sp, "androbench", false, "rand_write_iops"),
+	   "sprd AndroBench without CQE: fitted");
+	ok(!sim_model_fitted(sp, "androbench", true, "rand_write"), "sprd AndroBench with CQE: assumed");
+	ok(!sim_model_fitted(sp, "androbench", false, "write_lat_p99"), "latency percentiles: assumed");
+	ok(!sim_model_fitted(sp, "androbench", false, "rand"), "a metric name's prefix is no match");
+	/* What sysfs shows for the simulated DUT1 (manfid 0x88, PNM "NCard "). */
+	ok(sim_calib_fitted_cid("8801034e4361726420015a0c11e337cf", "fscopy", false, "wall_time"),
+	   "by CID: DUT1 fitted");
+	ok(!sim_calib_fitted_cid("8801034e4361726420015a0c11e337c", "fscopy", false, "wall_time") &&
+		   !sim_calib_fitted_cid("zz01034e4361726420015a0c11e337cf", "fscopy", false, "wall_time") &&
+		   !sim_calib_fitted_cid(NULL, "fscopy", false, "wall_time") &&
+		   !sim_calib_fitted_cid("", "fscopy", false, "wall_time"),
+	   "a short, non-hex or missing CID is not fitted");
+}
+
 static void test_faults(void)
 {
 	int id;
@@ -313,6 +352,7 @@ int main(void)
 	test_prng();
 	test_profiles();
 	test_faults();
+	test_fitted();
 	test_fscopy_calibration();
 	test_fscopy_counters();
 	test_androbench_calibration();

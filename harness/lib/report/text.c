@@ -45,6 +45,18 @@ static void __attribute__((format(printf, 3, 4))) tline(FILE *f, int width, cons
 	fprintf(f, "%s\n", buf);
 }
 
+/* The provenance banner, one source a line ("source: a - ...; b - ..." is
+ * split at "; "), so several sources keep within the width. */
+static void banner(FILE *f, int width, const char *b)
+{
+	for (bool first = true; b && *b; first = false) {
+		const char *end = strstr(b, "; ");
+		int len = end ? (int)(end - b) : (int)strlen(b);
+		tline(f, width, "%s%.*s", first ? "" : "        ", len, b);
+		b = end ? end + 2 : NULL;
+	}
+}
+
 static bool same_ctx(const struct compare_row *a, const struct compare_row *b)
 {
 	return strcmp(a->part_label, b->part_label) == 0 && a->part == b->part &&
@@ -228,7 +240,7 @@ static void mode_table(const struct report_model *m, FILE *f)
 		   "CQE x FUA: does the CQE change the FUA effect (ratio of ratios, 1 = no)\n",
 		m->opts.alpha, 100 * m->opts.min_effect);
 	if (m->provenance[0])
-		fprintf(f, "%s\n", m->provenance);
+		banner(f, TEXT_WIDTH, m->provenance);
 	size_t nassumed = 0;
 	const char *last_part = NULL, *last_board = NULL, *last_src = NULL;
 	for (size_t pi = 0; pi < c->nrows; pi++) {
@@ -320,7 +332,7 @@ static int render_body(const struct report_model *m, FILE *f)
 	tline(f, w, "%s: %s", m->opts.title ? m->opts.title : "emmclab report", m->scope);
 	tline(f, w, "generated %s", m->generated_at);
 	if (m->provenance[0])
-		tline(f, w, "%s", m->provenance);
+		banner(f, w, m->provenance);
 	tline(f, w, "%s", "");
 	char lines[8][128];
 	size_t n = report_summary_lines(m, lines, 8);

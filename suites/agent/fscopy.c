@@ -1,10 +1,13 @@
 /*
  * fscopy.c - the published ext4 copy benchmark (docs/suites.md): per iteration
  * mkfs.ext4, mount, copy a source tree three times, remove the three
- * copies, copy three times again, sync; wall time and per-phase times on
- * CLOCK_MONOTONIC.
+ * copies, copy three times again, umount (the seed's exact sequence, all
+ * inside the timing); wall time and per-phase times on CLOCK_MONOTONIC.
+ * With dir= (no device of its own) the last step is syncfs instead.
  *
- * The tree is a real directory (tree=PATH) or a synthetic one generated
+ * The tree is a real directory (tree=PATH), a tarball unpacked before the
+ * first iteration outside the timing (tree=FILE.tar[.xz|.gz|.bz2|.zst], e.g.
+ * Debian's /usr/src/linux-source-6.1.tar.xz), or a synthetic one generated
  * from a seed while "copying" (tree=synthetic, the default): its shape
  * follows a Linux 6.2 source tree - 79,000 files at scale=1, ~16 files per
  * directory, log-normal file sizes with median 5.3 KiB and sigma 1.5
@@ -274,7 +277,15 @@ static int rm_tree(struct agent *a, const char *path, int depth)
 	return rc;
 }
 
-static int copy_three(struct agent *a, const struct tree *t, const char *root, unsigned char *buf)
+/* One progress line per step of the sequence: the agent's own step log
+ * (docs/suites.md), which the host test checks against strace. */
+static void step(struct agent *a, unsigned iter, const char *what, const char *arg)
+{
+	agent_progress(a, 0, "fscopy iter %u step %s %s", iter, what, arg);
+}
+
+static int copy_three(struct agent *a, const struct tree *t, const char *root, unsigned char *buf,
+		      unsigned iter)
 {
 	char dst[PATH_MAX];
 	int i;
@@ -282,13 +293,14 @@ static int copy_three(struct agent *a, const struct tree *t, const char *root, u
 	for (i = 1; i <= 3; i++) {
 		if ((size_t)snprintf(dst, sizeof(dst), "%s/copy%d", root, i) >= sizeof(dst))
 			return -1;
+		step(a, iter, "cp", dst);
 		if (t->src ? copy_tree(a, t->src, dst, buf, 256 << 10, 0) : tree_write(a, t, dst))
 			return -1;
 	}
 	return 0;
 }
 
-static int rm_three(struct agent *a, const char *root)
+static int rm_three(struct agent *a, const char *root, unsigned iter)
 {
 	char dst[PATH_MAX];
 	int i;
@@ -296,6 +308,8 @@ static int rm_three(struct agent *a, const char *root)
 	for (i = 1; i <= 3; i++) {
 		if ((size_t)snprintf(dst, sizeof(dst), "%s/copy%d", root, i) >= sizeof(dst))
 			return -1;
+		if (iter)
+			step(a, iter, "rm", dst);
 		if (rm_tree(a, dst, 0) != 0)
 			return -1;
 	}
@@ -314,7 +328,7 @@ static double since(uint64_t *t)
 static int fscopy_iter(struct agent *a, const struct tree *tr, const char *target, const char *dir,
 		       unsigned iter, int count, unsigned char *buf)
 {
-	double mkfs_s = 0, mount_s = 0, copy1_s, rm_s, copy2_s, sync_s;
+	double mkfs_s = 0, mount_s = 0, copy1_s, rm_s, copy2_s, last_s;
 	char mnt[PATH_MAX], root[PATH_MAX], disk[64], err[512];
 	struct agent_count c;
 	uint64_t t0, tm;
@@ -329,8 +343,10 @@ static int fscopy_iter(struct agent *a, const struct tree *tr, const char *targe
 	t0 = tm = agent_now_ns();
 	if (!dir) {
 		char *argv[] = { "mke2fs", "-t", "ext4", "-F", "-q", (char *)target, NULL };
-		int st = agent_exec(argv, -1, err, sizeof(err));
+		int st;
 
+		step(a, iter, "mkfs.ext4", target);
+		st = agent_exec(argv, -1, err, sizeof(err));
 		if (st == 127) {
 			char *alt[] = { "mkfs.ext4", "-F", "-q", (char *)target, NULL };
 
@@ -346,6 +362,7 @@ static int fscopy_iter(struct agent *a, const struct tree *tr, const char *targe
 			agent_error(a, "io", "mkdtemp: %s", strerror(errno));
 			goto out;
 		}
+		step(a, iter, "mount", mnt);
 		if (mount(target, mnt, "ext4", 0, "") != 0) {
 			agent_error(a, "mount", "mount %s on %s: %s", target, mnt, strerror(errno));
 			rmdir(mnt);
@@ -363,24 +380,37 @@ static int fscopy_iter(struct agent *a, const struct tree *tr, const char *targe
 		tm = agent_now_ns();
 		t0 = tm;
 	}
-	if (copy_three(a, tr, root, buf) != 0)
+	if (copy_three(a, tr, root, buf, iter) != 0)
 		goto out;
 	copy1_s = since(&tm);
-	if (rm_three(a, root) != 0)
+	if (rm_three(a, root, iter) != 0)
 		goto out;
 	rm_s = since(&tm);
-	if (copy_three(a, tr, root, buf) != 0)
+	if (copy_three(a, tr, root, buf, iter) != 0)
 		goto out;
 	copy2_s = since(&tm);
-	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || syncfs(fd) != 0) {
-		agent_error(a, "io", "syncfs %s: %s", root, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		goto out;
+	if (mounted) {
+		/* the seed ends with umount: it writes back and commits the journal */
+		step(a, iter, "umount", mnt);
+		if (umount(mnt) != 0) {
+			agent_error(a, "mount", "umount %s: %s", mnt, strerror(errno));
+			goto out;
+		}
+		mounted = 0;
+		last_s = since(&tm);
+		rmdir(mnt);
+	} else {
+		step(a, iter, "syncfs", root);
+		fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || syncfs(fd) != 0) {
+			agent_error(a, "io", "syncfs %s: %s", root, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			goto out;
+		}
+		close(fd);
+		last_s = since(&tm);
 	}
-	close(fd);
-	sync_s = since(&tm);
 	agent_sample(a, "fscopy", iter, "wall_time", (double)(tm - t0) / 1e9, "s");
 	if (!dir) {
 		agent_sample(a, "fscopy", iter, "mkfs_time", mkfs_s, "s");
@@ -389,29 +419,137 @@ static int fscopy_iter(struct agent *a, const struct tree *tr, const char *targe
 	agent_sample(a, "fscopy", iter, "copy1_time", copy1_s, "s");
 	agent_sample(a, "fscopy", iter, "rm_time", rm_s, "s");
 	agent_sample(a, "fscopy", iter, "copy2_time", copy2_s, "s");
-	agent_sample(a, "fscopy", iter, "sync_time", sync_s, "s");
+	agent_sample(a, "fscopy", iter, dir ? "sync_time" : "umount_time", last_s, "s");
 	rc = 0;
 out:
 	if (count)
 		agent_count_end(a, &c, "fscopy", iter);
 	if (mounted) {
+		/* a failed iteration: leave the device unmounted, outside the timing */
 		if (umount(mnt) != 0)
 			agent_error(a, "mount", "umount %s: %s", mnt, strerror(errno));
 		else
 			rmdir(mnt);
 	} else if (dir) {
 		/* untimed clean-up of the host directory */
-		(void)rm_three(a, root);
+		(void)rm_three(a, root, 0);
 		(void)rmdir(root);
 	}
 	return rc;
+}
+
+static int is_tarball(const char *p)
+{
+	static const char *const ext[] = { ".tar", ".tar.xz", ".txz", ".tar.gz", ".tgz",
+					   ".tar.bz2", ".tar.zst" };
+	size_t n = strlen(p), i;
+
+	for (i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		size_t l = strlen(ext[i]);
+
+		if (n > l && strcmp(p + n - l, ext[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Files, directories and bytes of a real tree (reported with its size). */
+static void tree_stat(const char *path, int depth, uint64_t *files, uint64_t *dirs, uint64_t *bytes)
+{
+	struct dirent *de;
+	DIR *d;
+
+	if (depth > 64 || !(d = opendir(path)))
+		return;
+	(*dirs)++;
+	while ((de = readdir(d)) != NULL) {
+		char p[PATH_MAX];
+		struct stat st;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    (size_t)snprintf(p, sizeof(p), "%s/%s", path, de->d_name) >= sizeof(p) ||
+		    lstat(p, &st) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			tree_stat(p, depth + 1, files, dirs, bytes);
+		} else {
+			(*files)++;
+			if (S_ISREG(st.st_mode))
+				*bytes += (uint64_t)st.st_size;
+		}
+	}
+	closedir(d);
+}
+
+/* tree=FILE.tar*: `tar -xf` into unpack=DIR (default a fresh directory under
+ * /tmp, on the DUT usually tmpfs, so the source is read from RAM as the
+ * published runs read it from a warm page cache), before any timing.  A
+ * tarball with one top-level directory (linux-source-6.1/) copies that one,
+ * as `cp -r linux-6.2.2` did.  *stage is what to remove afterwards ("" if
+ * the caller's unpack= directory is kept). */
+static int tree_unpack(struct agent *a, const char *tarball, char *src, size_t size, char *stage,
+		       size_t ssize)
+{
+	const char *into = agent_arg(a, "unpack");
+	char err[512], only[PATH_MAX] = "";
+	struct dirent *de;
+	uint64_t t0 = agent_now_ns();
+	int n = 0, st;
+	DIR *d;
+
+	stage[0] = '\0';
+	if (into) {
+		if ((size_t)snprintf(src, size, "%s", into) >= size ||
+		    (mkdir(src, 0755) != 0 && errno != EEXIST)) {
+			agent_error(a, "io", "unpack=%s: %s", into, strerror(errno));
+			return -1;
+		}
+	} else {
+		snprintf(src, size, "/tmp/emmclab-tree.XXXXXX");
+		if (!mkdtemp(src)) {
+			agent_error(a, "io", "mkdtemp: %s", strerror(errno));
+			return -1;
+		}
+		snprintf(stage, ssize, "%s", src);
+	}
+	agent_progress(a, 0, "fscopy unpacking %s into %s (not timed)", tarball, src);
+	{
+		char *argv[] = { "tar", "-xf", (char *)tarball, "-C", src, NULL };
+
+		st = agent_exec(argv, -1, err, sizeof(err));
+	}
+	if (st != 0) {
+		agent_error(a, "unpack", "tar -xf %s -C %s: status %d: %s", tarball, src, st, err);
+		return -1;
+	}
+	if (!(d = opendir(src))) {
+		agent_error(a, "io", "%s: %s", src, strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		char p[PATH_MAX];
+		struct stat sb;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		n++;
+		if ((size_t)snprintf(p, sizeof(p), "%s/%s", src, de->d_name) < sizeof(p) &&
+		    lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+			snprintf(only, sizeof(only), "%s", p);
+	}
+	closedir(d);
+	if (n == 1 && only[0])
+		snprintf(src, size, "%s", only);
+	agent_progress(a, 0, "fscopy unpacked %s in %.1f s", tarball,
+		       (double)(agent_now_ns() - t0) / 1e9);
+	return 0;
 }
 
 int cmd_fscopy(struct agent *a)
 {
 	static struct tree t;
 	const char *tree = agent_arg(a, "tree"), *dir = agent_arg(a, "dir");
-	char target[PATH_MAX], dbuf[PATH_MAX];
+	char target[PATH_MAX], dbuf[PATH_MAX], sbuf[PATH_MAX], stage[PATH_MAX] = "";
 	uint64_t first, iters, count, seed;
 	unsigned char *buf = NULL;
 	double scale;
@@ -446,16 +584,33 @@ int cmd_fscopy(struct agent *a)
 	}
 	t.src = tree && strcmp(tree, "synthetic") != 0 ? tree : NULL;
 	if (t.src) {
+		uint64_t files = 0, dirs = 0, bytes = 0;
 		struct stat st;
 
-		if (stat(t.src, &st) != 0 || !S_ISDIR(st.st_mode)) {
-			agent_error(a, "bad-arg", "tree=%s: not a directory", t.src);
+		if (stat(t.src, &st) != 0 || (!S_ISDIR(st.st_mode) &&
+					      !(S_ISREG(st.st_mode) && is_tarball(t.src)))) {
+			agent_error(a, "bad-arg", "tree=%s: not a directory or a .tar[.xz|.gz|.bz2|.zst]",
+				    t.src);
 			return -1;
 		}
+		if (S_ISREG(st.st_mode)) {
+			if (tree_unpack(a, t.src, sbuf, sizeof(sbuf), stage, sizeof(stage)) != 0) {
+				if (stage[0])
+					(void)rm_tree(a, stage, 0);
+				return -1;
+			}
+			t.src = sbuf;
+		}
+		tree_stat(t.src, 0, &files, &dirs, &bytes);
+		agent_progress(a, 0, "fscopy tree %s: %llu files, %llu dirs, %.1f MiB", t.src,
+			       (unsigned long long)files, (unsigned long long)dirs,
+			       (double)bytes / 1048576.0);
 	}
 	if (tree_init(&t, t.src ? 0.00001 : scale, seed) != 0 || !(buf = malloc(256 << 10))) {
 		agent_error(a, "nomem", "tree");
 		tree_free(&t);
+		if (stage[0])
+			(void)rm_tree(a, stage, 0);
 		return -1;
 	}
 	if (!t.src)
@@ -471,5 +626,7 @@ int cmd_fscopy(struct agent *a)
 	}
 	free(buf);
 	tree_free(&t);
+	if (stage[0] && rm_tree(a, stage, 0) != 0)
+		rc = -1;
 	return rc;
 }

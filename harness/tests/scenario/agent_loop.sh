@@ -37,7 +37,7 @@ zeros=$(head -c 1048576 "$loop" | tr -d '\000' | wc -c)
 
 # fscopy on the device: mkfs + mount + copies, samples incl. mkfs_time
 if run fscopy target="$loop" iterations=2 scale=0.01 >"$tmp/out"; then
-	for m in wall_time mkfs_time mount_time copy1_time rm_time copy2_time sync_time; do
+	for m in wall_time mkfs_time mount_time copy1_time rm_time copy2_time umount_time; do
 		[ "$(grep -c " metric=$m " "$tmp/out")" = 2 ] || fail "fscopy: metric $m twice"
 	done
 	grep -q "$loop" /proc/self/mounts && fail "fscopy left $loop mounted"

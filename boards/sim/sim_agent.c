@@ -155,9 +155,28 @@ static bool arg_num(struct agent_run *r, const char *key, double def, double min
 
 /* ---- commands ---- */
 
+/* Wear (docs/simulator.md, an assumption, not fitted): a rated 3,000
+ * program/erase cycles, so each 300 full-device writes use 10 % more of the
+ * life (life_a and life_b one step each, from the part's table values);
+ * PRE_EOL_INFO turns warning at 0x09 and urgent past the life. */
+#define SIM_RATED_PE 3000u
+
+static void sim_life(const struct sim_board *b, unsigned *la, unsigned *lb, unsigned *eol)
+{
+	const struct sim_part *p = b->part;
+	uint64_t step = p->capacity_bytes * (SIM_RATED_PE / 10u);
+	unsigned used = step ? (unsigned)(b->wear_bytes / step) : 0;
+	*la = p->life_a + used > 0x0b ? 0x0b : p->life_a + used;
+	*lb = p->life_b + used > 0x0b ? 0x0b : p->life_b + used;
+	unsigned worst = *la > *lb ? *la : *lb;
+	*eol = worst >= 0x0b ? 3 : worst >= 0x09 && p->pre_eol < 2 ? 2 : p->pre_eol;
+}
+
 static void ext_csd_hex(struct sim_board *b, char *out)
 {
 	const struct sim_part *p = b->part;
+	unsigned life_a, life_b, pre_eol;
+	sim_life(b, &life_a, &life_b, &pre_eol);
 	unsigned char e[512] = {0};
 	e[15] = b->eff.cqe;
 	e[33] = p->cache_kib > 0;
@@ -176,9 +195,9 @@ static void ext_csd_hex(struct sim_board *b, char *out)
 	for (int i = 0; i < 8 && p->fw_version[i]; i++)
 		e[254 + i] = (unsigned char)p->fw_version[i];
 	e[262] = (unsigned char)p->device_version;
-	e[267] = (unsigned char)p->pre_eol;
-	e[268] = (unsigned char)p->life_a;
-	e[269] = (unsigned char)p->life_b;
+	e[267] = (unsigned char)pre_eol;
+	e[268] = (unsigned char)life_a;
+	e[269] = (unsigned char)life_b;
 	e[307] = p->cmdq_depth ? (unsigned char)((p->cmdq_depth - 1) & 0x1f) : 0;
 	e[308] = p->cmdq_support;
 	for (int i = 0; i < 512; i++)
@@ -223,9 +242,11 @@ static int cmd_identify(struct agent_run *r)
 	snprintf(rels, sizeof rels, "%u", p->rel_sectors);
 	snprintf(cq, sizeof cq, "%d", p->cmdq_support);
 	snprintf(cqd, sizeof cqd, "%u", p->cmdq_depth);
-	snprintf(la, sizeof la, "0x%02x", p->life_a);
-	snprintf(lb, sizeof lb, "0x%02x", p->life_b);
-	snprintf(eol, sizeof eol, "0x%02x", p->pre_eol);
+	unsigned life_a, life_b, pre_eol;
+	sim_life(b, &life_a, &life_b, &pre_eol);
+	snprintf(la, sizeof la, "0x%02x", life_a);
+	snprintf(lb, sizeof lb, "0x%02x", life_b);
+	snprintf(eol, sizeof eol, "0x%02x", pre_eol);
 	fw[0] = '\0';
 	for (int i = 0; i < 8; i++) {
 		unsigned char c = (unsigned char)(i < (int)strlen(p->fw_version) ? p->fw_version[i] : 0);
@@ -245,6 +266,21 @@ static int cmd_identify(struct agent_run *r)
 	};
 	wait_ms(r, 30);
 	emit(r, "identity", kv);
+	return 0;
+}
+
+static int cmd_health(struct agent_run *r)
+{
+	unsigned life_a, life_b, pre_eol;
+	char la[8], lb[8], eol[8];
+	sim_life(r->b, &life_a, &life_b, &pre_eol);
+	snprintf(la, sizeof la, "%u", life_a);
+	snprintf(lb, sizeof lb, "%u", life_b);
+	snprintf(eol, sizeof eol, "%u", pre_eol);
+	const char *kv[] = {"life_a", la, "life_b", lb, "pre_eol", eol, "device", "mmcblk0",
+			    "src", "ioctl", NULL};
+	wait_ms(r, 10);
+	emit(r, "health", kv);
 	return 0;
 }
 
@@ -318,6 +354,7 @@ static int cmd_precondition(struct agent_run *r)
 	if (!arg_num(r, "passes", 3, 1, 100, &passes))
 		return -1;
 	b->fs_runs = 0; /* a freshly preconditioned part: the next fscopy is a warm-up */
+	b->wear_bytes += (uint64_t)passes * b->part->capacity_bytes;
 	double pass_s = (double)b->part->capacity_bytes / 1048576.0 / b->part->seq_write_mibs *
 			slow_factor(b);
 	char what[128];
@@ -366,6 +403,7 @@ static int cmd_androbench(struct agent_run *r)
 		emit_sample(r, "androbench", it, "write_lat_p50", res.lat_p50_us, "us");
 		emit_sample(r, "androbench", it, "write_lat_p99", res.lat_p99_us, "us");
 		count_io(b, res.rel_writes, res.flushes);
+		b->wear_bytes += (uint64_t)((seq + rnd) * 1048576.0);
 		if (count > 0) {
 			emit_counter(r, "androbench", it, "reliable_writes", res.rel_writes);
 			emit_counter(r, "androbench", it, "flushes", res.flushes);
@@ -405,6 +443,7 @@ static int cmd_fscopy(struct agent_run *r)
 		emit_sample(r, "fscopy", it, "copy2_time", res.copy2, "s");
 		emit_sample(r, "fscopy", it, "sync_time", res.sync, "s");
 		count_io(b, res.rel_writes, res.flushes);
+		b->wear_bytes += (uint64_t)(6 * 1205.6 * 1048576.0 * scale); /* 6 copies of the tree */
 		if (count > 0) {
 			emit_counter(r, "fscopy", it, "reliable_writes", res.rel_writes);
 			emit_counter(r, "fscopy", it, "flushes", res.flushes);

@@ -134,6 +134,7 @@ struct sim_board {
 	char **alog;
 	size_t nalog;
 	int fs_runs;           /* fscopy iterations since the last precondition (warm-up); device state, survives power cycles */
+	uint64_t wear_bytes;   /* written by the agent's workloads: the part's wear (sim_agent.c sim_life) */
 	struct sim_pf pf;
 	struct {              /* powerfail-write acks, generated in batches on the console */
 		bool on;

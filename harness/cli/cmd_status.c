@@ -2,6 +2,7 @@
  * recent runs, events of the last run, quarantined boards and the upload
  * outbox, read-only. */
 #include "cli.h"
+#include "health.h"
 #include "progress.h"
 #include "results.h"
 #include "store.h"
@@ -73,6 +74,23 @@ static void print_upload(const struct store_outbox_row *u, void *arg)
 	printf("  %5lld  %5lld  %-14.14s %-9s %-8s %4lld  %-20s  %s\n", (long long)u->id,
 	       (long long)u->run_id, u->target, u->kind, u->state, (long long)u->attempts,
 	       dash(u->next_at), dash(u->last_error));
+}
+
+static void print_health(int64_t part_id, const char *label, const char *cid,
+			 const struct store_health_sum *h, void *arg)
+{
+	LAB_UNUSED(part_id);
+	int *n = arg;
+	char now[160], trend[96];
+	(*n)++;
+	health_now_text(h, now, sizeof now);
+	health_trend_text(h, trend, sizeof trend);
+	printf("  %-20s %s\n    latest %s (%s a job, from %s): %s\n    trend: %s\n", label,
+	       cid[0] ? cid : "-", h->last_at, h->last_phase, h->last_src[0] ? h->last_src : "?", now,
+	       trend);
+	if (h->flagged_jobs)
+		printf("    WORN: %d job%s flagged; latest: %s\n", h->flagged_jobs,
+		       h->flagged_jobs == 1 ? "" : "s", h->flag);
 }
 
 /* One run in progress: a line for the run, one per board not done yet. */
@@ -183,6 +201,16 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 		printf("\nquarantined boards:\n");
 		rc = store_quarantined(s, 0, print_quarantine, NULL, &n, &e);
 		if (!rc && n == 0)
+			printf("  (none)\n");
+	}
+	if (!rc) {
+		/* docs/running.md, "Part health": each part's latest wear and its trend */
+		printf("\npart health (EXT_CSD life time A/B, PRE_EOL_INFO):\n");
+		n = 0;
+		if (store_schema_version(s) < 7)
+			printf("  (schema %d has no health readings: `emmclab db migrate`)\n",
+			       store_schema_version(s));
+		else if (!(rc = store_health_parts(s, print_health, &n, &e)) && n == 0)
 			printf("  (none)\n");
 	}
 	if (!rc) {

@@ -17,6 +17,8 @@
 	X(identify, "identify", "ext_csd",                                                         \
 	  "CID, EXT_CSD and sysfs identity of the eMMC (ext_csd=FILE: decode a 512-byte dump)")    \
 	X(mode, "mode", "expect", "verified fua / write_cache / cqe state; expect=MODE compares")  \
+	X(health, "health", "",                                                                    \
+	  "wear now: EXT_CSD life-time estimates A/B [268/269] and PRE_EOL_INFO [267]")            \
 	X(precondition, "precondition", "passes target seed",                                      \
 	  "passes=N full-device writes of /dev/urandom data, as dd did (seed=S: reproducible "     \
 	  "data instead; target=PATH: file or block device)")                                      \

@@ -22,6 +22,18 @@ void collect_reset(struct collect *c)
 	memset(c, 0, sizeof *c);
 	c->fua = c->write_cache = c->cqe = -1;
 	c->wall_time = -1;
+	health_reading_init(&c->health);
+}
+
+/* life_a / life_b / pre_eol of an identity or health line (docs/agent.md). */
+static void take_health(struct collect *c, const struct proto_msg *m, const char *src)
+{
+	struct health_reading *h = &c->health;
+	h->life_a = health_value(proto_get(m, "life_a"));
+	h->life_b = health_value(proto_get(m, "life_b"));
+	h->pre_eol = health_value(proto_get(m, "pre_eol"));
+	lab_strlcpy(h->src, !src || strcmp(src, "none") == 0 ? "sysfs" : src, sizeof h->src);
+	c->have_health = health_reading_any(h);
 }
 
 static char *own(struct collect *c, const char *s)
@@ -101,6 +113,9 @@ enum collect_note collect_msg(struct collect *c, const struct proto_msg *m, bool
 		p->ext_csd_hex = own(c, proto_get(m, "ext_csd"));
 		const char *k = proto_get(m, "kernel");
 		lab_strlcpy(c->kernel, k ? k : "", sizeof c->kernel);
+		take_health(c, m, proto_get(m, "ext_csd_src"));
+	} else if (strcmp(m->kind, "health") == 0) {
+		take_health(c, m, proto_get(m, "src"));
 	} else if (strcmp(m->kind, "error") == 0) {
 		const char *code = proto_get(m, "code");
 		const char *msg = proto_get(m, "msg");

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "health.h"
 #include "proto.h"
 #include "store.h"
 
@@ -32,6 +33,8 @@ struct collect {
 	char error[256]; /* why it failed: the latest error line or bad sample, "" if none */
 	double wall_time; /* the wall_time sample, -1 when none */
 	bool no_tracefs;  /* the agent said it could not trace (no counters) */
+	bool have_health; /* the part's wear, from an identity or a health line */
+	struct health_reading health;
 };
 
 /* Free what c holds and make it empty (also the first initialisation of a zeroed struct). */

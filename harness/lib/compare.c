@@ -32,6 +32,7 @@ struct cell {
 	const char *seen; /* the kind of the runs it holds, "pooled" when several */
 	bool mixed, excluded;
 	bool sysfs_only; /* a group's mode was proved by sysfs alone */
+	bool worn;       /* a group's part was past its wear thresholds */
 };
 
 struct cpriv {
@@ -133,7 +134,7 @@ static struct cell *cell_get(struct cpriv *p, const struct cell *k)
 	c->n = c->cap = c->nwarm = 0;
 	c->unit = NULL;
 	c->seen = NULL;
-	c->mixed = c->excluded = c->sysfs_only = false;
+	c->mixed = c->excluded = c->sysfs_only = c->worn = false;
 	p->slot[j] = ++p->ncells;
 	return c;
 }
@@ -146,6 +147,7 @@ static void cell_add(struct cell *c, const struct results_group *g, const char *
 	else if (strcmp(c->unit, g->unit) != 0)
 		c->mixed = true;
 	c->sysfs_only |= g->sysfs_only;
+	c->worn |= g->worn;
 	if (c->n + g->n > c->cap) {
 		c->cap = c->cap * 2 > c->n + g->n ? c->cap * 2 : c->n + g->n + 8;
 		c->v = xreallocarray(c->v, c->cap, sizeof *c->v);
@@ -306,6 +308,13 @@ static void row_emit(struct compare_result *res, size_t *cap, const struct resul
 	if ((ca && ca->sysfs_only) || (cb && cb->sysfs_only)) {
 		char both[sizeof w->cmp.note];
 		if (snprintf(both, sizeof both, "%s%sSYSFS-ONLY: mode not proved by tracepoints",
+			     w->cmp.note, w->cmp.note[0] ? "; " : "") > 0)
+			lab_strlcpy(w->cmp.note, both, sizeof w->cmp.note);
+	}
+	/* A worn part measures differently (docs/running.md, "Part health"). */
+	if ((ca && ca->worn) || (cb && cb->worn)) {
+		char both[sizeof w->cmp.note];
+		if (snprintf(both, sizeof both, "%s%sWORN: a part past its health thresholds",
 			     w->cmp.note, w->cmp.note[0] ? "; " : "") > 0)
 			lab_strlcpy(w->cmp.note, both, sizeof w->cmp.note);
 	}

@@ -106,6 +106,22 @@ static const struct opt timeouts_opts[] = {
 	{0},
 };
 
+static const struct opt health_opts[] = {
+	{.key = "life_time_max", .type = OPT_INT, .offset = F(health_cfg, life_time_max),
+	 .def = "0x09", .min = 1, .max = 11,
+	 .help = "highest acceptable EXT_CSD life-time estimate A or B (0x01: 0-10% of the rated "
+		 "life used ... 0x0a: 90-100%, 0x0b: past it); a part above is flagged"},
+	{.key = "pre_eol_max", .type = OPT_INT, .offset = F(health_cfg, pre_eol_max), .def = "1",
+	 .min = 1, .max = 3,
+	 .help = "highest acceptable PRE_EOL_INFO (1 normal, 2 warning: 80% of the reserved "
+		 "blocks used, 3 urgent); a part above is flagged"},
+	{.key = "on_exceed", .type = OPT_ENUM, .offset = F(health_cfg, on_exceed), .def = "flag",
+	 .choices = health_action_names,
+	 .help = "a flagged part's jobs: flag (they run; their figures are marked WORN in every "
+		 "output) or skip (the board's remaining jobs are skipped)"},
+	{0},
+};
+
 static const struct opt type_base_opts[] = {
 	{.key = "name", .type = OPT_NAME, .offset = F(board_type, name), .flags = OPT_REQUIRED,
 	 .help = "type name, referenced by boards' `type:`"},
@@ -136,6 +152,8 @@ static const struct opt type_base_opts[] = {
 	{.key = "quarantine_after", .type = OPT_INT, .offset = F(board_type, quarantine_after),
 	 .def = "3", .min = 1, .max = 1000,
 	 .help = "consecutive health failures before the board is quarantined"},
+	{.key = "health", .type = OPT_SECTION, .offset = F(board_type, health), .sub = health_opts,
+	 .help = "wear thresholds of the fitted parts, checked before and after every job"},
 	{0},
 };
 

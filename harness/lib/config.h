@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "cfgnode.h"
+#include "health.h"
 #include "mode.h"
 #include "opt.h"
 #include "util.h"
@@ -69,6 +70,7 @@ struct board_type {
 	struct mode_recipe modes[MODE_COUNT];
 	int64_t retries;         /* boot retries with a power cycle */
 	int64_t quarantine_after;/* consecutive health failures before quarantine */
+	struct health_cfg health;/* part wear thresholds (health.h) */
 	const char *file;        /* where it was defined */
 	int line;
 	struct cfg_node *node;   /* its YAML, for positions in `check` (config_check.c); owned */

@@ -35,6 +35,7 @@ struct plan_job {
 	int done_iterations;
 	int failures;
 	uint64_t started_ns;           /* runner: first slot started (timeouts.job) */
+	int health_before;             /* runner: 1 once the part's wear before the job is stored */
 };
 
 struct plan_slot {

@@ -924,6 +924,35 @@ static int mark_sysfs_only(struct results *r, sqlite3 *db, struct lab_err *e)
 	return rc == SQLITE_DONE ? LAB_OK : db_err(e, db, "reading how modes were proved");
 }
 
+/* Groups of jobs whose part was past its wear thresholds, and every part's
+ * readings (docs/running.md, "Part health"), the same way. */
+static int mark_worn(struct results *r, struct store *s, sqlite3 *db, struct lab_err *e)
+{
+	sqlite3_stmt *st;
+	int rc;
+	if (store_schema_version(s) < 7) /* a read-only look at an older database */
+		return LAB_OK;
+	for (size_t i = 0; i < r->nparts; i++)
+		if ((rc = store_health_summary(s, r->parts[i].id, &r->parts[i].health, e)))
+			return rc;
+	if (sqlite3_prepare_v2(db, "SELECT DISTINCT j.run_id, COALESCE(b.name, ''), j.mode FROM job j"
+				   " LEFT JOIN board b ON b.id = j.board_id"
+				   " WHERE j.health_flag IS NOT NULL", -1, &st, NULL) != SQLITE_OK)
+		return db_err(e, db, "loading flagged jobs");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t run = sqlite3_column_int64(st, 0);
+		const char *board = col_text(st, 1), *mode = col_text(st, 2);
+		for (size_t i = 0; i < r->ngroups; i++) {
+			struct results_group *g = &r->groups[i];
+			if (r->runs[g->run].id == run && strcmp(g->board, board) == 0 &&
+			    strcmp(g->mode, mode) == 0)
+				g->worn = true;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? LAB_OK : db_err(e, db, "reading flagged jobs");
+}
+
 int results_load(struct store *s, const struct results_filter *f, struct results **out,
 		 struct lab_err *e)
 {
@@ -959,6 +988,8 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 		rc = load_samples_scan(r, pv, db, f, rix, pix, e);
 	if (!rc)
 		rc = mark_sysfs_only(r, db, e);
+	if (!rc)
+		rc = mark_worn(r, s, db, e);
 	if (rc)
 		goto fail;
 	for (size_t i = 0; i < r->ngroups; i++)

@@ -36,6 +36,7 @@ struct results_run {
 struct results_part {
 	int64_t id;
 	const char *label, *cid; /* cid "" when unknown (imported) */
+	struct store_health_sum health; /* its wear readings (health.n == 0: none) */
 };
 
 struct results_event {
@@ -54,6 +55,7 @@ struct results_group {
 	double warmup_dev;        /* relative deviation of the first value (NaN if not computed) */
 	int direction;            /* stats_direction(metric, unit) */
 	bool sysfs_only;          /* a job's mode was proved by sysfs alone (job.verified_by) */
+	bool worn;                /* a job's part was past its health thresholds (job.health_flag) */
 };
 
 struct results {

@@ -3,6 +3,7 @@
 #include "board.h"
 #include "collect.h"
 #include "console.h"
+#include "health.h"
 #include "json.h"
 #include "lock.h"
 #include "loop.h"
@@ -661,19 +662,98 @@ static void start_powerfail(struct rboard *rb)
 	lab_buf_free(&cargs);
 }
 
+/* ---- part health (docs/running.md, "Part health") ---- */
+
+/* Store a wear reading of the job's part.  Past the board type's `health:`
+ * thresholds the job is flagged (its figures are marked WORN everywhere);
+ * with `on_exceed: skip` a reading before the job skips the board's jobs
+ * instead.  Returns false when the board's jobs end here. */
+static bool health_record(struct rboard *rb, struct plan_job *j, const char *phase,
+			  const struct health_reading *h)
+{
+	static const struct health_cfg def = {.life_time_max = 0x09, .pre_eol_max = 1};
+	struct runner *r = rb->r;
+	const struct health_cfg *hc = rb->cfg->type ? &rb->cfg->type->health : &def;
+	const char *label = rb->cfg->part.label && rb->cfg->part.label[0] ? rb->cfg->part.label
+									  : rb->cfg->name;
+	char why[160];
+	bool worn = health_exceeds(hc, h, why, sizeof why);
+	bool skip = worn && hc->on_exceed == HEALTH_SKIP && strcmp(phase, "before") == 0;
+	char *flag = worn ? xasprintf("part \"%s\", read %s the job: %s", label, phase, why) : NULL;
+	struct lab_err e = {0};
+	if (store_jnl_health(r->jnl, job_seq(r, j), phase, h, skip ? NULL : flag, &e))
+		store_fail(r, &e);
+	jnl_dirty(r);
+	if (!worn)
+		return true;
+	char *m = xasprintf("%s; %s", flag,
+			    skip ? "on_exceed: skip, the board's remaining jobs are skipped"
+			    : strcmp(phase, "before") == 0 ? "the job runs, its figures are marked WORN"
+			    : "its figures are marked WORN, and the part's next jobs will be checked again");
+	record_event(rb, "health", phase, m);
+	free(m);
+	if (skip) {
+		finish_job(rb, j, JOB_SKIPPED, flag);
+		skip_rest(rb, "part worn past the board type's health thresholds");
+		free(flag);
+		end_board(rb);
+		return false;
+	}
+	free(flag);
+	return true;
+}
+
+static void slot_complete(struct rboard *rb)
+{
+	board_health_ok(rb->b);
+	if (rb->r->o->progress)
+		progress_slot_done(rb->r->o->progress, (size_t)(rb - rb->r->rb), rb->cur + 1);
+	rb->cur++;
+	next_slot(rb);
+}
+
+static void on_health_done(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	struct rboard *rb = arg;
+	struct plan_job *j = cur_job(rb);
+	struct collect *c = &rb->col;
+	/* The job's iterations are stored: a part that cannot say its wear
+	 * does not undo them.  A board that failed is rebooted for the next slot. */
+	if (rc != LAB_OK || !c->have_health) {
+		char *m = xasprintf("no wear reading after the job: %s",
+				    rc ? (msg ? msg : board_fail_name(fail))
+				    : c->error[0] ? c->error : "the agent sent no health line");
+		record_event(rb, "info", "health", m);
+		free(m);
+		if (rc != LAB_OK)
+			rb->booted_job = -1;
+	} else {
+		health_record(rb, j, "after", &c->health);
+	}
+	collect_reset(c);
+	finish_job(rb, j, JOB_OK, NULL);
+	slot_complete(rb);
+}
+
 static void run_workload(struct rboard *rb)
 {
 	struct plan_job *j = cur_job(rb);
 	const struct plan_slot *s = cur_slot(rb);
 	if (rb->wl >= j->suite->nworkloads) {
 		j->done_iterations++;
-		if (j->done_iterations >= j->iterations)
+		if (j->done_iterations < j->iterations) {
+			slot_complete(rb);
+			return;
+		}
+		/* the job's last iteration: the part's wear after it */
+		collect_reset(&rb->col);
+		prog_stage(rb, "health");
+		if (board_agent(rb->b, "health", 120000, on_agent_msg, on_health_done, rb) != LAB_OK) {
+			record_event(rb, "info", "health", "no wear reading after the job: could not start the agent");
 			finish_job(rb, j, JOB_OK, NULL);
-		board_health_ok(rb->b);
-		if (rb->r->o->progress)
-			progress_slot_done(rb->r->o->progress, (size_t)(rb - rb->r->rb), rb->cur + 1);
-		rb->cur++;
-		next_slot(rb);
+			slot_complete(rb);
+		}
 		return;
 	}
 	const struct workload_cfg *w = &j->suite->workloads[rb->wl];
@@ -859,6 +939,13 @@ static void on_identify_done(struct board *b, int rc, enum board_fail fail, cons
 		return;
 	}
 	jnl_dirty(r);
+	if (c->have_health && !j->health_before) {
+		j->health_before = 1;
+		if (!health_record(rb, j, "before", &c->health)) {
+			collect_reset(c);
+			return;
+		}
+	}
 	collect_reset(c);
 	verify_mode(rb);
 }

@@ -235,6 +235,34 @@ int store_jnl_event(struct store_jnl *j, int seq, const char *board, const char 
 int store_jnl_transcript(struct store_jnl *j, int seq, const char *board, const char *path,
 			 const char *sha256, int64_t bytes, int boot_n, struct lab_err *e);
 
+/* ---- part health (store_health.c, schema 7; docs/running.md "Part health") ---- */
+struct health_reading;
+/* One reading of job_id's part, at `at` (UTC ISO-8601, NULL: now), phase
+ * "before" or "after".  flag non-NULL: the reading is past the board type's
+ * thresholds, and job.health_flag records why (the first reason is kept). */
+int store_health_write(struct store *s, int64_t job_id, const char *at, const char *phase,
+		       const struct health_reading *h, const char *flag, struct lab_err *e);
+/* A part's readings summed up: the first and the latest (its trend) and the
+ * latest flagged job's reason. */
+struct store_health_sum {
+	int n;                          /* readings */
+	int first_a, first_b, first_eol; /* -1: unknown */
+	int last_a, last_b, last_eol;
+	char first_at[32], last_at[32], last_phase[8], last_src[16];
+	int flagged_jobs;
+	char flag[192]; /* the latest flagged job's reason, "" none */
+};
+int store_health_summary(struct store *s, int64_t part_id, struct store_health_sum *out,
+			 struct lab_err *e);
+/* Every part with a reading, by label: cb(part id, label, cid, summary). */
+int store_health_parts(struct store *s,
+		       void (*cb)(int64_t part_id, const char *label, const char *cid,
+				  const struct store_health_sum *h, void *arg),
+		       void *arg, struct lab_err *e);
+/* The journal entry of a reading (job by plan index). */
+int store_jnl_health(struct store_jnl *j, int seq, const char *phase,
+		     const struct health_reading *h, const char *flag, struct lab_err *e);
+
 /* ---- reads for the CLI, the runner and the upload kinds (store_query.c) ----
  * Row pointers passed to a callback are valid only during the call.  A
  * NULL column is a NULL pointer unless the comment says otherwise.  Every

@@ -20,6 +20,7 @@
  */
 #include "store_internal.h"
 #include "crc.h"
+#include "health.h"
 #include "mode.h"
 
 #include <dirent.h>
@@ -452,6 +453,17 @@ static int apply(struct store_jnl *j, const struct entry *en, struct lab_err *e)
 			return rc;
 		return store_transcript(j->s, j->run_id, jid, bid, fs(en, 2), fs(en, 3),
 					fi(en, 4, 0), (int)fi(en, 5, 0), e);
+	}
+	if (strcmp(k, "health") == 0) { /* seq phase life_a life_b pre_eol src flag (schema 7) */
+		struct health_reading h;
+		health_reading_init(&h);
+		h.life_a = (int)fi(en, 2, -1);
+		h.life_b = (int)fi(en, 3, -1);
+		h.pre_eol = (int)fi(en, 4, -1);
+		lab_strlcpy(h.src, fs(en, 5) ? fs(en, 5) : "", sizeof h.src);
+		return (rc = job_id(j, fi(en, 0, -1), &jid, e))
+			       ? rc
+			       : store_health_write(j->s, jid, en->at, fs(en, 1), &h, fs(en, 6), e);
 	}
 	return LAB_ERR(e, LAB_EUSAGE, "journal: unknown entry '%s'", k);
 }
@@ -1042,6 +1054,20 @@ int store_jnl_event(struct store_jnl *j, int seq, const char *board, const char 
 	put_field(b, kind);
 	put_field(b, stage);
 	put_field(b, message ? message : "");
+	return end(j, e);
+}
+
+int store_jnl_health(struct store_jnl *j, int seq, const char *phase,
+		     const struct health_reading *h, const char *flag, struct lab_err *e)
+{
+	struct lab_buf *b = begin(j, "health");
+	put_i64(b, seq);
+	put_field(b, phase);
+	put_opt(b, h->life_a);
+	put_opt(b, h->life_b);
+	put_opt(b, h->pre_eol);
+	put_field(b, h->src);
+	put_field(b, flag);
 	return end(j, e);
 }
 

@@ -124,7 +124,13 @@ int agent_decode_cid(const char *hex, int ext_csd_rev, struct agent_kv *k);
 void agent_knobs(const struct agent *a, struct agent_kv *k); /* knob_fua, knob_disable_cqe */
 
 /* Commands. */
+/* EXT_CSD read now (MMC_IOC_CMD, else debugfs); *src "ioctl"/"debugfs". */
+int agent_read_ext_csd(const struct agent *a, uint8_t *ext, const char **src, char *err,
+		       size_t errsize);
+/* sysfs life_time ("0x01 0x02") into a and b; 0 when both parse. */
+int agent_parse_life_time(const char *s, unsigned *a, unsigned *b);
 int cmd_identify(struct agent *a);
+int cmd_health(struct agent *a);
 int cmd_mode(struct agent *a);
 int cmd_precondition(struct agent *a);
 int cmd_androbench(struct agent *a);

@@ -277,6 +277,22 @@ static int ext_csd_debugfs(const struct agent *a, uint8_t *ext)
 	return ext_csd_from_file(path, ext);
 }
 
+/* A fresh EXT_CSD: MMC_IOC_CMD, else debugfs.  *src names which; err says
+ * why the ioctl failed when both did (-1). */
+int agent_read_ext_csd(const struct agent *a, uint8_t *ext, const char **src, char *err,
+		       size_t errsize)
+{
+	if (ext_csd_ioctl(a, ext, err, errsize) == 0) {
+		*src = "ioctl";
+		return 0;
+	}
+	if (ext_csd_debugfs(a, ext) == 0) {
+		*src = "debugfs";
+		return 0;
+	}
+	return -1;
+}
+
 /* sysfs numbers are "0x.." or decimal; print them as decimal. */
 static void add_sysfs_num(const struct agent *a, struct agent_kv *k, const char *key,
 			  const char *file)
@@ -354,12 +370,8 @@ int cmd_identify(struct agent *a)
 		}
 		have_ext = 1;
 		src = "file";
-	} else if (ext_csd_ioctl(a, ext, err, sizeof(err)) == 0) {
+	} else if (agent_read_ext_csd(a, ext, &src, err, sizeof(err)) == 0) {
 		have_ext = 1;
-		src = "ioctl";
-	} else if (ext_csd_debugfs(a, ext) == 0) {
-		have_ext = 1;
-		src = "debugfs";
 	}
 	/* not an error line: identity without EXT_CSD is still an identity */
 	if (have_ext) {

@@ -5,6 +5,7 @@
  * trends over nights (per-run means, runs ordered by date), baseline
  * comparison, infrastructure events.  Every string from the data is escaped.
  */
+#include "health.h"
 #include "report.h"
 #include "mode.h"
 
@@ -632,6 +633,31 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 			100 * m->opts.regress_threshold);
 		cmp_table(f, m->regress->rows, m->regress->nrows, true);
 	}
+
+	/* each part's wear (docs/running.md, "Part health") */
+	size_t nhealth = 0;
+	for (size_t i = 0; i < m->res->nparts; i++) {
+		const struct store_health_sum *h = &m->res->parts[i].health;
+		if (!health_part_shown(m->res, i))
+			continue;
+		char now[160], trend[96];
+		health_now_text(h, now, sizeof now);
+		health_trend_text(h, trend, sizeof trend);
+		if (nhealth++ == 0)
+			fputs("<h2>Part health</h2>\n<table><tr><th>part</th><th>latest (EXT_CSD life "
+			      "time A/B, PRE_EOL_INFO)</th><th>trend</th><th>flag</th></tr>\n", f);
+		fputs("<tr><td>", f);
+		esc(f, m->res->parts[i].label);
+		fputs("</td><td>", f);
+		esc(f, now);
+		fputs("</td><td>", f);
+		esc(f, trend);
+		fputs(h->flagged_jobs ? "</td><td class='worse'><b>WORN</b>: " : "</td><td>", f);
+		esc(f, h->flag);
+		fputs("</td></tr>\n", f);
+	}
+	if (nhealth)
+		fputs("</table>\n", f);
 
 	fputs("<h2>Infrastructure events</h2>\n", f);
 	const struct results *r = m->res;

@@ -3,6 +3,7 @@
  * summary, runs, groups (with values and warm-up flags), comparisons,
  * baseline comparisons and events.  Numbers that do not exist are null.
  */
+#include "health.h"
 #include "json.h"
 #include "report.h"
 
@@ -215,7 +216,34 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	} else {
 		fputs("null", f);
 	}
-	fputs(",\n\"events\":[", f);
+	/* each part's wear (docs/running.md, "Part health"); null: not read */
+	fputs(",\n\"part_health\":[", f);
+	for (size_t i = 0, n = 0; i < r->nparts; i++) {
+		const struct store_health_sum *h = &r->parts[i].health;
+		if (!health_part_shown(r, i))
+			continue;
+		fputs(n++ ? ",\n{" : "\n{", f);
+		kv_str(f, "part", r->parts[i].label, true);
+		kv_str(f, "part_cid", r->parts[i].cid, true);
+		const int v[] = {h->last_a, h->last_b, h->last_eol, h->first_a, h->first_b, h->first_eol};
+		static const char *const k[] = {"life_a", "life_b", "pre_eol", "first_life_a",
+						"first_life_b", "first_pre_eol"};
+		for (size_t x = 0; x < 6; x++) {
+			json_put_str(f, k[x]);
+			if (v[x] < 0)
+				fputs(":null,", f);
+			else
+				fprintf(f, ":%d,", v[x]);
+		}
+		kv_str(f, "at", h->last_at, true);
+		kv_str(f, "first_at", h->first_at, true);
+		kv_str(f, "src", h->last_src, true);
+		fprintf(f, "\"readings\":%d,\"flagged_jobs\":%d,\"worn\":%s,", h->n, h->flagged_jobs,
+			h->flagged_jobs ? "true" : "false");
+		kv_str(f, "flag", h->flag, false);
+		fputc('}', f);
+	}
+	fputs("],\n\"events\":[", f);
 	for (size_t i = 0; i < r->nevents; i++) {
 		const struct results_event *ev = &r->events[i];
 		fprintf(f, "%s{\"run_id\":%lld,", i ? ",\n" : "\n", (long long)ev->run_id);

@@ -3,6 +3,7 @@
  * columns (longer labels are cut with "~"), per DUT and mode the samples,
  * mean and CI, then each mode pair's change, p-values and verdict.
  */
+#include "health.h"
 #include "report.h"
 #include "mode.h"
 
@@ -359,6 +360,25 @@ static int render_body(const struct report_model *m, FILE *f)
 		}
 		if (!shown)
 			tline(f, w, "  no significant change in %zu comparisons", m->regress->nrows);
+	}
+	/* each part's wear (docs/running.md, "Part health"), for the parts shown */
+	for (size_t i = 0, shown = 0; i < m->res->nparts; i++) {
+		const struct store_health_sum *h = &m->res->parts[i].health;
+		if (!health_part_shown(m->res, i))
+			continue;
+		char now[160], trend[96];
+		health_now_text(h, now, sizeof now);
+		health_trend_text(h, trend, sizeof trend);
+		if (shown++ == 0) {
+			tline(f, w, "%s", "");
+			tline(f, w, "Part health (EXT_CSD life time A/B, PRE_EOL_INFO):");
+		}
+		tline(f, w, "  %s%s", m->res->parts[i].label, h->flagged_jobs ? ": WORN" : "");
+		tline(f, w, "    %s", now);
+		tline(f, w, "    trend %s", trend);
+		if (h->flagged_jobs)
+			tline(f, w, "    %d job%s flagged: %s", h->flagged_jobs,
+			      h->flagged_jobs == 1 ? "" : "s", h->flag);
 	}
 	size_t nev = 0;
 	for (size_t i = 0; i < m->res->nevents; i++)

@@ -1397,6 +1397,7 @@ void config_schema_md(FILE *f)
 		{"board type `uboot:`", "uboot", NULL, uboot_opts},
 		{"board type `shell:`", "shell", NULL, shell_opts},
 		{"board type `timeouts:`", "timeouts", NULL, timeouts_opts},
+		{"board type `health:` (part wear, docs/running.md)", "health", NULL, health_opts},
 		{"board type `modes:` (keys are mode names)", "modes", NULL, modes_opts},
 		{"a mode recipe (`modes.<mode>:`)", "", NULL, recipe_opts},
 		{"`boards:` (and `defaults:`)", "", NULL, board_opts},

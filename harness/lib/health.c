@@ -106,7 +106,7 @@ void health_trend_text(const struct store_health_sum *h, char *buf, size_t size)
 	char da[16], db[16];
 	health_delta_text(h->first_a, h->last_a, da, sizeof da);
 	health_delta_text(h->first_b, h->last_b, db, sizeof db);
-	snprintf(buf, size, "A %s B %s in %d reading%s since %.10s", da, db, h->n,
+	snprintf(buf, size, "A %s B %s in %d reading%s since %s", da, db, h->n,
 		 h->n == 1 ? "" : "s", h->first_at[0] ? h->first_at : "?");
 }
 

@@ -66,7 +66,7 @@ static void test_threshold(void)
 	health_now_text(&h, now, sizeof now);
 	health_trend_text(&h, trend, sizeof trend);
 	is_str(now, "A 0x03 (20-30%) B 0x01 (0-10%) pre-EOL 2 (warning)", "latest reading text");
-	is_str(trend, "A +2 B +0 in 3 readings since 2026-11-02", "trend text");
+	is_str(trend, "A +2 B +0 in 3 readings since 2026-11-02T01:00:00Z", "trend text");
 }
 
 static struct proto_msg pm;

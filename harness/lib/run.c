@@ -681,7 +681,7 @@ static bool health_record(struct rboard *rb, struct plan_job *j, const char *pha
 	bool skip = worn && hc->on_exceed == HEALTH_SKIP && strcmp(phase, "before") == 0;
 	char *flag = worn ? xasprintf("part \"%s\", read %s the job: %s", label, phase, why) : NULL;
 	struct lab_err e = {0};
-	if (store_jnl_health(r->jnl, job_seq(r, j), phase, h, skip ? NULL : flag, &e))
+	if (store_jnl_health(r->jnl, job_seq(r, j), phase, h, flag, &e))
 		store_fail(r, &e);
 	jnl_dirty(r);
 	if (!worn)

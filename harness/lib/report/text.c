@@ -278,6 +278,10 @@ static void mode_table(const struct report_model *m, FILE *f)
 					if (x->board[0] || x->kernel[0])
 						fprintf(f, "  %s%.30s%s%.40s\n", x->board[0] ? "on " : "",
 							x->board, x->kernel[0] ? ", kernel " : "", x->kernel);
+					/* docs/running.md, "Part health" */
+					if (strstr(x->cmp.note, "WORN:"))
+						fprintf(f, "  WORN: a part past its health thresholds "
+							   "(emmclab status)\n");
 					header = true;
 				}
 				if (!sub) {

@@ -96,6 +96,9 @@ done
 [ "$(q "SELECT count(*) FROM event WHERE kind = 'health' AND stage = 'before' AND message LIKE 'part \"worn part\", read before the job: life_a 0x02%the job runs%'")" = 2 ] ||
 	fail "no health warning before each worn job: $(q "SELECT kind, stage, message FROM event")"
 grep -q "health" "$T/err" || fail "the run did not warn on its console"
+grep -A3 '^worn part' "$T/out" | grep -q '^  WORN: a part past its health thresholds' ||
+	fail "end-of-run table: worn part not marked"
+grep -A3 '^fresh part' "$T/out" | grep -q 'WORN' && fail "end-of-run table: fresh part marked"
 echo "ok 1 - readings before/after each job stored per part; the worn part's jobs flagged, with a warning first"
 
 "$EMMCLAB" status --db "$T/lab.db" >"$T/status"
@@ -144,5 +147,7 @@ lab skip
 	fail "skip: worn board's jobs not skipped: $(q 'SELECT board_id, status, cause FROM job')"
 [ "$(q "SELECT count(*) FROM sample s JOIN iteration i ON i.id = s.iteration_id JOIN job j ON j.id = i.job_id JOIN board b ON b.id = j.board_id WHERE b.name = 'worn'")" = 0 ] ||
 	fail "skip: samples stored for the worn part"
+[ "$(q "SELECT count(*) FROM job j JOIN board b ON b.id = j.board_id WHERE b.name = 'worn' AND j.health_flag IS NOT NULL")" -ge 1 ] ||
+	fail "skip: the skipped job does not say why"
 echo "ok 4 - on_exceed: skip skips the worn part's jobs before they run"
 echo "PASS run_health"

@@ -77,7 +77,8 @@ static const struct cmd_entry cmd_table[] = {
 	 "migrate applies numbered migrations (import and run migrate on their own); info shows\n"
 	 "the schema version, row counts and bytes per sample; check runs quick_check and\n"
 	 "foreign_key_check; export writes every sample with its context, or an imported run in\n"
-	 "its published layout, byte for byte; merge copies the runs of another database.\n"
+	 "its published layout, byte for byte; merge copies the runs of another database that\n"
+	 "are not here yet (by run uuid; conflicts are reported, not copied, and exit 1).\n"
 	 "The database is --db PATH, else $EMMCLAB_DB, else results/lab.db.",
 	 cmd_db, cmd_db_opts},
 	{"kernel", "quirks [OPTIONS] | cover-letter [OPTIONS]",

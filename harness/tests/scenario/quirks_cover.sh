@@ -14,13 +14,14 @@
 # SIMULATED, <= 75 columns, no control bytes (a patch subject holds an ESC).
 set -euo pipefail
 : "${EMMCLAB:?}" "${EMMCLAB_SRC:?}"
-T=$(mktemp -d /tmp/emmclab-kquirks.XXXXXX)
+T=$(mktemp -d /tmp/emmclab-quirkscover.XXXXXX)
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cleanup() {
 	"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null 2>&1 || true
 	rm -rf "$T"
 }
 trap cleanup EXIT
+export EMMCLAB_LOCKS="${EMMCLAB_LOCKS:-$T/locks}" # board locks of this test only (ctest sets one per test)
 [ -z "${KEEP:-}" ] || trap - EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # a C comment block as one line: continuation " * " and blanks folded
@@ -201,4 +202,4 @@ set -e
 [ "$r3" = 2 ] && [ ! -e "$T/none.db" ] || fail "missing db: exit $r3 (or created)"
 [ "$r4" = 2 ] && grep -q "nodir" "$T/e4" || fail "bad --series exit $r4"
 echo "ok 5 - usage errors exit 2"
-echo "kernel_quirks: ok"
+echo "quirks_cover: ok"

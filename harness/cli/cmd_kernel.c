@@ -56,7 +56,7 @@ int cmd_kernel(struct cli *cli, int argc, char **argv)
 	}
 	struct quirks_opts qo;
 	quirks_opts_init(&qo);
-	const char *db = NULL, *out = NULL, *series = NULL, *title = NULL;
+	const char *db = NULL, *out = NULL, *series = NULL, *title = NULL, *accept = NULL;
 	struct cli_getopt g;
 	int c;
 	double d;
@@ -84,10 +84,7 @@ int cmd_kernel(struct cli *cli, int argc, char **argv)
 			}
 			qo.min_cuts = (int64_t)d;
 			break;
-		case O_ACCEPT:
-			if (quirks_accept_parse(optarg, &qo.accept, &e))
-				return cli_error(&e);
-			break;
+		case O_ACCEPT: accept = optarg; break;
 		default:
 			return cli_getopt_fail(&g);
 		}
@@ -100,6 +97,8 @@ int cmd_kernel(struct cli *cli, int argc, char **argv)
 		fprintf(stderr, "emmclab: kernel quirks: --series and --title are for cover-letter\n");
 		return cli_usage("kernel");
 	}
+	if (accept && quirks_accept_parse(accept, &qo.accept, &e))
+		return cli_error(&e);
 	struct mailing_series ms = {0};
 	if (series && mailing_series_load(series, &ms, &e))
 		return cli_error(&e);

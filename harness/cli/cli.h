@@ -80,6 +80,7 @@ void cli_help(FILE *f, const struct cmd_entry *c);
 extern const struct cli_opt cmd_run_opts[], cmd_board_opts[], cmd_check_opts[],
 	cmd_compare_opts[], cmd_report_opts[], cmd_baseline_opts[], cmd_upload_opts[],
 	cmd_import_opts[], cmd_db_opts[], cmd_status_opts[], cmd_sim_opts[];
+extern const struct cli_opt cmd_kernel_opts[];
 
 /* Print "emmclab: <where>: <msg>" for an error and return its exit code. */
 int cli_error(const struct lab_err *e);
@@ -100,5 +101,6 @@ int cmd_import(struct cli *, int, char **);
 int cmd_db(struct cli *, int, char **);
 int cmd_status(struct cli *, int, char **);
 int cmd_sim(struct cli *, int, char **);
+int cmd_kernel(struct cli *, int, char **);
 
 #endif

@@ -260,14 +260,27 @@ static int db_merge(struct db_args *a)
 	const char *path = store_default_path(a->db);
 	if (store_open(path, 0, &s, &e))
 		return cli_error(&e);
-	int copied, skipped;
-	int rc = store_merge(s, a->rest[0], &copied, &skipped, &e);
+	int copied, skipped, conflicts;
+	struct lab_buf report;
+	lab_buf_init(&report, 1 << 20);
+	int rc = store_merge_report(s, a->rest[0], &copied, &skipped, &conflicts, &report, &e);
 	store_close(s);
+	if (report.len) { /* board names and paths: control bytes escaped */
+		FILE *es = lab_text_stream(stderr);
+		fputs(lab_buf_cstr(&report), es ? es : stderr);
+		if (es)
+			fclose(es);
+	}
+	lab_buf_free(&report);
 	if (rc)
 		return cli_error(&e);
-	printf("%s: merged %d run%s from %s (%d already present)\n", path, copied,
+	printf("%s: merged %d run%s from %s (%d already present", path, copied,
 	       copied == 1 ? "" : "s", a->rest[0], skipped);
-	return 0;
+	if (conflicts)
+		printf(", %d conflict%s: see above)\n", conflicts, conflicts == 1 ? "" : "s");
+	else
+		printf(")\n");
+	return conflicts ? 1 : 0; /* the database is not the union: someone must look */
 }
 
 /* Listings quote paths, board names and import sources: printed through

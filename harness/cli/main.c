@@ -77,9 +77,19 @@ static const struct cmd_entry cmd_table[] = {
 	 "migrate applies numbered migrations (import and run migrate on their own); info shows\n"
 	 "the schema version, row counts and bytes per sample; check runs quick_check and\n"
 	 "foreign_key_check; export writes every sample with its context, or an imported run in\n"
-	 "its published layout, byte for byte; merge copies the runs of another database.\n"
+	 "its published layout, byte for byte; merge copies the runs of another database that\n"
+	 "are not here yet (by run uuid; conflicts are reported, not copied, and exit 1).\n"
 	 "The database is --db PATH, else $EMMCLAB_DB, else results/lab.db.",
 	 cmd_db, cmd_db_opts},
+	{"kernel", "quirks [OPTIONS] | cover-letter [OPTIONS]",
+	 "propose mmc quirk entries and render the series' cover letter from results",
+	 "quirks prints the MMC_FIXUP lines (avoid reliable write for FUA) for the parts whose\n"
+	 "data justifies it: significantly faster without FUA and no acknowledged record lost,\n"
+	 "torn or corrupt in the power-fail suite; each with its evidence, every other part with\n"
+	 "why not. cover-letter renders the mailing-list text: per part the 2x2 with CIs, the\n"
+	 "power-fail outcomes, the quirk entries and the series' subjects. Only lab figures are\n"
+	 "evidence unless --accept names more. See docs/kernel.md.",
+	 cmd_kernel, cmd_kernel_opts},
 	{"status", "[OPTIONS]", "show runs in progress (live), recent runs, quarantine and the upload outbox", NULL,
 	 cmd_status, cmd_status_opts},
 	{"sim", "start LAB.yaml | stop | status | fault BOARD FAULT[=VALUE][:COUNT] | clear BOARD | "

@@ -139,6 +139,12 @@ int store_check(struct store *s, struct lab_buf *report, int *problems, struct l
  * kernels are matched by identity. */
 int store_merge(struct store *s, const char *src_path, int *copied, int *skipped,
 		struct lab_err *e);
+/* The same, with conflicts: a run already here whose content differs (status,
+ * end, jobs, iterations, samples) and a run whose board is known here by
+ * name with another type or host are not copied; one line each is appended
+ * to report (NULL: none), *nconflicts counts them. */
+int store_merge_report(struct store *s, const char *src_path, int *copied, int *skipped,
+		       int *nconflicts, struct lab_buf *report, struct lab_err *e);
 
 /* Online backup of the whole store into a self-contained file at path
  * (written as path.tmp, fsynced, renamed: never half a file; no -wal). */

@@ -8,16 +8,135 @@
  * never held for longer than one run's copy, so a nightly writing at the
  * same time waits for a moment, not for the whole merge; and a merge that
  * fails half-way keeps the runs it copied (the next merge copies the rest).
+ *
+ * Conflicts (store_merge_report): a run whose uuid is present but whose
+ * content differs (a copy taken while it was still running, or an edited
+ * database), and a run whose board is known here by name with another type
+ * or mmc host, are not copied: each is one line in the report, so the
+ * union never silently mixes two versions of a run or two boards.
  */
 #include "store_internal.h"
 
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct merge {
 	struct store *s;
 	struct lab_err *e;
+	const char *src_path;
+	struct lab_buf *report; /* conflict lines (NULL: count only) */
+	int nconflicts;
+	bool conflict;          /* the run being copied has one: roll it back */
 };
+
+static void __attribute__((format(printf, 2, 3))) conflict(struct merge *m, const char *fmt, ...)
+{
+	m->nconflicts++;
+	m->conflict = true;
+	if (!m->report)
+		return;
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	lab_buf_printf(m->report, "%s\n", line);
+}
+
+/* What a run holds, to tell two copies of one uuid apart. */
+struct run_print {
+	char status[16], finished[32], started[32], plan[64];
+	int64_t jobs, iters, samples;
+	double total;
+};
+
+#define RUN_PRINT(db)                                                                              \
+	"SELECT r.status, COALESCE(r.finished_at, ''), COALESCE(r.started_at, ''),"               \
+	" COALESCE(r.plan, ''),"                                                                   \
+	" (SELECT count(*) FROM " db ".job WHERE run_id = r.id),"                                  \
+	" (SELECT count(*) FROM " db ".iteration i JOIN " db ".job j ON j.id = i.job_id"            \
+	"  WHERE j.run_id = r.id),"                                                                \
+	" (SELECT count(*) FROM " db ".sample s JOIN " db ".iteration i ON i.id = s.iteration_id"  \
+	"  JOIN " db ".job j ON j.id = i.job_id WHERE j.run_id = r.id),"                           \
+	" (SELECT total(s.value) FROM " db ".sample s JOIN " db ".iteration i"                     \
+	"  ON i.id = s.iteration_id JOIN " db ".job j ON j.id = i.job_id WHERE j.run_id = r.id)"  \
+	" FROM " db ".run r WHERE r.uuid = ?1"
+
+static int run_print(struct merge *m, const char *sql, const char *uuid, struct run_print *p)
+{
+	sqlite3_stmt *q;
+	memset(p, 0, sizeof *p);
+	if (store_prepare_rc(m->s, sql, &q, m->e))
+		return m->e->rc;
+	sqlite3_bind_text(q, 1, uuid, -1, SQLITE_TRANSIENT);
+	int r = sqlite3_step(q);
+	if (r == SQLITE_ROW) {
+		snprintf(p->status, sizeof p->status, "%s", (const char *)sqlite3_column_text(q, 0));
+		snprintf(p->finished, sizeof p->finished, "%s", (const char *)sqlite3_column_text(q, 1));
+		snprintf(p->started, sizeof p->started, "%s", (const char *)sqlite3_column_text(q, 2));
+		snprintf(p->plan, sizeof p->plan, "%s", (const char *)sqlite3_column_text(q, 3));
+		p->jobs = sqlite3_column_int64(q, 4);
+		p->iters = sqlite3_column_int64(q, 5);
+		p->samples = sqlite3_column_int64(q, 6);
+		p->total = sqlite3_column_double(q, 7);
+	}
+	sqlite3_finalize(q);
+	return r == SQLITE_ROW || r == SQLITE_DONE ? LAB_OK : store_fail(m->s, m->e, r, "reading a run");
+}
+
+/* A uuid present on both sides: the same run, or a conflict. */
+static int check_present(struct merge *m, const char *uuid)
+{
+	struct run_print a, b;
+	int rc = run_print(m, RUN_PRINT("main"), uuid, &a);
+	if (!rc)
+		rc = run_print(m, RUN_PRINT("src"), uuid, &b);
+	if (rc)
+		return rc;
+	if (strcmp(a.status, b.status) == 0 && strcmp(a.finished, b.finished) == 0 &&
+	    a.jobs == b.jobs && a.iters == b.iters && a.samples == b.samples && a.total == b.total)
+		return LAB_OK;
+	conflict(m,
+		 "conflict: run %s (plan %s, started %s) differs: here %s, %" PRId64 " jobs, %" PRId64
+		 " iterations, %" PRId64 " samples; in %s %s, %" PRId64 " jobs, %" PRId64
+		 " iterations, %" PRId64 " samples; kept this database's copy",
+		 uuid, a.plan, a.started, a.status, a.jobs, a.iters, a.samples, m->src_path, b.status,
+		 b.jobs, b.iters, b.samples);
+	m->conflict = false; /* nothing to roll back: the run was never copied */
+	return LAB_OK;
+}
+
+/* After the boards of a run are mapped: one known here by name with another
+ * type or host is a different board (two hosts named theirs alike). */
+static int check_boards(struct merge *m, int64_t old_run)
+{
+	sqlite3_stmt *q;
+	if (store_prepare_rc(m->s,
+			     "SELECT o.name, COALESCE(b.type, ''), COALESCE(b.host, ''),"
+			     " COALESCE(o.type, ''), COALESCE(o.host, ''), r.uuid"
+			     " FROM temp.m_board mb JOIN main.board b ON b.id = mb.new"
+			     " JOIN src.board o ON o.id = mb.old, src.run r WHERE r.id = ?1"
+			     " AND (b.type IS NOT o.type OR b.host IS NOT o.host)"
+			     " AND mb.old IN (SELECT board_id FROM src.job WHERE run_id = ?1)"
+			     " ORDER BY o.name",
+			     &q, m->e))
+		return m->e->rc;
+	sqlite3_bind_int64(q, 1, old_run);
+	int r;
+	while ((r = sqlite3_step(q)) == SQLITE_ROW)
+		conflict(m,
+			 "conflict: run %s not copied: board '%s' is type '%s', host '%s' here but"
+			 " type '%s', host '%s' in %s (rename one of them)",
+			 (const char *)sqlite3_column_text(q, 5), (const char *)sqlite3_column_text(q, 0),
+			 (const char *)sqlite3_column_text(q, 1), (const char *)sqlite3_column_text(q, 2),
+			 (const char *)sqlite3_column_text(q, 3), (const char *)sqlite3_column_text(q, 4),
+			 m->src_path);
+	sqlite3_finalize(q);
+	return r == SQLITE_DONE ? LAB_OK : store_fail(m->s, m->e, r, "checking boards");
+}
 
 static int mexec(struct merge *m, const char *sql, int64_t a, int64_t b, const char *what)
 {
@@ -129,6 +248,10 @@ static int merge_run(struct merge *m, int64_t old_run)
 			     " FROM src.board WHERE id = ?1",
 			     "m_board", "merging boards");
 	if (!rc)
+		rc = check_boards(m, old_run);
+	if (!rc && m->conflict)
+		return LAB_OK;
+	if (!rc)
 		rc = map_ids(m, old_run,
 			     "SELECT DISTINCT kernel_id FROM src.job WHERE run_id = ?1 AND kernel_id IS NOT"
 			     " NULL AND kernel_id NOT IN (SELECT old FROM temp.m_kernel)",
@@ -205,10 +328,17 @@ static int merge_run(struct merge *m, int64_t old_run)
 int store_merge(struct store *s, const char *src_path, int *copied, int *skipped,
 		struct lab_err *e)
 {
+	int nconflicts;
+	return store_merge_report(s, src_path, copied, skipped, &nconflicts, NULL, e);
+}
+
+int store_merge_report(struct store *s, const char *src_path, int *copied, int *skipped,
+		       int *nconflicts, struct lab_buf *report, struct lab_err *e)
+{
 	struct store *src;
-	struct merge m = {s, e};
+	struct merge m = {s, e, src_path, report, 0, false};
 	char *a, *b;
-	*copied = *skipped = 0;
+	*copied = *skipped = *nconflicts = 0;
 	/* Recognise the source first: newer, foreign or corrupt files are refused. */
 	int rc = store_open(src_path, STORE_READONLY | STORE_AS_IS, &src, e);
 	if (rc)
@@ -248,13 +378,14 @@ int store_merge(struct store *s, const char *src_path, int *copied, int *skipped
 	size_t nids = 0, cap = 0;
 	if (!rc) {
 		r = sqlite3_prepare_v2(store_sqlite(s),
-				       "SELECT id, uuid IN (SELECT uuid FROM main.run) FROM src.run"
+				       "SELECT id, uuid IN (SELECT uuid FROM main.run), uuid FROM src.run"
 				       " ORDER BY id", -1, &q, NULL);
 		if (r != SQLITE_OK)
 			rc = store_fail(s, e, r, "listing runs");
 		while (!rc && (r = sqlite3_step(q)) == SQLITE_ROW) {
 			if (sqlite3_column_int(q, 1)) {
 				(*skipped)++;
+				rc = check_present(&m, (const char *)sqlite3_column_text(q, 2));
 				continue;
 			}
 			if (nids == cap) {
@@ -270,7 +401,12 @@ int store_merge(struct store *s, const char *src_path, int *copied, int *skipped
 	for (size_t i = 0; i < nids && !rc; i++) {
 		if ((rc = store_begin(s, e)))
 			break;
+		m.conflict = false;
 		rc = merge_run(&m, ids[i]);
+		if (!rc && m.conflict) {
+			store_rollback(s); /* reported, not copied */
+			continue;
+		}
 		if (!rc)
 			rc = store_commit(s, e);
 		else
@@ -278,6 +414,7 @@ int store_merge(struct store *s, const char *src_path, int *copied, int *skipped
 		if (!rc)
 			(*copied)++;
 	}
+	*nconflicts = m.nconflicts;
 	free(ids);
 	sqlite3_exec(store_sqlite(s), "DETACH DATABASE src", NULL, NULL, NULL);
 	if (rc)

@@ -55,6 +55,7 @@ prefix() {
 	db) echo info ;;
 	baseline) echo show ;;
 	sim) echo status ;;
+	kernel) echo quirks ;;
 	*) echo "" ;;
 	esac
 }

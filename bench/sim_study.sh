@@ -42,9 +42,14 @@ else
 	mkdir -p "$OUT"
 fi
 OUT=$(cd "$OUT" && pwd)
+# Board locks of its own: the lab's board names are the default lab's, which a
+# nightly on this host may be using at the same time.
+export EMMCLAB_LOCKS=$OUT/locks
+mkdir -p "$EMMCLAB_LOCKS"
 cur=
 cleanup() { [ -n "$cur" ] && "$E" sim stop --state-dir "$cur" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
+trap 'exit 3' INT TERM
 
 ref=$SRC/results/reference
 rm -f "$OUT/published.db"

@@ -319,6 +319,22 @@ static void test_fitted(void)
 			found |= sim_part_at(i)->manfid == c->manfid && strcmp(sim_part_at(i)->name, c->pnm) == 0;
 		ok(found, "fitted table: %s (0x%x) is a simulated part", c->pnm, c->manfid);
 	}
+	/* A noise row is fitted exactly where its cell is (the markers stay true). */
+	int nrows = 0;
+	for (const struct sim_calib_noise *n = sim_calib_noise_table; n->pnm; n++) {
+		int m = lab_mode_parse(n->mode);
+		ok(m >= 0 && n->sd > 0 && n->warmup_s >= 0 && n->warmup_sd >= 0 && n->source[0],
+		   "noise row %s %s %s %s: a mode, a spread, a source", n->pnm, n->workload, n->metric,
+		   n->mode);
+		bool cell = m >= 0 && sim_calib_fitted(n->manfid, n->pnm, n->workload, lab_mode_cqe(m),
+						       n->metric);
+		ok(cell == n->fitted, "noise row %s %s %s: %s, like its cell", n->pnm, n->metric, n->mode,
+		   n->fitted ? "fitted" : "assumed");
+		ok(sim_calib_noise(n->manfid, n->pnm, n->workload, n->metric, n->mode) == n,
+		   "noise row %s %s %s: found by its cell", n->pnm, n->metric, n->mode);
+		nrows += n->fitted;
+	}
+	is_int(nrows, 20, "20 fitted noise rows: 12 ext4 copy series, 8 AndroBench cells");
 	const struct sim_part *d1 = sim_part_find("foresee-32g"), *d5 = sim_part_find("industrial-8g"),
 			      *sp = sim_part_find("sprd-32g");
 	if (!d1 || !d5 || !sp) {

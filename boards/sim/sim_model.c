@@ -5,11 +5,14 @@
  * Calibration (docs/simulator.md has the derivation):
  *  - fscopy: T = base*(1-cqe_gain) + commits*(fua ? rel : flush) + warmup(first)
  *    + N(0, sd).  With FUA each ext4 journal commit is one reliable write;
- *    without it the block layer turns it into write + flush.  base, flush,
- *    rel and warmup were fitted to the published means per DUT and mode
- *    (iterations 2..5 for the steady state, iteration 1 for the warm-up);
- *    sd to the published spread.  Where no number is published (CQE modes on
- *    DUT1-4) the CQE terms come from DUT5 (the only CQE data).
+ *    without it the block layer turns it into write + flush.  base and rel
+ *    were solved from the published steady means per DUT and mode (iterations
+ *    2..5 where the first is a warm-up), flush chosen per part; sd, the
+ *    warm-up's mean and its SD are fitted per DUT and mode to the published
+ *    spread (harness/common/sim_calib.c, sim_calib_noise_table;
+ *    bench/sim_fit.py prints all of these from the CSVs).  Where no number is
+ *    published (CQE modes on DUT1-4) the CQE terms come from DUT5 (the only
+ *    CQE data).
  *  Which figures are fitted and which assumed is one table shared with the
  *  controller (harness/common/sim_calib.c), so every output can say so.
  *  - androbench: per-I/O costs.  The sdhci-sprd part reproduces the published
@@ -67,8 +70,8 @@ static const struct sim_part parts[] = {
 		.cmdq_support = true, .cmdq_depth = 32, .life_a = 1, .life_b = 1, .pre_eol = 1,
 		.fw_version = "A0.01.00", .device_version = 0, .bus_mode = "HS200",
 		.seq_write_mibs = 80,
-		.fs = {.base_s = 797.22, .warmup_s = 0, .sd_s = 11.0, .flush_ms = 5.0, .rel_ms = 31.5,
-		       .cqe_gain = 0.005, .cqe_rel_ms = 25.2, .cqe_flush_ms = 5.0, .commits = 461},
+		.fs = {.base_s = 797.229, .warmup_s = 0, .sd_s = 12.2, .flush_ms = 5.0, .rel_ms = 31.412,
+		       .cqe_gain = 0.005, .cqe_rel_ms = 25.13, .cqe_flush_ms = 5.0, .commits = 461},
 		.ab = {.seq_read = 150, .seq_read_fua = 150, .rand_read = 25, .rand_read_fua = 25,
 		       .sw_mibs = 80, .sw_flush_ms = 8, .sw_rel_ms = 60, .rw_us = 250,
 		       .rw_flush_us = 2000, .rw_rel_us = 8000, .cqe_gain = 0.10,
@@ -83,8 +86,8 @@ static const struct sim_part parts[] = {
 		.cmdq_support = true, .cmdq_depth = 16, .life_a = 1, .life_b = 1, .pre_eol = 1,
 		.fw_version = "SG160701", .device_version = 0, .bus_mode = "HS200",
 		.seq_write_mibs = 70,
-		.fs = {.base_s = 465.99, .warmup_s = 23.2, .sd_s = 1.2, .flush_ms = 3.0, .rel_ms = 4.16,
-		       .cqe_gain = 0.005, .cqe_rel_ms = 3.33, .cqe_flush_ms = 3.0, .commits = 461},
+		.fs = {.base_s = 466.005, .warmup_s = 23.16, .sd_s = 1.56, .flush_ms = 3.0, .rel_ms = 3.944,
+		       .cqe_gain = 0.005, .cqe_rel_ms = 3.16, .cqe_flush_ms = 3.0, .commits = 461},
 		.ab = {.seq_read = 140, .seq_read_fua = 140, .rand_read = 22, .rand_read_fua = 22,
 		       .sw_mibs = 70, .sw_flush_ms = 6, .sw_rel_ms = 10, .rw_us = 280,
 		       .rw_flush_us = 1500, .rw_rel_us = 1900, .cqe_gain = 0.10,
@@ -99,7 +102,7 @@ static const struct sim_part parts[] = {
 		.cmdq_support = false, .cmdq_depth = 0, .life_a = 2, .life_b = 1, .pre_eol = 1,
 		.fw_version = "\x01", .device_version = 0, .bus_mode = "HS200",
 		.seq_write_mibs = 45,
-		.fs = {.base_s = 419.96, .warmup_s = 1.7, .sd_s = 1.2, .flush_ms = 2.0, .rel_ms = 8.76,
+		.fs = {.base_s = 419.900, .warmup_s = 1.68, .sd_s = 1.39, .flush_ms = 2.0, .rel_ms = 9.034,
 		       .cqe_gain = 0.005, .cqe_rel_ms = 7.0, .cqe_flush_ms = 2.0, .commits = 461},
 		.ab = {.seq_read = 140, .seq_read_fua = 140, .rand_read = 20, .rand_read_fua = 20,
 		       .sw_mibs = 45, .sw_flush_ms = 5, .sw_rel_ms = 15, .rw_us = 300,
@@ -115,7 +118,7 @@ static const struct sim_part parts[] = {
 		.cmdq_support = false, .cmdq_depth = 0, .life_a = 1, .life_b = 1, .pre_eol = 1,
 		.fw_version = "\x05", .device_version = 0, .bus_mode = "HS200",
 		.seq_write_mibs = 75,
-		.fs = {.base_s = 438.32, .warmup_s = 2.1, .sd_s = 0.8, .flush_ms = 2.5, .rel_ms = 4.64,
+		.fs = {.base_s = 438.648, .warmup_s = 2.12, .sd_s = 0.69, .flush_ms = 2.5, .rel_ms = 3.194,
 		       .cqe_gain = 0.005, .cqe_rel_ms = 3.7, .cqe_flush_ms = 2.5, .commits = 461},
 		.ab = {.seq_read = 150, .seq_read_fua = 150, .rand_read = 24, .rand_read_fua = 24,
 		       .sw_mibs = 75, .sw_flush_ms = 5, .sw_rel_ms = 8, .rw_us = 220,
@@ -131,8 +134,8 @@ static const struct sim_part parts[] = {
 		.cmdq_support = true, .cmdq_depth = 32, .life_a = 1, .life_b = 1, .pre_eol = 1,
 		.fw_version = "0013\0\0\0\0", .device_version = 0, .bus_mode = "HS400 Enhanced strobe",
 		.seq_write_mibs = 120,
-		.fs = {.base_s = 418.34, .warmup_s = 16.5, .sd_s = 0.8, .flush_ms = 6.5, .rel_ms = 2.02,
-		       .cqe_gain = 0.005, .cqe_rel_ms = 1.43, .cqe_flush_ms = 6.5, .commits = 461},
+		.fs = {.base_s = 418.344, .warmup_s = 16.57, .sd_s = 0.79, .flush_ms = 6.5, .rel_ms = 2.021,
+		       .cqe_gain = 0.00498, .cqe_rel_ms = 1.413, .cqe_flush_ms = 6.5, .commits = 461},
 		.ab = {.seq_read = 280, .seq_read_fua = 280, .rand_read = 45, .rand_read_fua = 45,
 		       .sw_mibs = 120, .sw_flush_ms = 10, .sw_rel_ms = 5, .rw_us = 150,
 		       .rw_flush_us = 3000, .rw_rel_us = 900, .cqe_gain = 0.15,
@@ -228,9 +231,23 @@ void sim_model_fscopy(const struct sim_part *p, struct sim_effmode m, bool first
 	double base = f->base_s * scale * (m.cqe ? 1.0 - f->cqe_gain : 1.0);
 	double flush = m.cqe ? f->cqe_flush_ms : f->flush_ms;
 	double rel = m.cqe ? f->cqe_rel_ms : f->rel_ms;
-	double commit_s = commits * (m.fua ? rel : flush) / 1000.0;
-	double wall = base + commit_s + (first ? f->warmup_s * scale : 0.0) +
-		      f->sd_s * sqrt(scale) * sim_rng_normal(r);
+	double cost_s = (m.fua ? rel : flush) / 1000.0;
+	double commit_s = commits * cost_s;
+	/* The spread and warm-up of this mode (fitted, or the profile's assumption).
+	 * The fitted SD is the whole iteration-to-iteration spread: the commit-count
+	 * jitter's share is taken out of the normal term so the total stays it. */
+	const struct sim_calib_noise *nz =
+	    sim_calib_noise(p->manfid, p->name, "fscopy", "wall_time", sim_mode_name(m));
+	double sd = nz ? nz->sd : f->sd_s, jit = 0.01 * f->commits * cost_s;
+	sd = sd > jit ? sqrt(sd * sd - jit * jit) : 0.0;
+	double warm = 0.0;
+	if (first) {
+		warm = nz ? nz->warmup_s : f->warmup_s;
+		if (nz && nz->warmup_sd > 0)
+			warm += nz->warmup_sd * sim_rng_normal(r);
+		warm = warm > 0 ? warm * scale : 0.0;
+	}
+	double wall = base + commit_s + warm + sd * sqrt(scale) * sim_rng_normal(r);
 	wall *= slow;
 	if (wall < 1.0)
 		wall = 1.0;
@@ -258,6 +275,16 @@ void sim_model_fscopy(const struct sim_part *p, struct sim_effmode m, bool first
 	out->flush_ms = lround(out->flushes * flush * slow);
 }
 
+/* The coefficient of variation of an AndroBench metric in a mode: fitted where
+ * published (sim_calib_noise_table), else the profile's assumed `dflt`. */
+static double ab_cv(const struct sim_part *p, struct sim_effmode m, const char *metric,
+		    double dflt)
+{
+	const struct sim_calib_noise *nz =
+	    sim_calib_noise(p->manfid, p->name, "androbench", metric, sim_mode_name(m));
+	return nz ? nz->sd : dflt;
+}
+
 void sim_model_androbench(const struct sim_part *p, struct sim_effmode m, double slow,
 			  const struct sim_ab_args *a, struct rand_gen *r, struct sim_ab_result *out)
 {
@@ -271,20 +298,23 @@ void sim_model_androbench(const struct sim_part *p, struct sim_effmode m, double
 	long ios = a->rand_ios > 0 ? a->rand_ios : 4096;
 	double cqe = m.cqe ? 1.0 - b->cqe_gain : 1.0;
 
-	out->seq_read = noisy(r, m.fua ? b->seq_read_fua : b->seq_read, b->cv_sr) / slow;
-	out->rand_read = noisy(r, (m.fua ? b->rand_read_fua : b->rand_read) / cqe, b->cv_rr) / slow;
+	out->seq_read = noisy(r, m.fua ? b->seq_read_fua : b->seq_read,
+			      ab_cv(p, m, "seq_read", b->cv_sr)) / slow;
+	out->rand_read = noisy(r, (m.fua ? b->rand_read_fua : b->rand_read) / cqe,
+			       ab_cv(p, m, "rand_read", b->cv_rr)) / slow;
 
 	/* Sequential write: data into the cache, then per request either a
 	 * reliable write of its tail or a flush. */
 	double req_s = req_mib / b->sw_mibs + (m.fua ? b->sw_rel_ms : b->sw_flush_ms) / 1000.0;
-	out->seq_write = noisy(r, req_mib / req_s, b->cv_sw) / slow;
+	out->seq_write = noisy(r, req_mib / req_s, ab_cv(p, m, "seq_write", b->cv_sw)) / slow;
 
 	/* Random O_DSYNC 4 KiB writes: each is a FUA write (reliable write, or
 	 * write + flush without FUA). */
 	double io_us = b->rw_us * cqe + (m.fua ? b->rw_rel_us * (m.cqe ? 0.82 : 1.0) : b->rw_flush_us);
 	if (!m.cache)
 		io_us = b->rw_us + b->rw_rel_us; /* write through: every write programmed */
-	out->rand_write = noisy(r, 4096.0 / (io_us * 1e-6) / 1048576.0, b->cv_rw) / slow;
+	out->rand_write = noisy(r, 4096.0 / (io_us * 1e-6) / 1048576.0,
+				ab_cv(p, m, "rand_write", b->cv_rw)) / slow;
 	out->rand_read_iops = out->rand_read * 1048576.0 / 4096.0;
 	out->rand_write_iops = out->rand_write * 1048576.0 / 4096.0;
 	double lat = 1e6 / out->rand_write_iops;

@@ -6,7 +6,9 @@
  * the sdhci-sprd part's AndroBench throughput without the CQE
  * (androbench-sdhci-sprd.csv; the IOPS are the same figures in other units).
  * The rest (AndroBench on DUT1-5, the CQE modes of DUT1/DUT2, the ext4 copy's
- * phase split, write latency percentiles) is the model's assumption.
+ * phase split, write latency percentiles) is the model's assumption.  The
+ * noise of each fitted cell (spread and warm-up) is fitted to the same
+ * published samples as its mean: sim_calib_noise_table below.
  */
 #include "sim_calib.h"
 
@@ -27,6 +29,80 @@ const struct sim_calib sim_calib_table[] = {
     {0x15, "BJTD4R", "androbench", false, AB_FITTED, AB_REF},
     {0, NULL, NULL, false, NULL, NULL},
 };
+
+/* Fitted rows: printed by bench/sim_fit.py from the CSVs (SD of the steady
+ * runs, warm-up mean and SD over a part's series; CV of the AndroBench runs).
+ * No published cell shows a skew beyond two standard errors of the sample
+ * skewness (0.91 for five runs, 1.01 for four), so the noise is normal; the
+ * one asymmetry the data shows, the slow first iteration, is the warm-up.
+ * Assumed rows: the CQE modes of DUT1/DUT2 (no published CQE run) take the
+ * spread fitted without the CQE.  Every other cell uses its part profile's
+ * assumed spread (sd_s, cv_*: boards/sim/sim_model.c). */
+const struct sim_calib_noise sim_calib_noise_table[] = {
+    {0x88, "NCard", "fscopy", "wall_time", "cache-nofua", 10.681, 0.00, 0.00, true,
+     FS_REF " DUT1 cache-nofua runs 1-5"},
+    {0x88, "NCard", "fscopy", "wall_time", "fua", 13.629, 0.00, 0.00, true,
+     FS_REF " DUT1 fua runs 1-5"},
+    {0x9f, "SG016", "fscopy", "wall_time", "fua", 0.348, 23.16, 0.00, true,
+     FS_REF " DUT2 fua runs 2-5"},
+    {0x9f, "SG016", "fscopy", "wall_time", "cache-nofua", 2.180, 23.16, 0.00, true,
+     FS_REF " DUT2 cache-nofua runs 2-5"},
+    {0x15, "8GTF4R", "fscopy", "wall_time", "cache-nofua", 1.780, 1.68, 0.00, true,
+     FS_REF " DUT3 cache-nofua runs 2-5"},
+    {0x15, "8GTF4R", "fscopy", "wall_time", "fua", 0.830, 1.68, 0.00, true,
+     FS_REF " DUT3 fua runs 2-5"},
+    {0x15, "AJTD4R", "fscopy", "wall_time", "fua", 0.719, 2.12, 2.26, true,
+     FS_REF " DUT4 fua runs 2-5"},
+    {0x15, "AJTD4R", "fscopy", "wall_time", "cache-nofua", 0.658, 2.12, 2.26, true,
+     FS_REF " DUT4 cache-nofua runs 2-5"},
+    {0x13, "Q2J55L", "fscopy", "wall_time", "cache-nofua", 0.723, 16.57, 1.76, true,
+     FS_REF " DUT5 cache-nofua runs 2-5"},
+    {0x13, "Q2J55L", "fscopy", "wall_time", "cache-nofua-cqe", 1.044, 16.57, 1.76, true,
+     FS_REF " DUT5 cache-nofua-cqe runs 2-5"},
+    {0x13, "Q2J55L", "fscopy", "wall_time", "fua", 0.493, 16.57, 1.76, true,
+     FS_REF " DUT5 fua runs 2-5"},
+    {0x13, "Q2J55L", "fscopy", "wall_time", "fua-cqe", 0.797, 16.57, 1.76, true,
+     FS_REF " DUT5 fua-cqe runs 2-5"},
+    {0x15, "BJTD4R", "androbench", "rand_read", "cache-nofua", 0.00348, 0, 0, true,
+     AB_REF " queue_fua=0 rand_read"},
+    {0x15, "BJTD4R", "androbench", "rand_read", "fua", 0.01140, 0, 0, true,
+     AB_REF " queue_fua=1 rand_read"},
+    {0x15, "BJTD4R", "androbench", "rand_write", "cache-nofua", 0.06463, 0, 0, true,
+     AB_REF " queue_fua=0 rand_write"},
+    {0x15, "BJTD4R", "androbench", "rand_write", "fua", 0.01883, 0, 0, true,
+     AB_REF " queue_fua=1 rand_write"},
+    {0x15, "BJTD4R", "androbench", "seq_read", "cache-nofua", 0.00813, 0, 0, true,
+     AB_REF " queue_fua=0 seq_read"},
+    {0x15, "BJTD4R", "androbench", "seq_read", "fua", 0.00965, 0, 0, true,
+     AB_REF " queue_fua=1 seq_read"},
+    {0x15, "BJTD4R", "androbench", "seq_write", "cache-nofua", 0.02995, 0, 0, true,
+     AB_REF " queue_fua=0 seq_write"},
+    {0x15, "BJTD4R", "androbench", "seq_write", "fua", 0.02004, 0, 0, true,
+     AB_REF " queue_fua=1 seq_write"},
+    {0x88, "NCard", "fscopy", "wall_time", "fua-cqe", 13.629, 0.00, 0.00, false,
+     "assumed: DUT1 fua's fitted spread (no published CQE run)"},
+    {0x88, "NCard", "fscopy", "wall_time", "cache-nofua-cqe", 10.681, 0.00, 0.00, false,
+     "assumed: DUT1 cache-nofua's fitted spread (no published CQE run)"},
+    {0x9f, "SG016", "fscopy", "wall_time", "fua-cqe", 0.348, 23.16, 0.00, false,
+     "assumed: DUT2 fua's fitted spread and warm-up (no published CQE run)"},
+    {0x9f, "SG016", "fscopy", "wall_time", "cache-nofua-cqe", 2.180, 23.16, 0.00, false,
+     "assumed: DUT2 cache-nofua's fitted spread and warm-up (no published CQE run)"},
+    {0, NULL, NULL, NULL, NULL, 0, 0, 0, false, NULL},
+};
+
+const struct sim_calib_noise *sim_calib_noise(unsigned manfid, const char *pnm,
+                                              const char *workload, const char *metric,
+                                              const char *mode)
+{
+	if (!pnm || !workload || !metric || !mode)
+		return NULL;
+	for (const struct sim_calib_noise *n = sim_calib_noise_table; n->pnm; n++)
+		if (n->manfid == manfid && strcmp(n->pnm, pnm) == 0 &&
+		    strcmp(n->workload, workload) == 0 && strcmp(n->metric, metric) == 0 &&
+		    strcmp(n->mode, mode) == 0)
+			return n;
+	return NULL;
+}
 
 static bool word_in(const char *list, const char *w)
 {

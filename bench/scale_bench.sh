@@ -30,7 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 E=$build/harness/emmclab
 SIM=$build/boards/sim/emmclab-sim
 [ -x "$E" ] && [ -x "$SIM" ] || { echo "scale_bench: no emmclab or emmclab-sim in $build" >&2; exit 2; }
-tmp=$(mktemp -d /tmp/emmclab-scale-bench-XXXXXX)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/emmclab-scale-bench-XXXXXX")
 simpid=
 cleanup() {
 	[ -n "$simpid" ] && kill "$simpid" 2>/dev/null && wait "$simpid" 2>/dev/null

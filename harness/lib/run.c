@@ -999,7 +999,7 @@ static void next_slot(struct rboard *rb)
 
 /* ---- the store: journal entries, flushed from a timer, retried while busy ----
  * Every write of the run is a journal entry (store.h); a flush commits what
- * is pending in one transaction on the next loop pass.  When another process
+ * is pending in one transaction within FLUSH_TICK_MS.  When another process
  * holds the database lock the flush gives up at once and is retried with
  * backoff for the lab's store_wait; the entries wait in memory and in the
  * journal file meanwhile, so neither the loop nor the night is lost. */

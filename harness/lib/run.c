@@ -999,16 +999,12 @@ static void next_slot(struct rboard *rb)
 
 /* ---- the store: journal entries, flushed from a timer, retried while busy ----
  * Every write of the run is a journal entry (store.h); a flush commits what
- * is pending in one transaction within FLUSH_TICK_MS.  When another process
+ * is pending in one transaction on the next loop pass.  When another process
  * holds the database lock the flush gives up at once and is retried with
  * backoff for the lab's store_wait; the entries wait in memory and in the
  * journal file meanwhile, so neither the loop nor the night is lost. */
 
 #define RUN_BUSY_TIMEOUT_MS 20
-/* Entries are safe in the journal file when written; the database gets them
- * at most this much later, many boards' iterations in one transaction (a
- * commit per loop pass was most of the store's WAL writes and locks). */
-#define FLUSH_TICK_MS 50
 #define FLUSH_BACKOFF_MIN_MS 50
 #define FLUSH_BACKOFF_MAX_MS 2000
 
@@ -1029,7 +1025,7 @@ static void job_started(struct rboard *rb, struct plan_job *j)
 static void jnl_dirty(struct runner *r)
 {
 	if (r->jnl && !r->backoff_ms && !loop_timer_pending(&r->flush_t))
-		loop_timer_start(r->loop, &r->flush_t, FLUSH_TICK_MS);
+		loop_timer_start(r->loop, &r->flush_t, 0);
 }
 
 static bool store_gave_up(const struct runner *r)

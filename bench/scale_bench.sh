@@ -19,7 +19,10 @@
 # Environment: RUNS=R repeats each N R times and reports the median run (by
 # wall time); KEEP=1 keeps the work directory; CALLGRIND=1 also runs the
 # controller of the smallest N >= 64 under callgrind and prints its
-# instructions per iteration (load-independent; slow).
+# instructions per iteration (load-independent; slow); TMPDIR=DIR puts the
+# work directory (database, journal, transcripts, simulator state) under DIR
+# instead of /tmp (docs/benchmarks.md: /dev/shm, as journal-less ext4 makes
+# creating files expensive).
 set -euo pipefail
 build=${1:?usage: scale_bench.sh BUILD_DIR [N...]}
 shift
@@ -30,7 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 E=$build/harness/emmclab
 SIM=$build/boards/sim/emmclab-sim
 [ -x "$E" ] && [ -x "$SIM" ] || { echo "scale_bench: no emmclab or emmclab-sim in $build" >&2; exit 2; }
-tmp=$(mktemp -d /tmp/emmclab-scale-bench-XXXXXX)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/emmclab-scale-bench-XXXXXX")
 simpid=
 cleanup() {
 	[ -n "$simpid" ] && kill "$simpid" 2>/dev/null && wait "$simpid" 2>/dev/null

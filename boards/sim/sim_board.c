@@ -246,6 +246,26 @@ static void tx_forget(struct sim_board *b)
 static void out_bytes(struct sim_board *b, const char *data, size_t len)
 {
 	bool garbage = sim_board_fault_on(b, FAULT_GARBAGE);
+	/* The common case in spans (memchr for the newlines), not a byte at a
+	 * time: no garbage fault, and room for the worst case (every byte a
+	 * newline that gets its CR) so the per-byte drop below cannot happen. */
+	if (!garbage && b->txq.len + 2 * len + 2 < b->txq.max) {
+		size_t i = 0;
+		while (i < len) {
+			const char *nl = memchr(data + i, '\n', len - i);
+			size_t end = nl ? (size_t)(nl - data) : len;
+			lab_buf_append(&b->txq, data + i, end - i);
+			if (!nl)
+				break;
+			if (end == 0 || data[end - 1] != '\r')
+				lab_buf_append(&b->txq, "\r\n", 2);
+			else
+				lab_buf_append(&b->txq, "\n", 1);
+			i = end + 1;
+		}
+		tx_later(b);
+		return;
+	}
 	double rate = garbage ? b->faults[FAULT_GARBAGE].value : 0;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)data[i];
@@ -295,8 +315,9 @@ static void q_arm(struct sim_board *b)
 	loop_timer_start_ns(b->loop, &b->qtimer, (uint64_t)(ms * 1e6));
 }
 
-static void q_push(struct sim_board *b, double delay_ms, double floor_ms, const char *text,
-		   size_t len, sim_item_fn fn, long arg)
+/* own: text is a heap string the queue takes over (no copy) */
+static void q_push_own(struct sim_board *b, double delay_ms, double floor_ms, char *text,
+		       size_t len, sim_item_fn fn, long arg, bool own)
 {
 	if (b->qhead && b->qhead == b->qn) {
 		b->qhead = b->qn = 0;
@@ -314,11 +335,17 @@ static void q_push(struct sim_board *b, double delay_ms, double floor_ms, const 
 	struct sim_item *it = &b->q[b->qn++];
 	it->delay_ms = delay_ms < 0 ? 0 : delay_ms;
 	it->floor_ms = floor_ms;
-	it->text = text ? xstrndup(text, len) : NULL;
+	it->text = !text ? NULL : own ? text : xstrndup(text, len);
 	it->len = text ? len : 0;
 	it->fn = fn;
 	it->arg = arg;
 	q_arm(b);
+}
+
+static void q_push(struct sim_board *b, double delay_ms, double floor_ms, const char *text,
+		   size_t len, sim_item_fn fn, long arg)
+{
+	q_push_own(b, delay_ms, floor_ms, (char *)text, len, fn, arg, false);
 }
 
 void sim_emit_insert(struct sim_board *b, size_t k, double delay_ms, double floor_ms,
@@ -361,8 +388,7 @@ void sim_emitf(struct sim_board *b, double delay_ms, const char *fmt, ...)
 	va_start(ap, fmt);
 	char *s = xvasprintf(fmt, ap);
 	va_end(ap);
-	q_push(b, delay_ms, 0, s, strlen(s), NULL, 0);
-	free(s);
+	q_push_own(b, delay_ms, 0, s, strlen(s), NULL, 0, true);
 }
 
 void sim_emit_fn(struct sim_board *b, double delay_ms, sim_item_fn fn, long arg)

@@ -42,12 +42,23 @@ struct listener {
 	struct sim_http *h;
 };
 
+/* pdudaemon requests name a board by hostname and port or by alias: an
+ * index of keys to the first board in lab order that answers to each, built
+ * on the first request (a scan of every board per request was the
+ * simulator's largest user-space cost at 1024 boards). */
+struct pdu_slot {
+	char *key; /* NULL: empty */
+	size_t board;
+};
+
 struct sim_http {
 	struct sim *s;
 	struct listener ls[16];
 	size_t nls;
 	struct conn *conns;
 	size_t nconns;
+	struct pdu_slot *pdu; /* open addressing, npdu a power of two */
+	size_t npdu;
 };
 
 static void conn_close(struct conn *c)
@@ -128,6 +139,70 @@ static bool power_fault(struct conn *c, struct sim_board *b)
 	return false;
 }
 
+static uint64_t pdu_hash(const char *k)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (; *k; k++)
+		h = (h ^ (unsigned char)*k) * 1099511628211ull;
+	return h;
+}
+
+static struct pdu_slot *pdu_slot(struct sim_http *h, const char *key)
+{
+	size_t m = h->npdu - 1, i = (size_t)pdu_hash(key) & m;
+	while (h->pdu[i].key && strcmp(h->pdu[i].key, key) != 0)
+		i = (i + 1) & m;
+	return &h->pdu[i];
+}
+
+/* Keys: "h" hostname "\n" port, "a" alias, "n" board name (a board without
+ * an alias also answers to its name). */
+static char *pdu_key(char kind, const char *a, int64_t port)
+{
+	return port == INT64_MIN ? xasprintf("%c%s", kind, a)
+				 : xasprintf("%c%s\n%lld", kind, a, (long long)port);
+}
+
+static void pdu_put(struct sim_http *h, char *key, size_t board)
+{
+	struct pdu_slot *sl = pdu_slot(h, key);
+	if (sl->key) {
+		free(key); /* an earlier board has it */
+		return;
+	}
+	sl->key = key;
+	sl->board = board;
+}
+
+static void pdu_build(struct sim_http *h)
+{
+	struct sim *s = h->s;
+	h->npdu = 64;
+	while (h->npdu < 4 * s->nboards)
+		h->npdu *= 2;
+	h->pdu = xcalloc(h->npdu, sizeof *h->pdu);
+	for (size_t i = 0; i < s->nboards; i++) {
+		const struct sim_power_cfg *pw = sim_board_powercfg(s->boards[i]);
+		if (strcmp(pw->driver, "pdudaemon") != 0)
+			continue;
+		pdu_put(h, pdu_key('h', pw->hostname, pw->pdu_port), i);
+		if (pw->alias[0])
+			pdu_put(h, pdu_key('a', pw->alias, INT64_MIN), i);
+		else
+			pdu_put(h, pdu_key('n', sim_board_name(s->boards[i]), INT64_MIN), i);
+	}
+}
+
+static size_t pdu_find(struct sim_http *h, char kind, const char *a, int64_t port)
+{
+	if (!h->pdu)
+		pdu_build(h);
+	char *key = pdu_key(kind, a, port);
+	struct pdu_slot *sl = pdu_slot(h, key);
+	free(key);
+	return sl->key ? sl->board : SIZE_MAX;
+}
+
 static void handle_pdudaemon(struct conn *c, const char *action, const char *query)
 {
 	struct sim *s = c->h->s;
@@ -155,16 +230,16 @@ static void handle_pdudaemon(struct conn *c, const char *action, const char *que
 		respond(c, 400, "text/plain", "Bad port\n");
 		return;
 	}
-	for (size_t i = 0; i < s->nboards; i++) {
+	size_t i = SIZE_MAX;
+	if (alias[0]) {
+		size_t by_alias = pdu_find(c->h, 'a', alias, INT64_MIN);
+		size_t by_name = pdu_find(c->h, 'n', alias, INT64_MIN);
+		i = by_alias < by_name ? by_alias : by_name;
+	} else {
+		i = pdu_find(c->h, 'h', host, pn);
+	}
+	if (i < s->nboards) {
 		struct sim_board *b = s->boards[i];
-		const struct sim_power_cfg *pw = sim_board_powercfg(b);
-		if (strcmp(pw->driver, "pdudaemon") != 0)
-			continue;
-		bool match = alias[0] ? (strcmp(pw->alias, alias) == 0 ||
-					 (!pw->alias[0] && strcmp(sim_board_name(b), alias) == 0))
-				      : (strcmp(pw->hostname, host) == 0 && pw->pdu_port == pn);
-		if (!match)
-			continue;
 		if (power_fault(c, b))
 			return;
 		sim_board_power(b, op); /* requests apply in arrival order, as pdudaemon's queue */
@@ -509,5 +584,8 @@ void sim_http_free(struct sim_http *h)
 		loop_fd_del(h->s->loop, h->ls[i].fd);
 		close(h->ls[i].fd);
 	}
+	for (size_t i = 0; i < h->npdu; i++)
+		free(h->pdu[i].key);
+	free(h->pdu);
 	free(h);
 }

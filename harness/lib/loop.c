@@ -389,8 +389,8 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 		if (timeout < 0 || ms < timeout)
 			timeout = (int)ms;
 	}
-	struct epoll_event evs[64];
-	int n = epoll_wait(l->epfd, evs, 64, timeout);
+	struct epoll_event evs[256]; /* many boards: fewer epoll_wait calls a pass */
+	int n = epoll_wait(l->epfd, evs, (int)LAB_ARRAY_SIZE(evs), timeout);
 	if (n < 0 && errno != EINTR)
 		return -1;
 	l->now_ns = lab_now_ns();

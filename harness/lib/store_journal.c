@@ -88,25 +88,35 @@ static void put_field(struct lab_buf *b, const char *v)
 		lab_buf_append(b, " ~", 2);
 		return;
 	}
+	static const char hex[] = "0123456789ABCDEF";
 	lab_buf_append(b, " =", 2);
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-		if (*p <= ' ' || *p == '%' || *p == '~' || *p >= 0x7f)
-			lab_buf_printf(b, "%%%02X", *p);
-		else
-			lab_buf_append(b, (const char *)p, 1);
+	/* runs of plain bytes in one append: values are mostly plain */
+	const unsigned char *p = (const unsigned char *)v, *run = p;
+	for (;; p++) {
+		if (*p > ' ' && *p != '%' && *p != '~' && *p < 0x7f)
+			continue;
+		lab_buf_append(b, (const char *)run, (size_t)(p - run));
+		if (!*p)
+			break;
+		char x[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+		lab_buf_append(b, x, 3);
+		run = p + 1;
 	}
 }
 
 static void put_i64(struct lab_buf *b, int64_t v)
 {
-	lab_buf_printf(b, " =%" PRId64, v);
+	char t[24];
+	int n = snprintf(t, sizeof t, " =%" PRId64, v);
+	lab_buf_append(b, t, (size_t)n);
 }
 
 static void put_dbl(struct lab_buf *b, double v)
 {
 	char t[40];
 	lab_fmt_double(t, sizeof t, v);
-	lab_buf_printf(b, " =%s", t);
+	lab_buf_append(b, " =", 2);
+	lab_buf_append(b, t, strlen(t));
 }
 
 static int hexval(char c)

@@ -165,11 +165,19 @@ size_t lab_strlcat(char *dst, const char *src, size_t size)
 
 void lab_fmt_double(char *buf, size_t n, double v)
 {
-	for (int p = 1; p <= 17; p++) {
+	/* Binary search on the precision: if p digits read back as v, so do
+	 * p + 1 (the nearest p+1-digit number is at least as near), and 17
+	 * always do; 5 tries instead of up to 17. */
+	int lo = 1, hi = 17;
+	while (lo < hi) {
+		int p = lo + (hi - lo) / 2;
 		snprintf(buf, n, "%.*g", p, v);
 		if (strtod(buf, NULL) == v)
-			return;
+			hi = p;
+		else
+			lo = p + 1;
 	}
+	snprintf(buf, n, "%.*g", lo, v);
 }
 
 int lab_parse_i64(const char *s, int64_t *out)
@@ -236,7 +244,19 @@ int lab_buf_append(struct lab_buf *b, const void *p, size_t n)
 
 int lab_buf_printf(struct lab_buf *b, const char *fmt, ...)
 {
+	/* Formatted straight into the spare room when it fits (the usual case:
+	 * no allocation), else through a temporary copy. */
 	va_list ap;
+	va_start(ap, fmt);
+	size_t room = b->cap > b->len ? b->cap - b->len : 0;
+	int n = room ? vsnprintf(b->data + b->len, room, fmt, ap) : -1;
+	va_end(ap);
+	if (n >= 0 && (size_t)n < room && (!b->max || b->len + (size_t)n <= b->max)) {
+		b->len += (size_t)n;
+		return LAB_OK;
+	}
+	if (b->data)
+		b->data[b->len] = '\0';
 	va_start(ap, fmt);
 	char *s = xvasprintf(fmt, ap);
 	va_end(ap);

@@ -11,8 +11,8 @@
 # share it), configures it once per architecture (arm64: defconfig +
 # arm64-emmclab.config, sdhci-sprd on; x86_64: x86_64_defconfig +
 # x86_64-check.config) and compiles with -Werror the objects of the C files
-# the series touches, plus those including a touched drivers/mmc header
-# (drivers/mmc/host/* on arm64 only).  Then checks what the series' `checks`
+# the series touches (drivers/mmc/host/* on arm64 only); a touched
+# drivers/mmc header that none of them includes, through its includers.  Then checks what the series' `checks`
 # file says the objects must hold.  Exit 0 = good; 77 = cannot run here (no
 # linux-source-<version> or no aarch64 cross compiler); anything else = the
 # series is broken.
@@ -61,7 +61,11 @@ series_objects() {
 		case $f in
 		drivers/*.c) echo "${f%.c}.o" ;;
 		drivers/mmc/*.h)
-			for c in $(grep -l "^#include \"${f##*/}\"" "$tree/$(dirname "$f")"/*.c); do
+			# a header is compiled through the touched C files that
+			# include it; only when none does, through all its includers
+			inc=$(grep -l "^#include \"${f##*/}\"" "$tree/$(dirname "$f")"/*.c)
+			mine=$(for c in $inc; do c=${c#"$tree"/}; kseries_files | grep -qxF "$c" && echo "$c"; done)
+			for c in ${mine:-$inc}; do
 				c=${c#"$tree"/}
 				echo "${c%.c}.o"
 			done ;;

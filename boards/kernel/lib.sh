@@ -112,13 +112,10 @@ ktree_lock() {
 	flock 8
 }
 
-# The shared tree of KSERIES_KERNEL with the selected series applied (and no
-# other); prints its path.  Unpacks the tarball once per kernel version (again
-# when the tarball changes); switching series restores the files the previous
-# one touched from pristine/ and applies the new one, so make recompiles only
-# what changed.  Call with ktree_lock held.
-ktree_prepare() {
-	local base tree want src f
+# The unpacked tree of KSERIES_KERNEL, with whatever series it has; prints
+# its path (checkpatch.pl needs no particular series).  Call with the lock.
+ktree_unpack() {
+	local base tree src
 	[ -r "$KSOURCE_TARBALL" ] || kdie "$KSOURCE_TARBALL not found (apt-get install linux-source-$KSERIES_KERNEL)"
 	base=$EMMCLAB_CACHE/kernel/linux-$KSERIES_KERNEL
 	tree=$base/linux
@@ -133,6 +130,18 @@ ktree_prepare() {
 		: > "$base/created"
 		echo "$src" > "$base/.emmclab-ready"
 	fi
+	echo "$tree"
+}
+
+# The shared tree of KSERIES_KERNEL with the selected series applied (and no
+# other); prints its path.  Unpacks the tarball once per kernel version (again
+# when the tarball changes); switching series restores the files the previous
+# one touched from pristine/ and applies the new one, so make recompiles only
+# what changed.  Call with ktree_lock held.
+ktree_prepare() {
+	local base tree want f
+	tree=$(ktree_unpack)
+	base=$(dirname "$tree")
 	want="$KSERIES_VERSION $(kseries_hash)"
 	[ "$(cat "$base/applied" 2> /dev/null)" = "$want" ] && { echo "$tree"; return; }
 	rm -f "$base/applied"

@@ -136,7 +136,7 @@ klog "series $KSERIES_VERSION signed off by $ident in $out"
 if [ $check = 1 ]; then
 	command -v perl > /dev/null || { klog "perl missing: cannot run checkpatch.pl"; exit 3; }
 	[ -r "$KSOURCE_TARBALL" ] || { klog "$KSOURCE_TARBALL missing: cannot run its checkpatch.pl"; exit 3; }
-	[ -n "${tree:-}" ] || { ktree_lock; tree=$(ktree_prepare); }
+	[ -n "${tree:-}" ] || { ktree_lock; tree=$(ktree_unpack); }
 	bad=0
 	for p in "$out"/*.patch; do
 		# from the tree root, so checkpatch also checks against the tree

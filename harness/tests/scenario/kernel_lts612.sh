@@ -102,4 +102,10 @@ if "$K/mkseries.sh" --series upstream-6.12 --out "$tmp/qb" --quirks "$tmp/bad" 2
 	fail "a malformed entry was accepted"
 fi
 grep -q "$tmp/bad:1: not an entry" "$tmp/err" || fail "malformed entry: $(cat "$tmp/err")"
+# 6. the virtual board boots a lab series on its own kernel version
+if ls /boot/vmlinuz-6.12.* > /dev/null 2>&1; then
+	case $("$K/kver.sh" --series 6.12) in 6.12.*) ;; *) fail "kver.sh --series 6.12" ;; esac
+fi
+if "$K/build-modules.sh" --series upstream-6.12 2> "$tmp/err"; then fail "build-modules.sh took the upstream series"; fi
+grep -q 'boots a lab series' "$tmp/err" || fail "refusal: $(cat "$tmp/err")"
 echo "PASS: kernel series 6.12 and upstream-6.12"

@@ -63,4 +63,15 @@ if KSERIES_DIR="$tmp/faulty" "$K/mkseries.sh" --out "$tmp/signed2" --checkpatch 
 	echo "FAIL: checkpatch missed trailing whitespace"; cat "$tmp/cp"; exit 1
 fi
 grep -q 'trailing whitespace' "$tmp/cp" || { echo "FAIL: checkpatch output:"; cat "$tmp/cp"; exit 1; }
+# 5. the virtual board's kernel for this series is a 6.1 one, also when /boot
+# has a newer 6.12 (the modules are built from linux-source-6.1)
+if ls /boot/vmlinuz-6.1.* > /dev/null 2>&1; then
+	k=$("$K/kver.sh")
+	case $k in 6.1.*) ;; *) echo "FAIL: kver.sh picked $k for series 6.1"; exit 1 ;; esac
+	[ "$("$K/kver.sh" --vmlinuz)" = "/boot/vmlinuz-$k" ] || { echo "FAIL: kver.sh --vmlinuz"; exit 1; }
+fi
+if "$K/build-modules.sh" --kver 6.12.0-1-amd64 2> "$tmp/err"; then
+	echo "FAIL: build-modules.sh built 6.1 sources for a 6.12 kernel"; exit 1
+fi
+grep -q 'is not 6.1.\*, the version of series 6.1' "$tmp/err" || { echo "FAIL: refusal:"; cat "$tmp/err"; exit 1; }
 echo "PASS: kernel series 6.1"

@@ -29,7 +29,7 @@ done
 die() { echo "${0##*/}: $*" >&2; exit 1; }
 [ -n "$agent" ] && [ -n "$mods" ] && [ -n "$out" ] || die "--agent, --modules and --out are required"
 if [ -z "$kver" ]; then
-	kver=$(ls /boot/vmlinuz-* 2> /dev/null | sed 's|.*/vmlinuz-||' | sort -V | tail -1)
+	kver=$("$(dirname "$0")/../kernel/kver.sh")
 fi
 [ -n "$kver" ] && [ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver (apt-get install linux-image-amd64)"
 [ -x /bin/busybox ] && file -L /bin/busybox | grep -q 'statically linked' \

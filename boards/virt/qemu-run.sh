@@ -6,7 +6,8 @@
 #               [--serial stdio|tcp:PORT] [--mem MiB] [--smp N]
 #               [--media FILE [--media-size MiB]]
 #
-# Defaults: the newest /boot/vmlinuz-*, serial on stdio (Ctrl-A X quits),
+# Defaults: the series kernel (../kernel/kver.sh: 6.1 unless KSERIES_VERSION),
+# serial on stdio (Ctrl-A X quits),
 # 512 MiB, one CPU.  Mode knobs go into --append, e.g.
 #   --append "mmc_block.fua=off mmc_core.disable_cqe=0 vemmc.profile=slowrel"
 # --media backs the card's durable contents by FILE (an ivshmem-plain device
@@ -24,10 +25,10 @@ while [ $# -gt 0 ]; do
 	--smp) smp=$2; shift 2 ;;
 	--media) media=$2; shift 2 ;;
 	--media-size) msize=$2; shift 2 ;;
-	*) sed -n '2,16p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,15p' "$0" >&2; exit 2 ;;
 	esac
 done
-[ -n "$kernel" ] || kernel=$(ls /boot/vmlinuz-* 2> /dev/null | sort -V | tail -1)
+[ -n "$kernel" ] || kernel=$("$(dirname "$0")/../kernel/kver.sh" --vmlinuz)
 [ -r "$kernel" ] || { echo "no kernel (apt-get install linux-image-amd64)" >&2; exit 1; }
 [ -r "$initrd" ] || { echo "no initrd: build it with boards/virt/mkinitramfs.sh" >&2; exit 1; }
 case $serial in

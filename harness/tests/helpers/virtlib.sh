@@ -5,7 +5,8 @@
 # Debian package the virtual board needs is missing (all are listed in
 # .ci/packages.txt, so CI has them), and fails when the agent is not built.
 # virt_prepare DIR: builds the initramfs (cached) into DIR/initramfs.cpio.gz
-# and sets $kernel to the newest /boot/vmlinuz-*.
+# and sets $kernel to the series kernel (boards/kernel/kver.sh: 6.1 unless
+# KSERIES_VERSION says 6.12).
 SRC=${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}
 BIN=${EMMCLAB_BIN:-$SRC/build}
 EMMCLAB=${EMMCLAB:-$BIN/harness/emmclab}
@@ -31,5 +32,5 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 virt_prepare() {
 	"$SRC/boards/virt/build.sh" --agent "$AGENT" --out "$1/initramfs.cpio.gz" > /dev/null
-	kernel=$(ls /boot/vmlinuz-* | sort -V | tail -1)
+	kernel=$("$SRC/boards/kernel/kver.sh" --vmlinuz)
 }

@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #define LATHIST_PER_OCTAVE 4
-#define LATHIST_OCTAVES 32 /* 2^32 us: over an hour, past any request timeout */
-#define LATHIST_BUCKETS (LATHIST_PER_OCTAVE * LATHIST_OCTAVES)
+#define LATHIST_OCTAVES    32 /* 2^32 us: over an hour, past any request timeout */
+#define LATHIST_BUCKETS    (LATHIST_PER_OCTAVE * LATHIST_OCTAVES)
 
 /* The bucket of a latency in whole microseconds. */
 static inline unsigned lathist_bucket(uint64_t us)

@@ -27,23 +27,24 @@ static int cmp_hist(const void *x, const void *y)
 }
 
 int store_lathist_load(struct store *s, int64_t run_id, const struct results_filter *f,
-		       bool exclude_warmup, struct store_lathist **out, size_t *n, struct lab_err *e)
+                       bool exclude_warmup, struct store_lathist **out, size_t *n,
+                       struct lab_err *e)
 {
 	*out = NULL;
 	*n = 0;
 	/* name is rq_<op>_lat_b<k>: op between "rq_" and "_lat_b", k after it */
 	sqlite3_stmt *q = store_prepare(
-		s,
-		"SELECT r.source, p.label, i.workload, coalesce(j.verified_mode, j.mode), c.name,"
-		" sum(c.value) FROM counter c JOIN iteration i ON i.id = c.iteration_id"
-		" JOIN job j ON j.id = i.job_id JOIN run r ON r.id = j.run_id"
-		" JOIN part p ON p.id = j.part_id"
-		" WHERE c.name GLOB 'rq_*_lat_b[0-9]*' AND j.status = 'ok'"
-		" AND (?1 = 0 OR r.id = ?1) AND (?2 IS NULL OR p.label = ?2)"
-		" AND (?3 IS NULL OR j.mode = ?3) AND (?4 IS NULL OR i.workload = ?4)"
-		" AND (?5 = 0 OR i.warmup = 0)"
-		" GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5",
-		e);
+	    s,
+	    "SELECT r.source, p.label, i.workload, coalesce(j.verified_mode, j.mode), c.name,"
+	    " sum(c.value) FROM counter c JOIN iteration i ON i.id = c.iteration_id"
+	    " JOIN job j ON j.id = i.job_id JOIN run r ON r.id = j.run_id"
+	    " JOIN part p ON p.id = j.part_id"
+	    " WHERE c.name GLOB 'rq_*_lat_b[0-9]*' AND j.status = 'ok'"
+	    " AND (?1 = 0 OR r.id = ?1) AND (?2 IS NULL OR p.label = ?2)"
+	    " AND (?3 IS NULL OR j.mode = ?3) AND (?4 IS NULL OR i.workload = ?4)"
+	    " AND (?5 = 0 OR i.warmup = 0)"
+	    " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5",
+	    e);
 	if (!q)
 		return LAB_EINFRA;
 	sqlite3_bind_int64(q, 1, run_id);
@@ -64,7 +65,8 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 		const char *mode = (const char *)sqlite3_column_text(q, 3);
 		const char *name = (const char *)sqlite3_column_text(q, 4);
 		const char *raw = (const char *)sqlite3_column_text(q, 0);
-		if (f && f->source && strcmp(f->source, src) != 0 && (!raw || strcmp(f->source, raw) != 0))
+		if (f && f->source && strcmp(f->source, src) != 0 &&
+		    (!raw || strcmp(f->source, raw) != 0))
 			continue;
 		const char *b = name ? strstr(name, "_lat_b") : NULL;
 		char op[16];
@@ -77,8 +79,8 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 		if (lab_parse_i64(b + 6, &k) != 0 || k < 0 || k >= LATHIST_BUCKETS)
 			continue;
 		struct store_lathist *g = nh ? &h[nh - 1] : NULL;
-		if (!g || strcmp(g->source, src) || strcmp(g->part, part) || strcmp(g->workload, wl) ||
-		    strcmp(g->mode, mode) || strcmp(g->op, op)) {
+		if (!g || strcmp(g->source, src) || strcmp(g->part, part) ||
+		    strcmp(g->workload, wl) || strcmp(g->mode, mode) || strcmp(g->op, op)) {
 			h = xreallocarray(h, nh + 1, sizeof *h);
 			g = &h[nh++];
 			memset(g, 0, sizeof *g);

@@ -19,12 +19,12 @@
 #include "util.h"
 
 struct store_lathist {
-	char *source;  /* results_source_kind(): lab, virtual, simulated, imported */
-	char *part;    /* part label */
+	char *source; /* results_source_kind(): lab, virtual, simulated, imported */
+	char *part;   /* part label */
 	char *workload;
-	char *mode;    /* the job's (verified) mode */
-	char *op;      /* write | flush */
-	uint64_t n;    /* requests */
+	char *mode; /* the job's (verified) mode */
+	char *op;   /* write | flush */
+	uint64_t n; /* requests */
 	uint64_t counts[LATHIST_BUCKETS];
 };
 
@@ -33,7 +33,8 @@ struct store_lathist {
  * when exclude_warmup.  Sorted by part, workload, source, mode (lab_modes
  * order), op. */
 int store_lathist_load(struct store *s, int64_t run_id, const struct results_filter *f,
-		       bool exclude_warmup, struct store_lathist **out, size_t *n, struct lab_err *e);
+                       bool exclude_warmup, struct store_lathist **out, size_t *n,
+                       struct lab_err *e);
 void store_lathist_free(struct store_lathist *h, size_t n);
 
 #endif

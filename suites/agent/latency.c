@@ -29,7 +29,7 @@
 
 #define LAT_INSTANCE "instances/emmclab-lat"
 
-static const char *const lat_op_names[LAT_NOPS] = { "write", "flush" };
+static const char *const lat_op_names[LAT_NOPS] = {"write", "flush"};
 
 void lat_parser_init(struct lat_parser *p, unsigned major, unsigned minor)
 {
@@ -152,7 +152,7 @@ static void parse_line(struct lat_parser *p, const char *line)
 				p->pend[0] = p->pend[--p->npend]; /* never completed: drop one */
 			i = p->npend++;
 		}
-		p->pend[i] = (struct lat_pending){ sector, nr, (uint8_t)op, t };
+		p->pend[i] = (struct lat_pending){sector, nr, (uint8_t)op, t};
 		return;
 	}
 	if (i == p->npend) {
@@ -205,8 +205,14 @@ double lat_parser_percentile(const struct lat_parser *p, int op, double pct)
 
 void lat_report(struct agent *a, const struct lat_parser *p, const char *workload, unsigned iter)
 {
-	static const struct { const char *name; double pct; } pcts[] = {
-		{ "p50", 50 }, { "p90", 90 }, { "p99", 99 }, { "p999", 99.9 },
+	static const struct {
+		const char *name;
+		double pct;
+	} pcts[] = {
+	    {"p50", 50},
+	    {"p90", 90},
+	    {"p99", 99},
+	    {"p999", 99.9},
 	};
 	char metric[64], it[24], n[24], buckets[LATHIST_BUCKETS * 24];
 	uint64_t coarse[LATHIST_BUCKETS];
@@ -221,9 +227,9 @@ void lat_report(struct agent *a, const struct lat_parser *p, const char *workloa
 			continue;
 		for (i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++) {
 			snprintf(metric, sizeof(metric), "rq_%s_lat_%s_us", lat_op_names[op],
-				 pcts[i].name);
-			agent_sample(a, workload, iter, metric, lat_parser_percentile(p, op, pcts[i].pct),
-				     "us");
+			         pcts[i].name);
+			agent_sample(a, workload, iter, metric,
+			             lat_parser_percentile(p, op, pcts[i].pct), "us");
 		}
 		memset(coarse, 0, sizeof(coarse));
 		for (b = 0; b < LAT_FINE_BINS; b++)
@@ -234,8 +240,9 @@ void lat_report(struct agent *a, const struct lat_parser *p, const char *workloa
 		for (b = 0; b < LATHIST_BUCKETS; b++) {
 			if (!coarse[b])
 				continue;
-			used += (size_t)snprintf(buckets + used, sizeof(buckets) - used, "%s%u:%llu",
-						 used ? " " : "", b, (unsigned long long)coarse[b]);
+			used +=
+			    (size_t)snprintf(buckets + used, sizeof(buckets) - used, "%s%u:%llu",
+			                     used ? " " : "", b, (unsigned long long)coarse[b]);
 		}
 		snprintf(n, sizeof(n), "%llu", (unsigned long long)p->n[op]);
 		kv[0] = "workload";
@@ -257,7 +264,7 @@ void lat_report(struct agent *a, const struct lat_parser *p, const char *workloa
 
 static struct {
 	int on;
-	char inst[PATH_MAX];      /* the instance directory, system path */
+	char inst[PATH_MAX]; /* the instance directory, system path */
 	pid_t reader;
 	int stop_fd;              /* closed: the reader drains and exits */
 	struct lat_parser *p;     /* shared with the reader */
@@ -266,7 +273,7 @@ static struct {
 
 static int tracing_dir(const struct agent *a, char *dir, size_t size)
 {
-	static const char *const cands[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	static const char *const cands[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
 	char path[PATH_MAX];
 	size_t i;
 
@@ -300,7 +307,7 @@ static unsigned long long overruns(const struct agent *a)
 static void reader_main(int pipe_fd, int stop_fd, struct lat_parser *p)
 {
 	static char buf[64 << 10];
-	struct pollfd pfd = { stop_fd, POLLIN, 0 };
+	struct pollfd pfd = {stop_fd, POLLIN, 0};
 	int stopping = 0;
 
 	/* the workload's signals are not ours; the parent ends us by closing stop_fd */
@@ -368,13 +375,15 @@ void agent_lat_begin(struct agent *a, const char *disk)
 		lat_note(a, "no writable tracefs instances");
 		return;
 	}
-	if ((size_t)snprintf(lat.inst, sizeof(lat.inst), "%s/" LAT_INSTANCE, top) >= sizeof(lat.inst) ||
+	if ((size_t)snprintf(lat.inst, sizeof(lat.inst), "%s/" LAT_INSTANCE, top) >=
+	        sizeof(lat.inst) ||
 	    agent_path(a, path, sizeof(path), "%s", lat.inst) < 0 ||
 	    (mkdir(path, 0700) != 0 && errno != EEXIST)) {
 		lat_note(a, "cannot create the tracefs instance");
 		return;
 	}
-	lat.p = mmap(NULL, sizeof(*lat.p), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	lat.p =
+	    mmap(NULL, sizeof(*lat.p), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (lat.p == MAP_FAILED) {
 		lat.p = NULL;
 		lat_note(a, "no memory for the histograms");
@@ -388,7 +397,7 @@ void agent_lat_begin(struct agent *a, const char *disk)
 	(void)agent_writef(a, "1024", "%s/buffer_size_kb", lat.inst);
 	/* the kernel's dev_t is major << 20 | minor; only writes and flushes */
 	snprintf(filter, sizeof(filter), "dev == %u && (rwbs ~ \"*W*\" || rwbs ~ \"*F*\")",
-		 (maj << 20) | min);
+	         (maj << 20) | min);
 	if (agent_writef(a, filter, "%s/events/block/block_rq_issue/filter", lat.inst) != 0 ||
 	    agent_writef(a, filter, "%s/events/block/block_rq_complete/filter", lat.inst) != 0) {
 		/* an older kernel without globs: the parser filters anyway */

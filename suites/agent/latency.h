@@ -33,7 +33,7 @@ enum { LAT_WRITE, LAT_FLUSH, LAT_NOPS };
 /* Fine histogram for the percentiles: exact microseconds below 2048, then
  * 1024 bins per octave (under 0.1 % error) up to 2^31 us. */
 #define LAT_FINE_EXACT 2048u
-#define LAT_FINE_BINS (LAT_FINE_EXACT + 20u * 1024u)
+#define LAT_FINE_BINS  (LAT_FINE_EXACT + 20u * 1024u)
 
 struct lat_pending {
 	uint64_t sector;

@@ -92,8 +92,19 @@ echo "ok 3 - the HTML report draws CDFs per mode, marked simulated"
 for f in text markdown json; do
 	"$EMMCLAB" report --db "$db" --format $f -o "$T/rep.$f" >/dev/null
 	# markdown escapes the underscores
-	tr -d '\\' < "$T/rep.$f" | grep -q "rq_write_lat_p99_us" || fail "report $f: no rq_write_lat_p99_us"
-	tr -d '\\' < "$T/rep.$f" | grep -q "rq_flush_lat_p999_us" || fail "report $f: no rq_flush_lat_p999_us"
+	tr -d '\\' < "$T/rep.$f" > "$T/rep.$f.plain"
+	grep -q "rq_write_lat_p99_us" "$T/rep.$f.plain" || fail "report $f: no rq_write_lat_p99_us"
+	grep -q "rq_flush_lat_p999_us" "$T/rep.$f.plain" || fail "report $f: no rq_flush_lat_p999_us"
 done
-echo "ok 4 - text, markdown and json reports carry the percentiles"
+python3 - "$T/rep.json" <<'PY' || fail "json latency_histograms"
+import json, sys
+d = json.load(open(sys.argv[1]))
+h = d["latency_histograms"]
+assert h and all(x["source"] == "simulated" and x["unit"] == "us" for x in h)
+for x in h:
+    assert x["n"] == sum(b["count"] for b in x["buckets"]) > 0
+    assert all(0 < b["lo"] < b["hi"] for b in x["buckets"])
+assert {x["op"] for x in h} == {"write", "flush"}
+PY
+echo "ok 4 - text, markdown and json reports carry the percentiles, json the histograms"
 echo "PASS: sim latency"

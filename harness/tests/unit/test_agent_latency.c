@@ -4,16 +4,16 @@
 #include "lathist.h"
 
 static void ev(FILE *f, int issue, double t, const char *dev, const char *rwbs,
-	       unsigned long long sector, unsigned nr, int newfmt)
+               unsigned long long sector, unsigned nr, int newfmt)
 {
-	/* 6.1: issue "dev rwbs bytes () sector + nr [comm]", complete "dev rwbs () sector + nr [err]";
-	 * 6.10+ adds "ioprio,..." after nr */
+	/* 6.1: issue "dev rwbs bytes () sector + nr [comm]", complete "dev rwbs () sector + nr
+	 * [err]"; 6.10+ adds "ioprio,..." after nr */
 	fprintf(f, "  kworker/0:1H-80  [000] d..1. %.6f: block_rq_%s: %s %s ", t,
-		issue ? "issue" : "complete", dev, rwbs);
+	        issue ? "issue" : "complete", dev, rwbs);
 	if (issue)
 		fprintf(f, "%u ", nr * 512);
 	fprintf(f, "() %llu + %u %s[%s]\n", sector, nr, newfmt ? "none,0,0 " : "",
-		issue ? "kworker/0:1H" : "0");
+	        issue ? "kworker/0:1H" : "0");
 }
 
 static void test_parse_latency(void)
@@ -27,18 +27,18 @@ static void test_parse_latency(void)
 	f = fopen(path, "w");
 	fputs("# tracer: nop\n#\n", f);
 	ev(f, 1, 100.000100, "179,0", "W", 1000, 8, 0);
-	ev(f, 1, 100.000200, "179,0", "R", 3000, 8, 0);   /* a read: ignored */
-	ev(f, 1, 100.000200, "8,0", "WS", 1000, 8, 0);    /* another disk: ignored */
-	ev(f, 0, 100.000350, "179,0", "W", 1000, 8, 0);   /* 250 us */
+	ev(f, 1, 100.000200, "179,0", "R", 3000, 8, 0); /* a read: ignored */
+	ev(f, 1, 100.000200, "8,0", "WS", 1000, 8, 0);  /* another disk: ignored */
+	ev(f, 0, 100.000350, "179,0", "W", 1000, 8, 0); /* 250 us */
 	ev(f, 0, 100.000900, "179,0", "R", 3000, 8, 0);
 	ev(f, 0, 100.009000, "8,0", "WS", 1000, 8, 0);
 	ev(f, 1, 100.001000, "179,0", "WFS", 2000, 8, 0); /* FUA write */
 	ev(f, 1, 100.004000, "179,0", "FF", 0, 0, 0);     /* the flush machinery's flush */
 	ev(f, 0, 100.003000, "179,0", "WFS", 2000, 8, 0); /* 2000 us */
 	ev(f, 0, 100.005500, "179,0", "FF", 18446744073709551615ull, 0, 0); /* 1500 us; 6.1
-										* completes it at -1 */
-	ev(f, 0, 100.005510, "179,0", "WS", 0, 0, 0);     /* the flushed write ends: not a request */
-	ev(f, 1, 101.000000, "179,0", "WS", 4000, 8, 0);  /* requeued: issued again */
+	                                                                     * completes it at -1 */
+	ev(f, 0, 100.005510, "179,0", "WS", 0, 0, 0);    /* the flushed write ends: not a request */
+	ev(f, 1, 101.000000, "179,0", "WS", 4000, 8, 0); /* requeued: issued again */
 	ev(f, 1, 101.000500, "179,0", "WS", 4000, 8, 0);
 	ev(f, 0, 101.000600, "179,0", "WS", 4000, 8, 0);  /* 100 us from the last issue */
 	ev(f, 1, 102.000000, "179,0", "WS", 5000, 8, 1);  /* a 6.12 line */
@@ -65,7 +65,8 @@ static void test_parse_latency(void)
 	ok(sample(&r, "rq_write_lat_p50_us", 1, "us") == 1000, "write p50");
 	ok(sample(&r, "rq_write_lat_p90_us", 1, "us") == 1000, "write p90");
 	ok(sample(&r, "rq_write_lat_p99_us", 1, "us") == 1000, "write p99: rank 401 of 405");
-	ok(sample(&r, "rq_write_lat_p999_us", 1, "us") == 2000, "write p99.9: rank 405, the FUA write");
+	ok(sample(&r, "rq_write_lat_p999_us", 1, "us") == 2000,
+	   "write p99.9: rank 405, the FUA write");
 	ok(sample(&r, "rq_flush_lat_p50_us", 1, "us") == 1500, "flush p50");
 	ok(sample(&r, "rq_flush_lat_p999_us", 1, "us") == 1500, "flush p99.9");
 	is_int(counter(&r, "rq_lat_unmatched"), 1, "a completion without its issue");
@@ -78,8 +79,8 @@ static void test_parse_latency(void)
 
 		ok(w && proto_get(w, "n") && strcmp(proto_get(w, "n"), "405") == 0, "write n=405");
 		snprintf(want, sizeof(want), "%u:1 %u:1 %u:1 %u:1 %u:400 %u:1", lathist_bucket(100),
-			 lathist_bucket(250), lathist_bucket(500), lathist_bucket(700),
-			 lathist_bucket(1000), lathist_bucket(2000));
+		         lathist_bucket(250), lathist_bucket(500), lathist_bucket(700),
+		         lathist_bucket(1000), lathist_bucket(2000));
 		b = w ? proto_get(w, "buckets") : NULL;
 		ok(b && strcmp(b, want) == 0, "write buckets '%s' (want '%s')", b ? b : "", want);
 		snprintf(want, sizeof(want), "%u:1", lathist_bucket(1500));

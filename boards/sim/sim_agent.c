@@ -7,6 +7,7 @@
  */
 #include "sim_board.h"
 #include "agent_cmds.h"
+#include "lathist.h"
 #include "mode.h"
 #include "proto.h"
 
@@ -376,13 +377,63 @@ static void count_io(struct sim_board *b, long rel, long flushes)
 	b->flushes += flushes;
 }
 
+static int cmp_dbl(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
+/* Per-request latency as the real agent reports it (suites/agent/latency.c):
+ * n log-normal draws around med_us (spread and a 1 % tail of 3-6x: the model's
+ * assumption, fitted to nothing), percentiles and lathist buckets.  Its own
+ * stream, so every other simulated figure stays what it was. */
+static void emit_latency(struct agent_run *r, const char *w, unsigned it, const char *op,
+			 double med_us, long n)
+{
+	static const struct { const char *name; double pct; } pc[] = {
+		{"p50", 50}, {"p90", 90}, {"p99", 99}, {"p999", 99.9}};
+	struct rand_gen g;
+	char stream[160], metric[64], its[16], ns[24], buckets[LATHIST_BUCKETS * 24];
+	long counts[LATHIST_BUCKETS] = {0};
+	if (n <= 0 || med_us <= 0)
+		return;
+	snprintf(stream, sizeof stream, "lat/%s/%s/%s/%u/%s", r->b->name, sim_mode_name(r->b->dev), w,
+		 it, op);
+	sim_rng_seed(&g, (uint64_t)r->b->cfg.seed, stream);
+	double *v = xreallocarray(NULL, (size_t)n, sizeof *v);
+	for (long i = 0; i < n; i++) {
+		double x = med_us * exp(0.25 * sim_rng_normal(&g));
+		if (rand_next(&g) % 100 == 0)
+			x *= 3.0 + (double)(rand_next(&g) % 300) / 100.0;
+		v[i] = x;
+		counts[lathist_bucket((uint64_t)x)]++;
+	}
+	qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+	for (size_t k = 0; k < LAB_ARRAY_SIZE(pc); k++) {
+		long rank = (long)ceil(pc[k].pct / 100.0 * (double)n);
+		snprintf(metric, sizeof metric, "rq_%s_lat_%s_us", op, pc[k].name);
+		emit_sample(r, w, it, metric, floor(v[(rank < 1 ? 1 : rank) - 1]), "us");
+	}
+	free(v);
+	size_t used = 0;
+	buckets[0] = '\0';
+	for (unsigned k = 0; k < LATHIST_BUCKETS; k++)
+		if (counts[k])
+			used += (size_t)snprintf(buckets + used, sizeof buckets - used, "%s%u:%ld",
+						 used ? " " : "", k, counts[k]);
+	snprintf(its, sizeof its, "%u", it);
+	snprintf(ns, sizeof ns, "%ld", n);
+	const char *kv[] = {"workload", w, "iter", its, "op", op, "n", ns, "buckets", buckets, NULL};
+	emit(r, "latency", kv);
+}
+
 static int cmd_androbench(struct agent_run *r)
 {
 	struct sim_board *b = r->b;
-	double iters, label, count, seq, req, rnd, ios;
+	double iters, label, count, seq, req, rnd, ios, lat;
 	/* As the real agent: iter= labels the iteration, iterations= runs several. */
 	if (!arg_num(r, "iter", 1, 1, 100000, &label) || !arg_num(r, "iterations", 1, 1, 100000, &iters) ||
-	    !arg_num(r, "count", 0, 0, 1, &count) ||
+	    !arg_num(r, "count", 0, 0, 1, &count) || !arg_num(r, "latency", 1, 0, 1, &lat) ||
 	    !arg_num(r, "seq_mib", 64, 1, 65536, &seq) || !arg_num(r, "req_mib", 32, 1, 4096, &req) ||
 	    !arg_num(r, "rand_mib", 64, 1, 65536, &rnd) || !arg_num(r, "rand_ios", 4096, 1, 1e8, &ios))
 		return -1;
@@ -409,6 +460,19 @@ static int cmd_androbench(struct agent_run *r)
 			emit_counter(r, "androbench", it, "flushes", res.flushes);
 			emit_counter(r, "androbench", it, "stat_flushes", res.flushes);
 			emit_counter(r, "androbench", it, "stat_flush_ms", res.flush_ms);
+		}
+		if (count > 0 && lat > 0) {
+			/* the random writes' requests, split as sim_model_androbench prices them:
+			 * FUA on, the write is reliable; off, a cached write then a flush */
+			const struct sim_ab_model *m = &b->part->ab;
+			double cqe = b->dev.cqe ? 1.0 - m->cqe_gain : 1.0;
+			double w_us = !b->dev.cache ? m->rw_us + m->rw_rel_us :
+				      b->dev.fua ? m->rw_us * cqe + m->rw_rel_us * (b->dev.cqe ? 0.82 : 1.0) :
+				      m->rw_us * cqe;
+			emit_latency(r, "androbench", it, "write", w_us * slow_factor(b), (long)ios);
+			if (res.flushes > 0)
+				emit_latency(r, "androbench", it, "flush", m->rw_flush_us * slow_factor(b),
+					     res.flushes);
 		}
 	}
 	return 0;
@@ -646,6 +710,12 @@ static int cmd_fio(struct agent_run *r)
 static int cmd_parse_trace(struct agent_run *r)
 {
 	emit_error(r, "bad-command", "parse-trace is not simulated (no saved tracefs trace)");
+	return -1;
+}
+
+static int cmd_parse_latency(struct agent_run *r)
+{
+	emit_error(r, "bad-command", "parse-latency is not simulated (no saved tracefs trace)");
 	return -1;
 }
 

@@ -22,20 +22,22 @@
 	X(precondition, "precondition", "passes target seed",                                      \
 	  "passes=N full-device writes of /dev/urandom data, as dd did (seed=S: reproducible "     \
 	  "data instead; target=PATH: file or block device)")                                      \
-	X(androbench, "androbench", "iter iterations dir seq_mib req_mib rand_mib rand_ios seed count", \
+	X(androbench, "androbench", "iter iterations dir seq_mib req_mib rand_mib rand_ios seed count latency", \
 	  "iter=N [iterations=1] [dir=PATH] [seq_mib=64] [req_mib=32] [rand_mib=64] "              \
-	  "[rand_ios=2048] [count=1]")                                                             \
-	X(fscopy, "fscopy", "iter iterations tree unpack scale count dir target seed",             \
+	  "[rand_ios=2048] [count=1] [latency=1]")                                                             \
+	X(fscopy, "fscopy", "iter iterations tree unpack scale count dir target seed latency",             \
 	  "iter=N [iterations=1] [tree=synthetic|DIR|FILE.tar.xz [unpack=DIR]] [scale=1.0] "       \
-	  "[count=1] [dir=PATH | target=BLOCKDEV]")                                                \
+	  "[count=1] [latency=1] [dir=PATH | target=BLOCKDEV]")                                                \
 	X(powerfail_write, "powerfail-write", "records file record_size iter",                     \
 	  "[records=N] [file=PATH] [record_size=4096]: fsync'd, CRC'd records, acked as counters") \
 	X(powerfail_check, "powerfail-check", "file acked record_size iter",                       \
 	  "[file=PATH] [acked=N]: verify every acknowledged record")                               \
-	X(fio, "fio", "job iter count",                                                            \
-	  "job=PATH [count=1]: run fio --output-format=json and report figures")                   \
+	X(fio, "fio", "job iter count latency",                                                    \
+	  "job=PATH [count=1] [latency=1]: run fio --output-format=json and report figures")                   \
 	X(parse_trace, "parse-trace", "file host",                                                 \
-	  "file=PATH [host=mmcN]: count reliable writes and flushes in a saved tracefs `trace`")
+	  "file=PATH [host=mmcN]: count reliable writes and flushes in a saved tracefs `trace`")  \
+	X(parse_latency, "parse-latency", "file dev",                                              \
+	  "file=PATH dev=MAJOR:MINOR: request latency histograms of a saved block_rq trace")
 
 /*
  * What each workload sends to the card, derived from its I/O (the mode proof

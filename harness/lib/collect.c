@@ -1,11 +1,54 @@
 /* collect.c - decoding an agent invocation's messages (see collect.h). */
 #include "collect.h"
+#include "lathist.h"
 #include "util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* One counter value per name and iteration (the store's key): a repeated line replaces. */
+static void put_counter(struct collect *c, const char *name, int64_t v)
+{
+	for (size_t i = 0; i < c->ncounters; i++) {
+		if (strcmp(c->counters[i].name, name) == 0) {
+			c->counters[i].value = v;
+			return;
+		}
+	}
+	c->counters = xreallocarray(c->counters, c->ncounters + 1, sizeof *c->counters);
+	c->counters[c->ncounters++] = (struct store_counter){xstrdup(name), v};
+}
+
+/* A `latency` line (docs/agent.md "Request latency"): its lathist buckets
+ * "k:count k:count" become counters rq_<op>_lat_b<k> of the iteration. */
+static void collect_latency(struct collect *c, const struct proto_msg *m)
+{
+	const char *op = proto_get(m, "op"), *b = proto_get(m, "buckets");
+	char name[64];
+	if (!op || !b || (strcmp(op, "write") != 0 && strcmp(op, "flush") != 0)) {
+		snprintf(c->error, sizeof c->error, "malformed latency line (seq %llu)",
+			 (unsigned long long)m->seq);
+		return;
+	}
+	while (*b) {
+		char *end;
+		unsigned long k = strtoul(b, &end, 10);
+		if (end == b || *end != ':' || k >= LATHIST_BUCKETS)
+			break;
+		b = end + 1;
+		long long n = strtoll(b, &end, 10);
+		if (end == b || n < 0 || (*end && *end != ' '))
+			break;
+		snprintf(name, sizeof name, "rq_%s_lat_b%lu", op, k);
+		put_counter(c, name, n);
+		b = *end ? end + 1 : end;
+	}
+	if (*b)
+		snprintf(c->error, sizeof c->error, "malformed latency buckets (seq %llu)",
+			 (unsigned long long)m->seq);
+}
 
 void collect_reset(struct collect *c)
 {
@@ -75,15 +118,9 @@ enum collect_note collect_msg(struct collect *c, const struct proto_msg *m, bool
 		int64_t v = geti64(m, "value");
 		if (!name || v < 0)
 			return COLLECT_TAKEN;
-		/* One value per name and iteration (the store's key): a repeated line replaces. */
-		for (size_t i = 0; i < c->ncounters; i++) {
-			if (strcmp(c->counters[i].name, name) == 0) {
-				c->counters[i].value = v;
-				return COLLECT_TAKEN;
-			}
-		}
-		c->counters = xreallocarray(c->counters, c->ncounters + 1, sizeof *c->counters);
-		c->counters[c->ncounters++] = (struct store_counter){xstrdup(name), v};
+		put_counter(c, name, v);
+	} else if (strcmp(m->kind, "latency") == 0) {
+		collect_latency(c, m);
 	} else if (strcmp(m->kind, "mode") == 0) {
 		c->have_mode = true;
 		c->fua = geti(m, "fua");

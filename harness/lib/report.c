@@ -187,6 +187,8 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 					&m->base_runs, &m->nbase_runs, e)))
 			goto fail;
 	}
+	if ((rc = store_lathist_load(s, m->run_id, &o->filter, o->exclude_warmup, &m->lat, &m->nlat, e)))
+		goto fail;
 	results_source_banner(m->res, m->provenance, sizeof m->provenance);
 	summarize(m);
 	*out = m;
@@ -206,6 +208,7 @@ void report_free(struct report_model *m)
 	results_free(m->hist);
 	results_free(m->res);
 	free(m->base_runs);
+	store_lathist_free(m->lat, m->nlat);
 	free(m);
 }
 

@@ -20,6 +20,7 @@
 #include "compare.h"
 #include "results.h"
 #include "store.h"
+#include "store_latency.h"
 #include "util.h"
 
 struct report_opts {
@@ -59,6 +60,8 @@ struct report_model {
 	int64_t *base_runs;
 	size_t nbase_runs;
 	struct report_summary sum;
+	struct store_lathist *lat;   /* request latency histograms of res's scope (store_latency.h) */
+	size_t nlat;
 };
 
 int report_build(struct store *s, const struct report_opts *o, struct report_model **out,

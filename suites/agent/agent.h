@@ -139,5 +139,6 @@ int cmd_powerfail_write(struct agent *a);
 int cmd_powerfail_check(struct agent *a);
 int cmd_fio(struct agent *a);
 int cmd_parse_trace(struct agent *a);
+int cmd_parse_latency(struct agent *a); /* latency.c */
 
 #endif

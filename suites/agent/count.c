@@ -8,6 +8,7 @@
  * Flush: cmd_opcode == 6 && cmd_arg == 0x03200101 (SWITCH FLUSH_CACHE).
  */
 #include "agent.h"
+#include "latency.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -148,7 +149,7 @@ void agent_count_unmount(struct agent *a)
 	a->tracefs_mounted[0] = '\0';
 }
 
-void agent_count_begin(struct agent *a, struct agent_count *c, const char *disk)
+static void count_begin(struct agent *a, struct agent_count *c, const char *disk)
 {
 	char filter[512];
 
@@ -186,10 +187,17 @@ void agent_count_begin(struct agent *a, struct agent_count *c, const char *disk)
 	c->trace_on = 1;
 }
 
+void agent_count_begin(struct agent *a, struct agent_count *c, const char *disk)
+{
+	count_begin(a, c, disk);
+	agent_lat_begin(a, c->disk); /* after count_begin: it mounts tracefs when needed */
+}
+
 void agent_count_end(struct agent *a, struct agent_count *c, const char *workload, unsigned iter)
 {
 	uint64_t f, ms;
 
+	agent_lat_end(a, workload, iter);
 	if (c->trace_on) {
 		static char text[8 << 20]; /* filtered events only; 8 MiB is ~20k requests */
 		char path[PATH_MAX];

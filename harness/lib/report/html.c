@@ -3,7 +3,7 @@
  * script, no external reference.  Sections: summary, part comparison
  * overview, per DUT box/strip plots per mode with the comparison table,
  * trends over nights (per-run means, runs ordered by date), baseline
- * comparison, infrastructure events.  Every string from the data is escaped.
+ * comparison, infrastructure events; request latency CDFs per mode.  Every string from the data is escaped.
  */
 #include "health.h"
 #include "report.h"
@@ -510,6 +510,142 @@ static void trends(FILE *f, const struct results *r, bool exclude)
 	free(ix);
 }
 
+/* ---- request latency CDFs (store_latency.h) ---- */
+
+/* The latency under which a fraction q of the requests completed, from the
+ * buckets: the upper edge of the bucket holding that rank (an upper bound). */
+static double lat_quantile(const struct store_lathist *h, double q)
+{
+	uint64_t rank = (uint64_t)ceil(q * (double)h->n), seen = 0;
+	if (rank < 1)
+		rank = 1;
+	for (unsigned k = 0; k < LATHIST_BUCKETS; k++)
+		if ((seen += h->counts[k]) >= rank)
+			return lathist_lo_us(k + 1);
+	return lathist_lo_us(LATHIST_BUCKETS);
+}
+
+/* One chart for hs[0..n) (one part, workload and source): a CDF per mode and
+ * operation, writes solid and flushes dashed, on a log x axis in us. */
+static void lat_chart(FILE *f, const struct store_lathist *hs, size_t n)
+{
+	unsigned klo = LATHIST_BUCKETS, khi = 0;
+	for (size_t i = 0; i < n; i++)
+		for (unsigned k = 0; k < LATHIST_BUCKETS; k++)
+			if (hs[i].counts[k]) {
+				klo = k < klo ? k : klo;
+				khi = k > khi ? k : khi;
+			}
+	if (klo > khi)
+		return;
+	double lo = log10(lathist_lo_us(klo)), hi = log10(lathist_lo_us(khi + 1));
+	lo = floor(lo);
+	hi = ceil(hi);
+	if (hi <= lo)
+		hi = lo + 1;
+	const double x0 = 60, x1 = PLOT_W - 16, y0 = 10, y1 = 170;
+	double legend_h = 16.0 * (double)((n + 2) / 3);
+	fputs("<svg class='plot cdf' data-part='", f);
+	esc(f, hs[0].part);
+	fputs("' data-workload='", f);
+	esc(f, hs[0].workload);
+	fputs("' data-source='", f);
+	esc(f, hs[0].source);
+	fprintf(f, "' width='%d' height='%.0f' viewBox='0 0 %d %.0f' role='img'>", PLOT_W, 200 + legend_h,
+		PLOT_W, 200 + legend_h);
+#define LX(us) (x0 + (log10(us) - lo) / (hi - lo) * (x1 - x0))
+#define LY(fr) (y1 - (fr) * (y1 - y0))
+	for (int t = 0; t <= 4; t++) {
+		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='grid'/>"
+			   "<text x='%.1f' y='%.1f' class='tl' text-anchor='end'>%d%%</text>",
+			x0, LY(t / 4.0), x1, LY(t / 4.0), x0 - 4, LY(t / 4.0) + 3, t * 25);
+	}
+	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='ax'/>", x0, y1, x1, y1);
+	for (double d = lo; d <= hi + 1e-9; d++) {
+		double us = pow(10, d);
+		char b[32];
+		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='tk'/>"
+			   "<text x='%.1f' y='%.1f' class='tl' text-anchor='middle'>%s</text>",
+			LX(us), y1, LX(us), y1 + 4, LX(us), y1 + 15,
+			us >= 1e6 ? (snprintf(b, sizeof b, "%gs", us / 1e6), b) :
+			us >= 1e3 ? (snprintf(b, sizeof b, "%gms", us / 1e3), b) :
+				    (snprintf(b, sizeof b, "%gus", us), b));
+	}
+	fprintf(f, "<text x='%.1f' y='192' class='tl' text-anchor='middle'>request latency "
+		   "(issue to completion, log scale); y: share of requests at or below</text>",
+		(x0 + x1) / 2);
+	for (size_t i = 0; i < n; i++) {
+		const struct store_lathist *h = &hs[i];
+		bool flush = strcmp(h->op, "flush") == 0;
+		char p50[32], p99[32], p999[32];
+		report_num(p50, sizeof p50, lat_quantile(h, 0.5));
+		report_num(p99, sizeof p99, lat_quantile(h, 0.99));
+		report_num(p999, sizeof p999, lat_quantile(h, 0.999));
+		fprintf(f, "<polyline class='cdf-curve' fill='none' stroke='%s' stroke-width='1.6'%s data-mode='",
+			mode_color(h->mode), flush ? " stroke-dasharray='5,3'" : "");
+		esc(f, h->mode);
+		fputs("' data-op='", f);
+		esc(f, h->op);
+		fprintf(f, "' data-n='%llu' data-p50-us='%s' data-p99-us='%s' data-p999-us='%s' points='",
+			(unsigned long long)h->n, p50, p99, p999);
+		uint64_t cum = 0;
+		bool started = false;
+		for (unsigned k = klo; k <= khi; k++) {
+			if (!started && h->counts[k])
+				fprintf(f, "%.1f,%.1f ", LX(lathist_lo_us(k)), LY(0.0));
+			started |= h->counts[k] != 0;
+			cum += h->counts[k];
+			if (started)
+				fprintf(f, "%.1f,%.1f ", LX(lathist_lo_us(k + 1)), LY((double)cum / (double)h->n));
+		}
+		fputs("'><title>", f);
+		esc(f, h->mode);
+		fprintf(f, " %s: %llu requests, p50 &lt;= %s us, p99 &lt;= %s us, p99.9 &lt;= %s us</title></polyline>",
+			h->op, (unsigned long long)h->n, p50, p99, p999);
+		double lx = x0 + 205.0 * (double)(i % 3), ly = 206 + 16.0 * (double)(i / 3);
+		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='2'%s/>"
+			   "<text x='%.1f' y='%.1f' class='tl'>",
+			lx, ly - 4, lx + 16, ly - 4, mode_color(h->mode), flush ? " stroke-dasharray='5,3'" : "",
+			lx + 20, ly);
+		esc(f, h->mode);
+		fprintf(f, " %s p99 %s us</text>", h->op, p99);
+	}
+#undef LX
+#undef LY
+	fputs("</svg>\n", f);
+}
+
+static void latency(FILE *f, const struct report_model *m)
+{
+	fputs("<h2>Request latency</h2>\n", f);
+	if (!m->nlat) {
+		fputs("<p>No request latency histograms in this scope (the agent traces them with "
+		      "count=1 on a kernel with the block tracepoints).</p>\n", f);
+		return;
+	}
+	fputs("<p class='note'>Per block request, from block_rq_issue to block_rq_complete on the DUT, "
+	      "all iterations pooled; solid: writes, dashed: flushes.  Percentiles per iteration are "
+	      "the rq_*_lat_* samples above.</p>\n", f);
+	for (size_t i = 0; i < m->nlat;) {
+		size_t j = i;
+		while (j < m->nlat && !strcmp(m->lat[j].part, m->lat[i].part) &&
+		       !strcmp(m->lat[j].workload, m->lat[i].workload) &&
+		       !strcmp(m->lat[j].source, m->lat[i].source))
+			j++;
+		fputs("<h4>", f);
+		esc(f, m->lat[i].part);
+		fputs(" / ", f);
+		esc(f, m->lat[i].workload);
+		fputs(" <small>(source: ", f);
+		esc(f, m->lat[i].source);
+		if (!strcmp(m->lat[i].source, "simulated"))
+			fputs("; the spread is the model's assumption: assumed (no published data)", f);
+		fputs(")</small></h4>\n", f);
+		lat_chart(f, &m->lat[i], j - i);
+		i = j;
+	}
+}
+
 static const char css[] =
 	"body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1150px}"
 	"h1{font-size:22px;margin:0 0 4px}h2{border-bottom:2px solid #ddd;padding-bottom:3px;margin-top:32px}"
@@ -619,6 +755,8 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 		}
 		i = j;
 	}
+
+	latency(f, m);
 
 	fputs("<h2>Trends over nights</h2>\n", f);
 	trends(f, m->hist ? m->hist : m->res, m->opts.exclude_warmup);

@@ -243,7 +243,29 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 		kv_str(f, "flag", h->flag, false);
 		fputc('}', f);
 	}
-	fputs("],\n\"events\":[", f);
+	fputs("]", f);
+	/* request latency histograms (store_latency.h): non-empty lathist buckets */
+	fputs(",\n\"latency_histograms\":[", f);
+	for (size_t i = 0; i < m->nlat; i++) {
+		const struct store_lathist *h = &m->lat[i];
+		fputs(i ? ",\n{" : "\n{", f);
+		kv_str(f, "source", h->source, true);
+		kv_str(f, "part", h->part, true);
+		kv_str(f, "workload", h->workload, true);
+		kv_str(f, "mode", h->mode, true);
+		kv_str(f, "op", h->op, true);
+		fprintf(f, "\"unit\":\"us\",\"n\":%llu,\"buckets\":[", (unsigned long long)h->n);
+		bool first = true;
+		for (unsigned k = 0; k < LATHIST_BUCKETS; k++)
+			if (h->counts[k]) {
+				fprintf(f, "%s{\"lo\":%.6g,\"hi\":%.6g,\"count\":%llu}", first ? "" : ",",
+					lathist_lo_us(k), lathist_lo_us(k + 1), (unsigned long long)h->counts[k]);
+				first = false;
+			}
+		fputs("]}", f);
+	}
+	fputs("]", f);
+	fputs(",\n\"events\":[", f);
 	for (size_t i = 0; i < r->nevents; i++) {
 		const struct results_event *ev = &r->events[i];
 		fprintf(f, "%s{\"run_id\":%lld,", i ? ",\n" : "\n", (long long)ev->run_id);

@@ -79,7 +79,11 @@ boots=$(curl -sS "http://127.0.0.1:$PORT/sim/state" | python3 -c 'import json,sy
 	fail "b2 booted $boots times, not once per transcript of run 1"
 # the jobs that never reached identify are counted by status: 4 jobs, 2 ok
 "$EMMCLAB" status --db "$T/lab.db" >"$T/status" 2>&1
-grep -Eq "^ +$runB +[0-9T:Z-]+ +complete +lab / nightly +4 +2 +0 +0 +60$" "$T/status" ||
+# 60 samples besides the request latency percentiles
+[ "$(q "$T/lab.db" "select count(*) from sample s join iteration i on i.id=s.iteration_id join job j on j.id=i.job_id
+	 where j.run_id=$runB and s.metric not glob 'rq_*'")" = 60 ] || fail "run 2: not 60 samples"
+nB=$(q "$T/lab.db" "select count(*) from sample s join iteration i on i.id=s.iteration_id join job j on j.id=i.job_id where j.run_id=$runB")
+grep -Eq "^ +$runB +[0-9T:Z-]+ +complete +lab / nightly +4 +2 +0 +0 +$nB$" "$T/status" ||
 	{ cat "$T/status" >&2; fail "status does not count run 2's skipped jobs"; }
 echo "ok 1 - two controllers on one lab: each board driven by one of them, the other names the holder"
 echo "ok 2 - board power on a board a run holds: refused, holder named"

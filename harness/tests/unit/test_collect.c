@@ -42,6 +42,21 @@ int main(void)
 	ok(strstr(c.error, "malformed sample line") != NULL, "a sample without a value is an error");
 	c.error[0] = '\0';
 
+	/* a latency line becomes one counter per bucket (docs/agent.md "Request latency") */
+	feed(&c, "latency", (const char *const[]){"workload", "androbench", "iter", "1", "op", "flush", "n", "7",
+						  "buckets", "37:5 41:2", NULL});
+	is_int(collect_counter(&c, "rq_flush_lat_b37"), 5, "latency: bucket 37");
+	is_int(collect_counter(&c, "rq_flush_lat_b41"), 2, "latency: bucket 41");
+	is_int((long long)c.ncounters, 2, "latency: only the non-empty buckets");
+	ok(!c.error[0], "latency: no error");
+	feed(&c, "latency", (const char *const[]){"op", "read", "buckets", "1:1", NULL});
+	ok(strstr(c.error, "malformed latency line") != NULL, "latency: an unknown op is an error");
+	c.error[0] = '\0';
+	feed(&c, "latency", (const char *const[]){"op", "write", "buckets", "3:1 999:1", NULL});
+	ok(strstr(c.error, "malformed latency buckets") != NULL, "latency: a bucket past the top is an error");
+	c.error[0] = '\0';
+	collect_reset(&c);
+
 	feed(&c, "counter", (const char *const[]){"name", "flushes", "value", "3", NULL});
 	feed(&c, "counter", (const char *const[]){"name", "flushes", "value", "5", NULL});
 	feed(&c, "counter", (const char *const[]){"name", "bad", "value", "-2", NULL});

@@ -227,6 +227,11 @@ int store_jnl_iteration(struct store_jnl *j, int seq, const char *workload, int 
 			double duration_s, int warmup, const struct store_sample *samples,
 			size_t nsamples, const struct store_counter *counters, size_t ncounters,
 			struct lab_err *e);
+/* Where the iteration just journalled ran (schema 9): executor "local" or
+ * "lava", the LAVA job's URL and worker (NULL locally). */
+int store_jnl_iteration_origin(struct store_jnl *j, int seq, const char *workload, int n,
+			       const char *executor, const char *job_url, const char *worker,
+			       struct lab_err *e);
 int store_jnl_iteration_drop(struct store_jnl *j, int seq, const char *workload, int n,
 			     struct lab_err *e);
 /* seq -1: no job; board NULL: none. */

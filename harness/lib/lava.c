@@ -210,11 +210,11 @@ static const char step_fn[] =
 	"emmclab_step() { n=$1; shift; echo \"" LAVA_MARK " begin $n\"; "
 	"\"$@\" > /tmp/emmclab-lava.out 2>&1; rc=$?; cat /tmp/emmclab-lava.out; "
 	"echo \"" LAVA_MARK " end $n $rc\"; "
-	"awk -v P=\"$EMMCLAB_PREFIX\" '/@@emmclab 1 [0-9]+ sample / { w=\"\"; m=\"\"; v=\"\"; u=\"\"; it=\"\"; "
+	"awk -v P=\"$EMMCLAB_PREFIX\" '/@@emmclab 1 [0-9]+ sample / { w=\"\"; m=\"\"; v=\"\"; u=\"\"; "
 	"for (i = 1; i <= NF; i++) { k = $i; sub(/=.*/, \"\", k); x = substr($i, length(k) + 2); "
 	"if (k == \"workload\") w = x; else if (k == \"metric\") m = x; else if (k == \"value\") v = x; "
-	"else if (k == \"unit\") u = x; else if (k == \"iteration\") it = x } "
-	"n = P \"-\" w \"-\" m \"-it\" it; gsub(/[^A-Za-z0-9._-]/, \"_\", n); "
+	"else if (k == \"unit\") u = x } "
+	"n = P \"-\" w \"-\" m; gsub(/[^A-Za-z0-9._-]/, \"_\", n); "
 	"gsub(/%2F/, \"/\", u); gsub(/%25/, \"%\", u); gsub(/%[0-9A-F][0-9A-F]/, \"_\", u); "
 	"if (u == \"\") u = \"none\"; print n, v, u }' /tmp/emmclab-lava.out | "
 	"while read -r cn cv cu; do lava-test-case \"$cn\" --result pass --measurement \"$cv\" --units \"$cu\"; done; }";
@@ -516,14 +516,18 @@ static void on_log(struct http_req *r, const struct http_result *res, void *arg)
 	LAB_UNUSED(r);
 	struct lava_job *j = arg;
 	j->req = NULL;
-	if (res->rc != LAB_OK) {
+	bool complete = strcmp(j->health, "Complete") == 0;
+	if (res->rc != LAB_OK && complete) {
 		fail(j, "lava-infra", "LAVA job %lld: fetching its log: %s", (long long)j->o.id, res->err);
 		return;
 	}
-	j->lv->st.log_bytes += res->body_len;
+	/* a job canceled before it started has no log: its health says enough */
 	const char *kind_before = j->o.kind;
-	lava_log_parse(res->body, res->body_len, (const char *const *)j->steps, j->nsteps, &j->o);
-	if (strcmp(j->health, "Complete") == 0) {
+	if (res->rc == LAB_OK) {
+		j->lv->st.log_bytes += res->body_len;
+		lava_log_parse(res->body, res->body_len, (const char *const *)j->steps, j->nsteps, &j->o);
+	}
+	if (complete) {
 		j->o.kind = kind_before;
 		j->o.rc = LAB_OK;
 		finish(j);

@@ -716,10 +716,15 @@ static void run_workload(struct rboard *rb)
 		j->done_iterations++;
 		if (j->done_iterations >= j->iterations)
 			finish_job(rb, j, JOB_OK, NULL);
-		if (rb->is_lava)
+		if (rb->is_lava) {
 			rb->lfailures = 0;
-		else
+			if (rb->lo)
+				logf_(rb->r, "%s: LAVA job %lld: samples journalled %llu ms after it was seen finished",
+				      rb->cfg->name, (long long)rb->lo->id,
+				      (unsigned long long)(loop_now_ms(rb->r->loop) - rb->lo->finished_ms));
+		} else {
 			board_health_ok(rb->b);
+		}
 		if (rb->r->o->progress)
 			progress_slot_done(rb->r->o->progress, (size_t)(rb - rb->r->rb), rb->cur + 1);
 		rb->cur++;
@@ -978,6 +983,11 @@ static void on_booted(struct board *b, int rc, enum board_fail fail, const char 
  * call answered from the job's log by the same protocol parser, so mode
  * proof, checks and storage are the same code. */
 
+static void next_slot_cb(void *arg)
+{
+	next_slot(arg);
+}
+
 static int lava_board_init(struct runner *r, struct rboard *rb, struct lab_err *e)
 {
 	if (!r->lab->lava)
@@ -1024,7 +1034,9 @@ static void on_lava_submitted(struct lava_job *lj, int64_t id, const char *url, 
 {
 	LAB_UNUSED(lj);
 	struct rboard *rb = arg;
-	char *m = xasprintf("LAVA job %lld submitted: %s", (long long)id, url);
+	/* journalled at once: run --resume re-attaches by this id (lava_resume_id) */
+	char *m = xasprintf("LAVA job %lld submitted (iteration %d): %s", (long long)id,
+			    cur_slot(rb)->iteration, url);
 	record_event(rb, "info", "lava", m);
 	free(m);
 }
@@ -1049,6 +1061,27 @@ static void on_lava_done(struct lava_job *lj, const struct lava_outcome *o, void
 	on_booted(NULL, LAB_OK, FAIL_NONE, NULL, rb);
 }
 
+/* run --resume: the LAVA job the interrupted controller submitted for this
+ * slot and did not store, 0 when none.  The iteration it would have stored
+ * is not marked done (resume_iter), so following it stores it once. */
+static int64_t lava_resume_id(struct rboard *rb)
+{
+	struct runner *r = rb->r;
+	int64_t run_id = r->jnl ? store_jnl_run_id(r->jnl) : 0;
+	if (!r->o->resume || !run_id)
+		return 0;
+	int64_t id = 0;
+	char msg[512] = "";
+	char *like = xasprintf("LAVA job %% submitted (iteration %d): %%", cur_slot(rb)->iteration);
+	long long v = 0;
+	if (store_event_last(r->store, run_id, job_seq(r, cur_job(rb)), "info", "lava", like, msg,
+			     sizeof msg) == LAB_OK &&
+	    sscanf(msg, "LAVA job %lld", &v) == 1)
+		id = v;
+	free(like);
+	return id;
+}
+
 static int rb_boot(struct rboard *rb)
 {
 	struct runner *r = rb->r;
@@ -1068,7 +1101,7 @@ static int rb_boot(struct rboard *rb)
 		finish_job(rb, j, JOB_INFRA, why);
 		free(why);
 		rb->cur++;
-		loop_defer(r->loop, (loop_defer_cb)next_slot, rb);
+		loop_defer(r->loop, next_slot_cb, rb);
 		return LAB_OK;
 	}
 	/* The commands the pipeline will ask for, in its order. */
@@ -1086,7 +1119,7 @@ static int rb_boot(struct rboard *rb)
 	}
 	char *name = xasprintf("emmclab %s %s %s %s iteration %d", r->lab->name, rb->cfg->name,
 			       j->suite->name, lab_mode_names[j->mode], s->iteration);
-	char *prefix = xasprintf("%s-%s", rb->cfg->name, lab_mode_names[j->mode]);
+	char *prefix = xasprintf("%s-%s-it%d", rb->cfg->name, lab_mode_names[j->mode], s->iteration);
 	struct lava_job_spec sp = {
 		.dev = &rb->ldev,
 		.kernel = j->kernel,
@@ -1098,8 +1131,20 @@ static int rb_boot(struct rboard *rb)
 	};
 	char *def = lava_job_definition(&sp);
 	struct lab_err e = {0};
-	int rc = lava_job_submit(r->lava, def, (const char *const *)steps, n, rb->ldev.queue_timeout_ms,
-				 on_lava_submitted, on_lava_done, rb, &rb->lj, &e);
+	int64_t again = j->failures == 0 ? lava_resume_id(rb) : 0;
+	int rc;
+	if (again) {
+		char *m = xasprintf("re-attaching to LAVA job %lld (submitted before the restart)",
+				    (long long)again);
+		record_event(rb, "info", "lava-resume", m);
+		free(m);
+		rc = lava_job_attach(r->lava, again, (const char *const *)steps, n,
+				     rb->ldev.queue_timeout_ms, on_lava_done, rb, &rb->lj);
+	} else {
+		rc = lava_job_submit(r->lava, def, (const char *const *)steps, n,
+				     rb->ldev.queue_timeout_ms, on_lava_submitted, on_lava_done, rb,
+				     &rb->lj, &e);
+	}
 	if (rc)
 		record_event(rb, "lava-infra", "lava", e.msg);
 	free(def);
@@ -1966,6 +2011,13 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 						 res->aborted ? "run stopped" : "not started", &je))
 				store_fail(&r, &je);
 		}
+	}
+	if (r.lava) {
+		struct lava_stats ls;
+		lava_get_stats(r.lava, &ls);
+		logf_(&r, "lava: %llu requests (%llu polls), %llu bytes of job logs fetched and parsed",
+		      (unsigned long long)ls.requests, (unsigned long long)ls.polls,
+		      (unsigned long long)ls.log_bytes);
 	}
 	/* Everything of the run commits before its row says it ended. */
 	drain_store(&r);

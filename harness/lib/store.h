@@ -169,6 +169,10 @@ struct store_resume_job {
 	int seq;
 	const char *board, *suite, *mode, *status, *cause, *finished_at; /* cause, finished_at may be NULL */
 };
+/* The newest event message of job seq of the run with this kind, stage and
+ * message LIKE pattern, into out (LAB_EFOUND when none). */
+int store_event_last(struct store *s, int64_t run_id, int seq, const char *kind, const char *stage,
+		     const char *like, char *out, size_t n);
 int store_run_resume_info(struct store *s, int64_t run_id, char **config_json,
 			  void (*job_cb)(const struct store_resume_job *j, void *arg),
 			  void (*iter_cb)(int seq, const char *workload, int n, void *arg), void *arg,

@@ -156,6 +156,12 @@ static void test_from_v1(void)
 static void test_from_each_version(void)
 {
 	for (int v = 1; v < store_schema_latest(); v++) {
+		/* numbers are reserved per branch: a gap is not a version */
+		bool known = false;
+		for (const struct store_migration *m = store_migrations; m->sql; m++)
+			known |= m->version == v;
+		if (!known)
+			continue;
 		struct lab_err e = {0};
 		struct store *s;
 		char name[32];

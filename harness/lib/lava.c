@@ -24,6 +24,7 @@
 struct lava_server_cfg {
 	char *url, *user, *token_file, *token_env;
 	uint64_t poll_ms, poll_max_ms, log_max;
+	int64_t submit_parallel;
 };
 
 static const struct opt server_opts[] = {
@@ -40,6 +41,10 @@ static const struct opt server_opts[] = {
 	{.key = "poll_max", .type = OPT_DURATION,
 	 .offset = offsetof(struct lava_server_cfg, poll_max_ms), .def = "30s", .min = 100,
 	 .max = 3600000, .help = "the interval grows to this while the job's state does not change"},
+	{.key = "submit_parallel", .type = OPT_INT,
+	 .offset = offsetof(struct lava_server_cfg, submit_parallel), .def = "4", .min = 1, .max = 64,
+	 .help = "submissions in flight at once (the rest wait their turn: a LAVA server answers "
+		 "HTTP 500 when a burst exhausts its database connections)"},
 	{.key = "log_max", .type = OPT_SIZE, .offset = offsetof(struct lava_server_cfg, log_max),
 	 .def = "64MiB", .min = 65536, .max = 4294967296.0,
 	 .help = "largest job log fetched (a longer one fails the job)"},
@@ -110,6 +115,9 @@ struct lava {
 	char *auth;  /* "Authorization: Token ..." (secret) */
 	struct lava_server_cfg cfg;
 	struct lava_stats st;
+	int submitting;             /* submissions in flight */
+	struct lava_job **waiting;  /* submissions waiting for a free place, in order */
+	size_t nwaiting;
 };
 
 int lava_new(struct loop *l, const struct cfg_node *n, struct lava **out, struct lab_err *e)
@@ -168,6 +176,7 @@ void lava_free(struct lava *lv)
 		memset(lv->auth, 0, strlen(lv->auth));
 	free(lv->auth);
 	free(lv->url);
+	free(lv->waiting);
 	http_unref(lv->http);
 	opt_free(server_opts, &lv->cfg);
 	free(lv);
@@ -453,7 +462,11 @@ struct lava_job {
 	void *arg;
 	struct lava_outcome o;
 	bool canceled_by_us;
+	char *body;    /* the submission, until it is sent */
+	bool in_flight; /* counted in lv->submitting */
 };
+static void submit_now(struct lava_job *j);
+static void submit_next(struct lava *lv);
 
 static void job_get(struct lava_job *j, const char *path, size_t max, http_done_cb cb);
 static void on_poll(struct http_req *r, const struct http_result *res, void *arg);
@@ -487,6 +500,10 @@ static void on_timer(struct loop *l, struct loop_timer *t, void *arg)
 	LAB_UNUSED(l);
 	LAB_UNUSED(t);
 	struct lava_job *j = arg;
+	if (j->phase == PH_SUBMIT) {
+		submit_next(j->lv);
+		return;
+	}
 	char *path = xasprintf("api/v0.2/jobs/%lld/", (long long)j->o.id);
 	j->lv->st.polls++;
 	job_get(j, path, 0, on_poll);
@@ -618,13 +635,21 @@ static void on_submitted(struct http_req *r, const struct http_result *res, void
 	LAB_UNUSED(r);
 	struct lava_job *j = arg;
 	j->req = NULL;
+	j->in_flight = false;
+	j->lv->submitting--;
+	submit_next(j->lv);
 	char id[32] = "";
 	if (res->rc != LAB_OK ||
 	    json_get(res->body, res->body_len, "job_ids.0", id, sizeof id, NULL) != LAB_OK) {
 		/* LAVA's answer says why (invalid definition, no such device type ...) */
+		bool html = res->body_len && res->body[0] == '<';
 		fail(j, res->status >= 400 && res->status < 500 ? "lava-rejected" : "lava-infra",
-		     "LAVA refused the job: %s%s%.300s", res->err, res->body_len ? ": " : "",
-		     res->body_len ? res->body : "");
+		     "LAVA refused the job: %s%s%s%.300s", res->err[0] ? res->err : "HTTP",
+		     res->status ? "" : " no answer", res->body_len && !html ? ": " : "",
+		     res->body_len && !html ? res->body : "");
+		if (res->status)
+			snprintf(j->o.msg + strlen(j->o.msg), sizeof j->o.msg - strlen(j->o.msg),
+				 " (status %ld)", res->status);
 		return;
 	}
 	j->o.id = strtoll(id, NULL, 10);
@@ -653,10 +678,48 @@ static struct lava_job *job_new(struct lava *lv, const char *const *steps, size_
 	return j;
 }
 
+static void submit_now(struct lava_job *j)
+{
+	struct lava *lv = j->lv;
+	char *url = xasprintf("%sapi/v0.2/jobs/", lv->url);
+	j->req = http_req_new(lv->http, "POST", url);
+	free(url);
+	http_req_header(j->req, lv->auth, true);
+	http_req_header(j->req, "Accept: application/json", false);
+	http_req_body(j->req, j->body, strlen(j->body), "application/json");
+	free(j->body);
+	j->body = NULL;
+	http_req_flags(j->req, HTTP_ANY_STATUS);
+	/* not retried: a POST that reached LAVA made a job */
+	http_req_timeout(j->req, 60000, 10000);
+	lv->st.requests++;
+	j->in_flight = true;
+	lv->submitting++;
+	if (http_req_start(j->req, on_submitted, j) != LAB_OK) {
+		j->req = NULL;
+		j->in_flight = false;
+		lv->submitting--;
+		/* from a loop callback, like every other outcome */
+		j->delay_ms = 0;
+		j->phase = PH_SUBMIT;
+		fail(j, "lava-infra", "LAVA: cannot start the submission");
+	}
+}
+
+static void submit_next(struct lava *lv)
+{
+	while (lv->nwaiting && lv->submitting < lv->cfg.submit_parallel) {
+		struct lava_job *j = lv->waiting[0];
+		memmove(lv->waiting, lv->waiting + 1, --lv->nwaiting * sizeof *lv->waiting);
+		submit_now(j);
+	}
+}
+
 int lava_job_submit(struct lava *lv, const char *definition, const char *const *steps, size_t nsteps,
 		    uint64_t queue_timeout_ms, lava_submitted_cb sub, lava_done_cb done, void *arg,
 		    struct lava_job **out, struct lab_err *e)
 {
+	LAB_UNUSED(e);
 	struct lava_job *j = job_new(lv, steps, nsteps, queue_timeout_ms, done, arg);
 	j->sub = sub;
 	struct lab_buf body;
@@ -664,22 +727,12 @@ int lava_job_submit(struct lava *lv, const char *definition, const char *const *
 	lab_buf_printf(&body, "{\"definition\": ");
 	json_buf_str(&body, definition);
 	lab_buf_printf(&body, "}");
-	char *url = xasprintf("%sapi/v0.2/jobs/", lv->url);
-	j->req = http_req_new(lv->http, "POST", url);
-	free(url);
-	http_req_header(j->req, lv->auth, true);
-	http_req_header(j->req, "Accept: application/json", false);
-	http_req_body(j->req, body.data, body.len, "application/json");
-	http_req_flags(j->req, HTTP_ANY_STATUS);
-	/* not retried: a POST that reached LAVA made a job */
-	http_req_timeout(j->req, 60000, 10000);
+	j->body = xstrdup(lab_buf_cstr(&body));
 	lab_buf_free(&body);
-	lv->st.requests++;
-	if (http_req_start(j->req, on_submitted, j) != LAB_OK) {
-		j->req = NULL;
-		lava_job_free(j);
-		return LAB_ERR(e, LAB_EINFRA, "lava: cannot start the submission");
-	}
+	lv->waiting = xreallocarray(lv->waiting, lv->nwaiting + 1, sizeof *lv->waiting);
+	lv->waiting[lv->nwaiting++] = j;
+	/* started from the loop, so no callback runs inside this call */
+	loop_timer_start(lv->loop, &j->t, 0);
 	*out = j;
 	return LAB_OK;
 }
@@ -724,6 +777,15 @@ void lava_job_free(struct lava_job *j)
 		return;
 	if (j->req)
 		http_req_cancel(j->req);
+	if (j->in_flight)
+		j->lv->submitting--;
+	for (size_t i = 0; i < j->lv->nwaiting; i++)
+		if (j->lv->waiting[i] == j) {
+			memmove(j->lv->waiting + i, j->lv->waiting + i + 1,
+				(--j->lv->nwaiting - i) * sizeof *j->lv->waiting);
+			break;
+		}
+	free(j->body);
 	loop_timer_stop(j->lv->loop, &j->t);
 	for (size_t i = 0; i < j->nsteps; i++)
 		free(j->steps[i]);

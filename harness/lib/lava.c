@@ -23,7 +23,7 @@
 
 struct lava_server_cfg {
 	char *url, *user, *token_file, *token_env;
-	uint64_t poll_ms, poll_max_ms, log_max;
+	uint64_t poll_ms, poll_max_ms, poll_running_ms, log_max;
 	int64_t submit_parallel;
 };
 
@@ -40,7 +40,12 @@ static const struct opt server_opts[] = {
 	 .def = "2s", .min = 100, .max = 600000, .help = "first interval between two looks at a job"},
 	{.key = "poll_max", .type = OPT_DURATION,
 	 .offset = offsetof(struct lava_server_cfg, poll_max_ms), .def = "30s", .min = 100,
-	 .max = 3600000, .help = "the interval grows to this while the job's state does not change"},
+	 .max = 3600000, .help = "the interval grows to this while a queued job's state does not change"},
+	{.key = "poll_running", .type = OPT_DURATION,
+	 .offset = offsetof(struct lava_server_cfg, poll_running_ms), .def = "5s", .min = 100,
+	 .max = 3600000,
+	 .help = "the longest interval while the job runs: bounds the delay between LAVA finishing "
+		 "it and its samples stored (running jobs are at most the farm's devices)"},
 	{.key = "submit_parallel", .type = OPT_INT,
 	 .offset = offsetof(struct lava_server_cfg, submit_parallel), .def = "4", .min = 1, .max = 64,
 	 .help = "submissions in flight at once (the rest wait their turn: a LAVA server answers "
@@ -606,8 +611,11 @@ static void on_poll(struct http_req *r, const struct http_result *res, void *arg
 		j->delay_ms = j->lv->cfg.poll_ms;
 	} else {
 		j->delay_ms = j->delay_ms * 3 / 2;
-		if (j->delay_ms > j->lv->cfg.poll_max_ms)
-			j->delay_ms = j->lv->cfg.poll_max_ms;
+		uint64_t cap = strcmp(state, "Running") == 0 && j->lv->cfg.poll_running_ms <
+				       j->lv->cfg.poll_max_ms ? j->lv->cfg.poll_running_ms
+							      : j->lv->cfg.poll_max_ms;
+		if (j->delay_ms > cap)
+			j->delay_ms = cap;
 	}
 	lab_strlcpy(j->health, health, sizeof j->health);
 	if (strcmp(state, "Finished") == 0) {

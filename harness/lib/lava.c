@@ -28,67 +28,140 @@ struct lava_server_cfg {
 };
 
 static const struct opt server_opts[] = {
-	{.key = "url", .type = OPT_STR, .offset = offsetof(struct lava_server_cfg, url),
-	 .flags = OPT_REQUIRED, .help = "the LAVA server, e.g. https://lava.example.org/"},
-	{.key = "user", .type = OPT_STR, .offset = offsetof(struct lava_server_cfg, user), .def = "",
-	 .help = "the user the token belongs to (jobs are submitted as this user)"},
-	{.key = "token_file", .type = OPT_STR, .offset = offsetof(struct lava_server_cfg, token_file),
-	 .def = "", .help = "file holding the API token (first line)"},
-	{.key = "token_env", .type = OPT_STR, .offset = offsetof(struct lava_server_cfg, token_env),
-	 .def = "", .help = "environment variable holding the API token (when no token_file)"},
-	{.key = "poll", .type = OPT_DURATION, .offset = offsetof(struct lava_server_cfg, poll_ms),
-	 .def = "2s", .min = 100, .max = 600000, .help = "first interval between two looks at a job"},
-	{.key = "poll_max", .type = OPT_DURATION,
-	 .offset = offsetof(struct lava_server_cfg, poll_max_ms), .def = "30s", .min = 100,
-	 .max = 3600000, .help = "the interval grows to this while a queued job's state does not change"},
-	{.key = "poll_running", .type = OPT_DURATION,
-	 .offset = offsetof(struct lava_server_cfg, poll_running_ms), .def = "5s", .min = 100,
-	 .max = 3600000,
-	 .help = "the longest interval while the job runs: bounds the delay between LAVA finishing "
-		 "it and its samples stored (running jobs are at most the farm's devices)"},
-	{.key = "submit_parallel", .type = OPT_INT,
-	 .offset = offsetof(struct lava_server_cfg, submit_parallel), .def = "4", .min = 1, .max = 64,
-	 .help = "submissions in flight at once (the rest wait their turn: a LAVA server answers "
-		 "HTTP 500 when a burst exhausts its database connections)"},
-	{.key = "log_max", .type = OPT_SIZE, .offset = offsetof(struct lava_server_cfg, log_max),
-	 .def = "64MiB", .min = 65536, .max = 4294967296.0,
-	 .help = "largest job log fetched (a longer one fails the job)"},
-	{0},
+    {.key = "url",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_server_cfg, url),
+     .flags = OPT_REQUIRED,
+     .help = "the LAVA server, e.g. https://lava.example.org/"},
+    {.key = "user",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_server_cfg, user),
+     .def = "",
+     .help = "the user the token belongs to (jobs are submitted as this user)"},
+    {.key = "token_file",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_server_cfg, token_file),
+     .def = "",
+     .help = "file holding the API token (first line)"},
+    {.key = "token_env",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_server_cfg, token_env),
+     .def = "",
+     .help = "environment variable holding the API token (when no token_file)"},
+    {.key = "poll",
+     .type = OPT_DURATION,
+     .offset = offsetof(struct lava_server_cfg, poll_ms),
+     .def = "2s",
+     .min = 100,
+     .max = 600000,
+     .help = "first interval between two looks at a job"},
+    {.key = "poll_max",
+     .type = OPT_DURATION,
+     .offset = offsetof(struct lava_server_cfg, poll_max_ms),
+     .def = "30s",
+     .min = 100,
+     .max = 3600000,
+     .help = "the interval grows to this while a queued job's state does not change"},
+    {.key = "poll_running",
+     .type = OPT_DURATION,
+     .offset = offsetof(struct lava_server_cfg, poll_running_ms),
+     .def = "5s",
+     .min = 100,
+     .max = 3600000,
+     .help = "the longest interval while the job runs: bounds the delay between LAVA finishing "
+             "it and its samples stored (running jobs are at most the farm's devices)"},
+    {.key = "submit_parallel",
+     .type = OPT_INT,
+     .offset = offsetof(struct lava_server_cfg, submit_parallel),
+     .def = "4",
+     .min = 1,
+     .max = 64,
+     .help = "submissions in flight at once (the rest wait their turn: a LAVA server answers "
+             "HTTP 500 when a burst exhausts its database connections)"},
+    {.key = "log_max",
+     .type = OPT_SIZE,
+     .offset = offsetof(struct lava_server_cfg, log_max),
+     .def = "64MiB",
+     .min = 65536,
+     .max = 4294967296.0,
+     .help = "largest job log fetched (a longer one fails the job)"},
+    {0},
 };
 
 static const struct opt device_opts[] = {
-	{.key = "device_type", .type = OPT_STR, .offset = offsetof(struct lava_device_cfg, device_type),
-	 .flags = OPT_REQUIRED, .help = "LAVA device type the job asks for, e.g. qemu"},
-	{.key = "tags", .type = OPT_STRLIST, .offset = offsetof(struct lava_device_cfg, tags),
-	 .help = "LAVA device tags the job asks for (all must match one device)"},
-	{.key = "arch", .type = OPT_STR, .offset = offsetof(struct lava_device_cfg, arch),
-	 .def = "x86_64", .help = "the job's `context: arch` (QEMU device types)"},
-	{.key = "cmdline", .type = OPT_STR, .offset = offsetof(struct lava_device_cfg, cmdline),
-	 .def = "", .help = "appended to the kernel's and the mode's command line (no `quiet`: LAVA needs the kernel banner)"},
-	{.key = "kernel_url", .type = OPT_STR, .offset = offsetof(struct lava_device_cfg, kernel_url),
-	 .def = "", .help = "where the worker downloads the kernel (default: file:// of the kernel's image, for a worker on this host)"},
-	{.key = "initrd_url", .type = OPT_STR, .offset = offsetof(struct lava_device_cfg, initrd_url),
-	 .def = "", .help = "where the worker downloads the ramdisk with the agent (default: file:// of the kernel's initrd)"},
-	{.key = "compression", .type = OPT_STR,
-	 .offset = offsetof(struct lava_device_cfg, compression), .def = "gz",
-	 .help = "compression of the ramdisk (gz, xz, or none)"},
-	{.key = "login", .type = OPT_STR, .offset = offsetof(struct lava_device_cfg, login),
-	 .def = "root", .help = "user LAVA logs in as on the DUT"},
-	{.key = "prompts", .type = OPT_STRLIST, .offset = offsetof(struct lava_device_cfg, prompts),
-	 .help = "shell prompts LAVA waits for after login (default: \"# \")"},
-	{.key = "agent_path", .type = OPT_STR, .offset = offsetof(struct lava_device_cfg, agent_path),
-	 .def = "/bin/emmclab-agent", .help = "emmclab-agent on the DUT (in the ramdisk)"},
-	{.key = "boot_timeout", .type = OPT_DURATION,
-	 .offset = offsetof(struct lava_device_cfg, boot_timeout_ms), .def = "10m", .min = 1000,
-	 .max = 86400000, .help = "LAVA's deploy and boot action timeouts"},
-	{.key = "test_timeout", .type = OPT_DURATION,
-	 .offset = offsetof(struct lava_device_cfg, test_timeout_ms), .def = "1h", .min = 1000,
-	 .max = 86400000, .help = "LAVA's test action timeout"},
-	{.key = "queue_timeout", .type = OPT_DURATION,
-	 .offset = offsetof(struct lava_device_cfg, queue_timeout_ms), .def = "2h", .min = 1000,
-	 .max = 604800000.0,
-	 .help = "a job no device took within this is canceled: device-offline (infrastructure)"},
-	{0},
+    {.key = "device_type",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_device_cfg, device_type),
+     .flags = OPT_REQUIRED,
+     .help = "LAVA device type the job asks for, e.g. qemu"},
+    {.key = "tags",
+     .type = OPT_STRLIST,
+     .offset = offsetof(struct lava_device_cfg, tags),
+     .help = "LAVA device tags the job asks for (all must match one device)"},
+    {.key = "arch",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_device_cfg, arch),
+     .def = "x86_64",
+     .help = "the job's `context: arch` (QEMU device types)"},
+    {.key = "cmdline",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_device_cfg, cmdline),
+     .def = "",
+     .help = "appended to the kernel's and the mode's command line (no `quiet`: LAVA needs the "
+             "kernel banner)"},
+    {.key = "kernel_url",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_device_cfg, kernel_url),
+     .def = "",
+     .help = "where the worker downloads the kernel (default: file:// of the kernel's image, for a "
+             "worker on this host)"},
+    {.key = "initrd_url",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_device_cfg, initrd_url),
+     .def = "",
+     .help = "where the worker downloads the ramdisk with the agent (default: file:// of the "
+             "kernel's initrd)"},
+    {.key = "compression",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_device_cfg, compression),
+     .def = "gz",
+     .help = "compression of the ramdisk (gz, xz, or none)"},
+    {.key = "login",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_device_cfg, login),
+     .def = "root",
+     .help = "user LAVA logs in as on the DUT"},
+    {.key = "prompts",
+     .type = OPT_STRLIST,
+     .offset = offsetof(struct lava_device_cfg, prompts),
+     .help = "shell prompts LAVA waits for after login (default: \"# \")"},
+    {.key = "agent_path",
+     .type = OPT_STR,
+     .offset = offsetof(struct lava_device_cfg, agent_path),
+     .def = "/bin/emmclab-agent",
+     .help = "emmclab-agent on the DUT (in the ramdisk)"},
+    {.key = "boot_timeout",
+     .type = OPT_DURATION,
+     .offset = offsetof(struct lava_device_cfg, boot_timeout_ms),
+     .def = "10m",
+     .min = 1000,
+     .max = 86400000,
+     .help = "LAVA's deploy and boot action timeouts"},
+    {.key = "test_timeout",
+     .type = OPT_DURATION,
+     .offset = offsetof(struct lava_device_cfg, test_timeout_ms),
+     .def = "1h",
+     .min = 1000,
+     .max = 86400000,
+     .help = "LAVA's test action timeout"},
+    {.key = "queue_timeout",
+     .type = OPT_DURATION,
+     .offset = offsetof(struct lava_device_cfg, queue_timeout_ms),
+     .def = "2h",
+     .min = 1000,
+     .max = 604800000.0,
+     .help = "a job no device took within this is canceled: device-offline (infrastructure)"},
+    {0},
 };
 
 const struct opt *const lava_server_table = server_opts;
@@ -116,12 +189,12 @@ void lava_device_free(struct lava_device_cfg *d)
 struct lava {
 	struct loop *loop;
 	struct http *http;
-	char *url;   /* ends in '/' */
-	char *auth;  /* "Authorization: Token ..." (secret) */
+	char *url;  /* ends in '/' */
+	char *auth; /* "Authorization: Token ..." (secret) */
 	struct lava_server_cfg cfg;
 	struct lava_stats st;
-	int submitting;             /* submissions in flight */
-	struct lava_job **waiting;  /* submissions waiting for a free place, in order */
+	int submitting;            /* submissions in flight */
+	struct lava_job **waiting; /* submissions waiting for a free place, in order */
 	size_t nwaiting;
 };
 
@@ -136,12 +209,14 @@ int lava_new(struct loop *l, const struct cfg_node *n, struct lava **out, struct
 		size_t len = 0;
 		rc = lab_read_file(lv->cfg.token_file, 4096, &tok, &len, e);
 		if (rc)
-			rc = LAB_ERR(e, LAB_EUSAGE, "lava: token_file %s cannot be read", lv->cfg.token_file);
+			rc = LAB_ERR(e, LAB_EUSAGE, "lava: token_file %s cannot be read",
+			             lv->cfg.token_file);
 	} else if (!rc && lv->cfg.token_env[0]) {
 		const char *v = getenv(lv->cfg.token_env);
 		if (!v || !*v)
-			rc = LAB_ERR(e, LAB_EUSAGE, "lava: environment variable %s (token_env) is not set",
-				     lv->cfg.token_env);
+			rc = LAB_ERR(e, LAB_EUSAGE,
+			             "lava: environment variable %s (token_env) is not set",
+			             lv->cfg.token_env);
 		else
 			tok = xstrdup(v);
 	} else if (!rc) {
@@ -152,7 +227,8 @@ int lava_new(struct loop *l, const struct cfg_node *n, struct lava **out, struct
 		if (!tok[0])
 			rc = LAB_ERR(e, LAB_EUSAGE, "lava: the token is empty");
 	}
-	if (!rc && strncmp(lv->cfg.url, "http://", 7) != 0 && strncmp(lv->cfg.url, "https://", 8) != 0)
+	if (!rc && strncmp(lv->cfg.url, "http://", 7) != 0 &&
+	    strncmp(lv->cfg.url, "https://", 8) != 0)
 		rc = LAB_ERR(e, LAB_EUSAGE, "lava: url must be http:// or https://");
 	if (!rc && !(lv->http = http_ref(l, e)))
 		rc = LAB_EINFRA;
@@ -221,17 +297,19 @@ static char *file_url(const char *path)
  * printed after it ended (one block, so LAVA's line splitting is all it
  * sees), then every sample line as a lava-test-case measurement. */
 static const char step_fn[] =
-	"emmclab_step() { n=$1; shift; echo \"" LAVA_MARK " begin $n\"; "
-	"\"$@\" > /tmp/emmclab-lava.out 2>&1; rc=$?; cat /tmp/emmclab-lava.out; "
-	"echo \"" LAVA_MARK " end $n $rc\"; "
-	"awk -v P=\"$EMMCLAB_PREFIX\" '/@@emmclab 1 [0-9]+ sample / { w=\"\"; m=\"\"; v=\"\"; u=\"\"; "
-	"for (i = 1; i <= NF; i++) { k = $i; sub(/=.*/, \"\", k); x = substr($i, length(k) + 2); "
-	"if (k == \"workload\") w = x; else if (k == \"metric\") m = x; else if (k == \"value\") v = x; "
-	"else if (k == \"unit\") u = x } "
-	"n = P \"-\" w \"-\" m; gsub(/[^A-Za-z0-9._-]/, \"_\", n); "
-	"gsub(/%2F/, \"/\", u); gsub(/%25/, \"%\", u); gsub(/%[0-9A-F][0-9A-F]/, \"_\", u); "
-	"if (u == \"\") u = \"none\"; print n, v, u }' /tmp/emmclab-lava.out | "
-	"while read -r cn cv cu; do lava-test-case \"$cn\" --result pass --measurement \"$cv\" --units \"$cu\"; done; }";
+    "emmclab_step() { n=$1; shift; echo \"" LAVA_MARK " begin $n\"; "
+    "\"$@\" > /tmp/emmclab-lava.out 2>&1; rc=$?; cat /tmp/emmclab-lava.out; "
+    "echo \"" LAVA_MARK " end $n $rc\"; "
+    "awk -v P=\"$EMMCLAB_PREFIX\" '/@@emmclab 1 [0-9]+ sample / { w=\"\"; m=\"\"; v=\"\"; u=\"\"; "
+    "for (i = 1; i <= NF; i++) { k = $i; sub(/=.*/, \"\", k); x = substr($i, length(k) + 2); "
+    "if (k == \"workload\") w = x; else if (k == \"metric\") m = x; else if (k == \"value\") v = "
+    "x; "
+    "else if (k == \"unit\") u = x } "
+    "n = P \"-\" w \"-\" m; gsub(/[^A-Za-z0-9._-]/, \"_\", n); "
+    "gsub(/%2F/, \"/\", u); gsub(/%25/, \"%\", u); gsub(/%[0-9A-F][0-9A-F]/, \"_\", u); "
+    "if (u == \"\") u = \"none\"; print n, v, u }' /tmp/emmclab-lava.out | "
+    "while read -r cn cv cu; do lava-test-case \"$cn\" --result pass --measurement \"$cv\" --units "
+    "\"$cu\"; done; }";
 
 static void minutes(struct lab_buf *b, const char *key, uint64_t ms)
 {
@@ -257,8 +335,9 @@ char *lava_job_definition(const struct lava_job_spec *sp)
 		}
 	}
 	lab_buf_printf(&b, "timeouts:\n  ");
-	minutes(&b, "job", sp->job_timeout_ms ? sp->job_timeout_ms
-					      : d->boot_timeout_ms * 2 + d->test_timeout_ms);
+	minutes(&b, "job",
+	        sp->job_timeout_ms ? sp->job_timeout_ms
+	                           : d->boot_timeout_ms * 2 + d->test_timeout_ms);
 	lab_buf_printf(&b, "\n  ");
 	minutes(&b, "action", d->test_timeout_ms);
 	lab_buf_printf(&b, "\n  connection: {minutes: 2}\ncontext:\n  arch: ");
@@ -267,14 +346,14 @@ char *lava_job_definition(const struct lava_job_spec *sp)
 	struct lab_buf cl;
 	lab_buf_init(&cl, 0);
 	const char *parts[] = {sp->kernel && sp->kernel->cmdline ? sp->kernel->cmdline : "",
-			       sp->cmdline ? sp->cmdline : "", d->cmdline};
+	                       sp->cmdline ? sp->cmdline : "", d->cmdline};
 	for (size_t i = 0; i < LAB_ARRAY_SIZE(parts); i++)
 		if (parts[i] && *parts[i])
 			lab_buf_printf(&cl, "%s%s", cl.len ? " " : "", parts[i]);
 	char *kurl = d->kernel_url[0] ? xstrdup(d->kernel_url)
-				      : file_url(sp->kernel ? sp->kernel->image : NULL);
+	                              : file_url(sp->kernel ? sp->kernel->image : NULL);
 	char *iurl = d->initrd_url[0] ? xstrdup(d->initrd_url)
-				      : file_url(sp->kernel ? sp->kernel->initrd : NULL);
+	                              : file_url(sp->kernel ? sp->kernel->initrd : NULL);
 	char *karg = xasprintf("-kernel {kernel} -append \"%s\"", lab_buf_cstr(&cl));
 	lab_buf_printf(&b, "\nactions:\n- deploy:\n    ");
 	minutes(&b, "timeout", d->boot_timeout_ms);
@@ -282,14 +361,16 @@ char *lava_job_definition(const struct lava_job_spec *sp)
 	yq(&b, karg);
 	lab_buf_printf(&b, "\n        url: ");
 	yq(&b, kurl);
-	lab_buf_printf(&b, "\n      ramdisk:\n        image_arg: \"-initrd {ramdisk}\"\n        url: ");
+	lab_buf_printf(&b,
+	               "\n      ramdisk:\n        image_arg: \"-initrd {ramdisk}\"\n        url: ");
 	yq(&b, iurl);
 	if (strcmp(d->compression, "none") != 0 && d->compression[0]) {
 		lab_buf_printf(&b, "\n        compression: ");
 		yq(&b, d->compression);
 	}
 	/* LAVA adds its test overlay to the cpio itself: no libguestfs */
-	lab_buf_printf(&b, "\n        format: cpio.newc\n        overlays:\n          lava: true\n");
+	lab_buf_printf(&b,
+	               "\n        format: cpio.newc\n        overlays:\n          lava: true\n");
 	lab_buf_printf(&b, "- boot:\n    ");
 	minutes(&b, "timeout", d->boot_timeout_ms);
 	lab_buf_printf(&b, "\n    method: qemu\n    media: tmpfs\n    prompts:\n");
@@ -304,12 +385,14 @@ char *lava_job_definition(const struct lava_job_spec *sp)
 	yq(&b, d->login);
 	lab_buf_printf(&b, "\n- test:\n    ");
 	minutes(&b, "timeout", d->test_timeout_ms);
-	lab_buf_printf(&b, "\n    definitions:\n    - from: inline\n      name: emmclab\n"
-			   "      path: inline/emmclab.yaml\n      repository:\n        metadata:\n"
-			   "          format: Lava-Test Test Definition 1.0\n          name: emmclab\n"
-			   "          description: \"emmclab-agent workloads\"\n        run:\n"
-			   "          steps:\n          - ");
-	char *pfx = xasprintf("export EMMCLAB_PREFIX=%s", sp->case_prefix ? sp->case_prefix : "emmclab");
+	lab_buf_printf(&b,
+	               "\n    definitions:\n    - from: inline\n      name: emmclab\n"
+	               "      path: inline/emmclab.yaml\n      repository:\n        metadata:\n"
+	               "          format: Lava-Test Test Definition 1.0\n          name: emmclab\n"
+	               "          description: \"emmclab-agent workloads\"\n        run:\n"
+	               "          steps:\n          - ");
+	char *pfx =
+	    xasprintf("export EMMCLAB_PREFIX=%s", sp->case_prefix ? sp->case_prefix : "emmclab");
 	yq(&b, pfx);
 	lab_buf_printf(&b, "\n          - ");
 	yq(&b, step_fn);
@@ -372,20 +455,21 @@ static void note_result(json_t *msg, struct lava_outcome *o)
 			o->kind = "lava-infra";
 		else if (strcmp(et, "Canceled") == 0)
 			o->kind = "lava-canceled";
-		else if (strcmp(et, "LAVATimeout") == 0 && (!o->kind || strcmp(o->kind, "boot-timeout")))
+		else if (strcmp(et, "LAVATimeout") == 0 &&
+		         (!o->kind || strcmp(o->kind, "boot-timeout")))
 			o->kind = "job-timeout";
 		else if (!o->kind)
 			o->kind = "lava-infra";
 		snprintf(o->msg, sizeof o->msg, "LAVA %s error: %s", et, em ? em : "");
 	} else if (!o->kind && (strstr(cas, "login") || strstr(cas, "boot") ||
-				strstr(cas, "kernel-messages"))) {
+	                        strstr(cas, "kernel-messages"))) {
 		/* the boot did not reach a shell: the first failing boot case says so */
 		o->kind = "boot-timeout";
 	}
 }
 
 int lava_log_parse(const char *log, size_t len, const char *const *steps, size_t nsteps,
-		   struct lava_outcome *o)
+                   struct lava_outcome *o)
 {
 	lava_outcome_free(o);
 	o->steps = xcalloc(nsteps ? nsteps : 1, sizeof *o->steps);
@@ -418,7 +502,8 @@ int lava_log_parse(const char *log, size_t len, const char *const *steps, size_t
 				ent = json_loadb(cp, strlen(cp), 0, &je);
 				free(cp);
 			}
-			const char *lvl = ent ? json_string_value(json_object_get(ent, "lvl")) : NULL;
+			const char *lvl =
+			    ent ? json_string_value(json_object_get(ent, "lvl")) : NULL;
 			json_t *msg = ent ? json_object_get(ent, "msg") : NULL;
 			if (lvl && strcmp(lvl, "target") == 0 && json_is_string(msg)) {
 				const char *m = json_string_value(msg);
@@ -426,7 +511,8 @@ int lava_log_parse(const char *log, size_t len, const char *const *steps, size_t
 				int st = 0;
 				char word[8];
 				if (strncmp(m, LAVA_MARK " ", sizeof LAVA_MARK) == 0 &&
-				    sscanf(m + sizeof LAVA_MARK, "%7s %lu %d", word, &n, &st) >= 2 &&
+				    sscanf(m + sizeof LAVA_MARK, "%7s %lu %d", word, &n, &st) >=
+				        2 &&
 				    n < nsteps) {
 					if (strcmp(word, "begin") == 0)
 						cur = (long)n;
@@ -467,7 +553,7 @@ struct lava_job {
 	void *arg;
 	struct lava_outcome o;
 	bool canceled_by_us;
-	char *body;    /* the submission, until it is sent */
+	char *body;     /* the submission, until it is sent */
 	bool in_flight; /* counted in lv->submitting */
 };
 static void submit_now(struct lava_job *j);
@@ -483,7 +569,7 @@ static void finish(struct lava_job *j)
 }
 
 static void fail(struct lava_job *j, const char *kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void fail(struct lava_job *j, const char *kind, const char *fmt, ...)
 {
 	va_list ap;
@@ -540,14 +626,16 @@ static void on_log(struct http_req *r, const struct http_result *res, void *arg)
 	j->req = NULL;
 	bool complete = strcmp(j->health, "Complete") == 0;
 	if (res->rc != LAB_OK && complete) {
-		fail(j, "lava-infra", "LAVA job %lld: fetching its log: %s", (long long)j->o.id, res->err);
+		fail(j, "lava-infra", "LAVA job %lld: fetching its log: %s", (long long)j->o.id,
+		     res->err);
 		return;
 	}
 	/* a job canceled before it started has no log: its health says enough */
 	const char *kind_before = j->o.kind;
 	if (res->rc == LAB_OK) {
 		j->lv->st.log_bytes += res->body_len;
-		lava_log_parse(res->body, res->body_len, (const char *const *)j->steps, j->nsteps, &j->o);
+		lava_log_parse(res->body, res->body_len, (const char *const *)j->steps, j->nsteps,
+		               &j->o);
 	}
 	if (complete) {
 		j->o.kind = kind_before;
@@ -561,7 +649,8 @@ static void on_log(struct http_req *r, const struct http_result *res, void *arg)
 		j->o.kind = "lava-infra";
 	if (!j->o.msg[0] || strcmp(j->health, "Canceled") == 0)
 		snprintf(j->o.msg, sizeof j->o.msg, "LAVA job %lld ended %s%s", (long long)j->o.id,
-			 j->health, j->canceled_by_us ? ": no device took it within queue_timeout" : "");
+		         j->health,
+		         j->canceled_by_us ? ": no device took it within queue_timeout" : "");
 	j->o.rc = LAB_EINFRA;
 	finish(j);
 }
@@ -581,7 +670,7 @@ static void on_worker(struct http_req *r, const struct http_result *res, void *a
 	j->req = NULL;
 	if (res->rc == LAB_OK)
 		json_get(res->body, res->body_len, "worker_host", j->o.worker, sizeof j->o.worker,
-			 NULL);
+		         NULL);
 	fetch_log(j);
 }
 
@@ -592,7 +681,8 @@ static void on_poll(struct http_req *r, const struct http_result *res, void *arg
 	j->req = NULL;
 	if (res->rc != LAB_OK) {
 		if (res->status == 404) {
-			fail(j, "lava-infra", "LAVA job %lld is gone (HTTP 404)", (long long)j->o.id);
+			fail(j, "lava-infra", "LAVA job %lld is gone (HTTP 404)",
+			     (long long)j->o.id);
 			return;
 		}
 		/* the server is away for a moment: keep following */
@@ -611,9 +701,10 @@ static void on_poll(struct http_req *r, const struct http_result *res, void *arg
 		j->delay_ms = j->lv->cfg.poll_ms;
 	} else {
 		j->delay_ms = j->delay_ms * 3 / 2;
-		uint64_t cap = strcmp(state, "Running") == 0 && j->lv->cfg.poll_running_ms <
-				       j->lv->cfg.poll_max_ms ? j->lv->cfg.poll_running_ms
-							      : j->lv->cfg.poll_max_ms;
+		uint64_t cap = strcmp(state, "Running") == 0 &&
+		                       j->lv->cfg.poll_running_ms < j->lv->cfg.poll_max_ms
+		                   ? j->lv->cfg.poll_running_ms
+		                   : j->lv->cfg.poll_max_ms;
 		if (j->delay_ms > cap)
 			j->delay_ms = cap;
 	}
@@ -657,7 +748,7 @@ static void on_submitted(struct http_req *r, const struct http_result *res, void
 		     res->body_len && !html ? res->body : "");
 		if (res->status)
 			snprintf(j->o.msg + strlen(j->o.msg), sizeof j->o.msg - strlen(j->o.msg),
-				 " (status %ld)", res->status);
+			         " (status %ld)", res->status);
 		return;
 	}
 	j->o.id = strtoll(id, NULL, 10);
@@ -670,7 +761,7 @@ static void on_submitted(struct http_req *r, const struct http_result *res, void
 }
 
 static struct lava_job *job_new(struct lava *lv, const char *const *steps, size_t nsteps,
-				uint64_t queue_timeout_ms, lava_done_cb done, void *arg)
+                                uint64_t queue_timeout_ms, lava_done_cb done, void *arg)
 {
 	struct lava_job *j = xcalloc(1, sizeof *j);
 	j->lv = lv;
@@ -723,9 +814,9 @@ static void submit_next(struct lava *lv)
 	}
 }
 
-int lava_job_submit(struct lava *lv, const char *definition, const char *const *steps, size_t nsteps,
-		    uint64_t queue_timeout_ms, lava_submitted_cb sub, lava_done_cb done, void *arg,
-		    struct lava_job **out, struct lab_err *e)
+int lava_job_submit(struct lava *lv, const char *definition, const char *const *steps,
+                    size_t nsteps, uint64_t queue_timeout_ms, lava_submitted_cb sub,
+                    lava_done_cb done, void *arg, struct lava_job **out, struct lab_err *e)
 {
 	LAB_UNUSED(e);
 	struct lava_job *j = job_new(lv, steps, nsteps, queue_timeout_ms, done, arg);
@@ -746,7 +837,7 @@ int lava_job_submit(struct lava *lv, const char *definition, const char *const *
 }
 
 int lava_job_attach(struct lava *lv, int64_t id, const char *const *steps, size_t nsteps,
-		    uint64_t queue_timeout_ms, lava_done_cb done, void *arg, struct lava_job **out)
+                    uint64_t queue_timeout_ms, lava_done_cb done, void *arg, struct lava_job **out)
 {
 	struct lava_job *j = job_new(lv, steps, nsteps, queue_timeout_ms, done, arg);
 	j->o.id = id;
@@ -790,7 +881,7 @@ void lava_job_free(struct lava_job *j)
 	for (size_t i = 0; i < j->lv->nwaiting; i++)
 		if (j->lv->waiting[i] == j) {
 			memmove(j->lv->waiting + i, j->lv->waiting + i + 1,
-				(--j->lv->nwaiting - i) * sizeof *j->lv->waiting);
+			        (--j->lv->nwaiting - i) * sizeof *j->lv->waiting);
 			break;
 		}
 	free(j->body);

@@ -38,16 +38,16 @@ struct kernel_cfg;
 
 /* A board's `lava:` block. */
 struct lava_device_cfg {
-	char *device_type;        /* LAVA device type, e.g. qemu */
-	struct opt_strlist tags;  /* LAVA device tags the job asks for */
-	char *arch;               /* the job's context arch (QEMU) */
-	char *cmdline;            /* appended after the kernel's and the mode's command line */
-	char *kernel_url;         /* default: file:// of the kernel image */
-	char *initrd_url;         /* default: file:// of the kernel's initrd */
-	char *compression;        /* of the ramdisk: gz (default), xz, none */
-	char *login;              /* user LAVA logs in as */
+	char *device_type;          /* LAVA device type, e.g. qemu */
+	struct opt_strlist tags;    /* LAVA device tags the job asks for */
+	char *arch;                 /* the job's context arch (QEMU) */
+	char *cmdline;              /* appended after the kernel's and the mode's command line */
+	char *kernel_url;           /* default: file:// of the kernel image */
+	char *initrd_url;           /* default: file:// of the kernel's initrd */
+	char *compression;          /* of the ramdisk: gz (default), xz, none */
+	char *login;                /* user LAVA logs in as */
 	struct opt_strlist prompts; /* shell prompts LAVA waits for */
-	char *agent_path;         /* emmclab-agent on the DUT */
+	char *agent_path;           /* emmclab-agent on the DUT */
 	uint64_t boot_timeout_ms, test_timeout_ms, queue_timeout_ms;
 };
 
@@ -68,8 +68,8 @@ void lava_get_stats(const struct lava *lv, struct lava_stats *st);
 
 /* One agent command of a job and, after the job, what it printed. */
 struct lava_step {
-	char *args;    /* as given to the agent, e.g. "mode expect=fua" */
-	char **lines;  /* target lines between its markers */
+	char *args;   /* as given to the agent, e.g. "mode expect=fua" */
+	char **lines; /* target lines between its markers */
 	size_t nlines;
 	int exit_status; /* -1: no end marker (the command did not finish) */
 };
@@ -77,10 +77,10 @@ struct lava_step {
 struct lava_job_spec {
 	const struct lava_device_cfg *dev;
 	const struct kernel_cfg *kernel;
-	const char *name;          /* job name */
-	const char *cmdline;       /* the mode's recipe */
-	const char *case_prefix;   /* lava-test-case name prefix, e.g. "fua" */
-	const char *const *steps;  /* agent argument strings */
+	const char *name;         /* job name */
+	const char *cmdline;      /* the mode's recipe */
+	const char *case_prefix;  /* lava-test-case name prefix, e.g. "fua" */
+	const char *const *steps; /* agent argument strings */
 	size_t nsteps;
 	uint64_t job_timeout_ms;
 };
@@ -89,12 +89,12 @@ char *lava_job_definition(const struct lava_job_spec *sp);
 
 /* How a LAVA job ended. */
 struct lava_outcome {
-	int rc;             /* LAB_OK: Complete and its log parsed; else LAB_EINFRA */
-	const char *kind;   /* NULL, or the failure class: "lava-infra", "lava-canceled",
-			     * "job-timeout", "boot-timeout", "device-offline" */
+	int rc;           /* LAB_OK: Complete and its log parsed; else LAB_EINFRA */
+	const char *kind; /* NULL, or the failure class: "lava-infra", "lava-canceled",
+	                   * "job-timeout", "boot-timeout", "device-offline" */
 	char msg[512];
 	int64_t id;
-	char url[256];      /* the job's page */
+	char url[256]; /* the job's page */
 	char worker[128];
 	char device[128];
 	struct lava_step *steps; /* owned by the job */
@@ -107,12 +107,12 @@ typedef void (*lava_submitted_cb)(struct lava_job *j, int64_t id, const char *ur
 typedef void (*lava_done_cb)(struct lava_job *j, const struct lava_outcome *o, void *arg);
 
 /* Submit and follow; steps are copied (outcome steps in the same order). */
-int lava_job_submit(struct lava *lv, const char *definition, const char *const *steps, size_t nsteps,
-		    uint64_t queue_timeout_ms, lava_submitted_cb sub, lava_done_cb done, void *arg,
-		    struct lava_job **out, struct lab_err *e);
+int lava_job_submit(struct lava *lv, const char *definition, const char *const *steps,
+                    size_t nsteps, uint64_t queue_timeout_ms, lava_submitted_cb sub,
+                    lava_done_cb done, void *arg, struct lava_job **out, struct lab_err *e);
 /* Follow a job submitted earlier (run --resume). */
 int lava_job_attach(struct lava *lv, int64_t id, const char *const *steps, size_t nsteps,
-		    uint64_t queue_timeout_ms, lava_done_cb done, void *arg, struct lava_job **out);
+                    uint64_t queue_timeout_ms, lava_done_cb done, void *arg, struct lava_job **out);
 /* Stop following (no callback follows); the LAVA job itself runs on. */
 void lava_job_free(struct lava_job *j);
 /* Ask LAVA to cancel the job (shutdown); fire and forget. */
@@ -122,7 +122,7 @@ void lava_job_cancel(struct lava_job *j);
  * target lines; sets o->steps.  Exposed for the unit test.  Also notes in
  * o->msg / o->kind the error LAVA reported, if any. */
 int lava_log_parse(const char *log, size_t len, const char *const *steps, size_t nsteps,
-		   struct lava_outcome *o);
+                   struct lava_outcome *o);
 void lava_outcome_free(struct lava_outcome *o);
 
 #endif

@@ -37,6 +37,11 @@ PY
 	skips=$((skips + n))
 }
 
+# The LAVA farm (harness/tests/servers/lava_farm.sh): started once for both
+# suites (scenario.lava_farm reuses it), stopped by the PIDs it recorded.
+harness/tests/servers/lava_farm.sh start > /dev/null
+trap 'harness/tests/servers/lava_farm.sh stop' EXIT
+
 start=$(date +%s)
 cmake -S . -B build-test -DEMMCLAB_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-test -j"$jobs"

@@ -180,6 +180,8 @@ static const struct opt board_opts[] = {
 	 .help = "{driver: pdudaemon|tasmota|shelly|esphome|usb-relay|usb-hub|ykush|exec|manual|qemu, ...}"},
 	{.key = "deploy", .type = OPT_NODE, .offset = F(board_cfg, deploy),
 	 .help = "{driver: uboot-tftp|fastboot|ums|exec|qemu|none, ...}"},
+	{.key = "lava", .type = OPT_NODE, .offset = F(board_cfg, lava),
+	 .help = "the board is a LAVA device: {device_type, tags, ...} (keys checked by lava.c; docs/lava.md); it needs no console, power or deploy"},
 	{.key = "sim", .type = OPT_NODE, .offset = F(board_cfg, sim),
 	 .help = "simulator-only block, ignored by the controller"},
 	{.key = "uses", .type = OPT_NODE, .offset = F(board_cfg, uses),
@@ -283,6 +285,7 @@ struct lab_section {
 	uint64_t store_wait_ms;
 	struct cfg_node *sim;
 	struct cfg_node *resources;
+	struct cfg_node *lava;
 };
 
 static const struct opt lab_opts[] = {
@@ -310,6 +313,8 @@ static const struct opt lab_opts[] = {
 	 .help = "simulator-only settings, ignored by the controller"},
 	{.key = "resources", .type = OPT_NODE, .offset = F(lab_section, resources),
 	 .help = "shared limited resources and how many users each takes at once: {tftp: 2, flash-port: 1, pdu-main: 1}; boards name them in `uses:` and queue for them"},
+	{.key = "lava", .type = OPT_NODE, .offset = F(lab_section, lava),
+	 .help = "the LAVA server boards with a `lava:` block run on: {url, user, token_file | token_env, ...} (keys checked by lava.c; docs/lava.md)"},
 	{0},
 };
 
@@ -993,6 +998,8 @@ static int build_lab(struct lab_cfg *c, const struct cfg_node *n, struct lab_err
 		c->transcripts_keep = s.transcripts_keep;
 		c->resources = s.resources;
 		s.resources = NULL;
+		c->lava = s.lava;
+		s.lava = NULL;
 		c->locks = s.locks && s.locks[0] ? base_path(c, s.locks) : NULL;
 		c->store_wait_ms = s.store_wait_ms;
 		s.name = NULL;
@@ -1246,6 +1253,7 @@ void config_free(struct lab_cfg *c)
 	}
 	cfg_free(c->uploads);
 	cfg_free(c->resources);
+	cfg_free(c->lava);
 	free(c->name);
 	free(c->results);
 	free(c->transcripts);

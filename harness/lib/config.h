@@ -105,6 +105,7 @@ struct board_cfg {
 	struct cfg_node *power;    /* {driver: pdudaemon|tasmota|..., ...} */
 	struct cfg_node *deploy;   /* {driver: uboot-tftp|fastboot|ums|exec|qemu|none, ...} */
 	struct cfg_node *sim;      /* simulator-only block, ignored by the controller */
+	struct cfg_node *lava;     /* {device_type, tags, ...}: a LAVA device (lava.h), NULL: local */
 	struct opt_strlist tags;
 	bool enabled;
 	struct cfg_node *uses;     /* {stage: [resource, ...]}: the lab's shared resources it needs (schedule.h) */
@@ -170,6 +171,7 @@ struct lab_cfg {
 	struct plan_cfg *plan;       /* when a plan was loaded */
 	struct cfg_node *uploads;
 	struct cfg_node *resources;  /* {name: count}: shared limited resources (schedule.h) */
+	struct cfg_node *lava;       /* the LAVA server (lava.h), NULL: none */
 	char *base_dir;              /* directory of the top file: relative paths resolve here */
 };
 

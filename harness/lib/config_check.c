@@ -96,6 +96,9 @@ static void check_boot_path(struct ck *k, const struct lab_cfg *c, const struct 
 	const struct cfg_node *bios = qemu ? cfg_map_get(b->power, "bios") : NULL;
 	bool qemu_kernel = (pk && pk->kind == CFG_SCALAR && pk->value[0]) || (fl & DEPLOY_BOOTS);
 
+	if (b->lava) /* LAVA boots it: checked by lava.c when the run starts */
+		return;
+
 	if (!b->console)
 		say(k, CONFIG_ERROR, &at, "board %s has no console: block: %s", b->name,
 		    fl & DEPLOY_AT_UBOOT ? "the deploy method types at the U-Boot prompt" :

@@ -5,6 +5,7 @@
 #include "console.h"
 #include "health.h"
 #include "json.h"
+#include "lava.h"
 #include "lock.h"
 #include "loop.h"
 #include "plan.h"
@@ -47,6 +48,18 @@ struct rboard {
 	struct lab_lock *lock; /* the board's lock (lock.h); NULL: another process has it */
 	char *locked_by;       /* why not: "board locked by pid N" */
 	bool *slot_done;       /* resume: slots whose iteration is already stored */
+	/* a LAVA device (lava.h): no struct board; LAVA boots and runs each slot */
+	bool is_lava;
+	struct lava_device_cfg ldev;
+	struct lava_job *lj;              /* the slot's LAVA job */
+	const struct lava_outcome *lo;    /* its outcome, valid while lj lives */
+	size_t lstep;                     /* next recorded agent command to replay */
+	struct loop_timer lt;             /* replays on the next loop pass */
+	char *largs;
+	board_msg_cb lmsg;
+	board_done_cb ldone;
+	int lfailures;
+	bool lquarantined;
 };
 
 struct runner {
@@ -77,9 +90,16 @@ struct runner {
 	bool hard_stop;          /* the second one: abort now, power off, mark aborted */
 	struct loop_timer hard_t;
 	char *lockdir;
+	struct lava *lava;       /* the lab's LAVA server, NULL: no LAVA board */
 };
 
 static void start_board(void *arg);
+static bool rb_quarantined(struct rboard *rb);
+static void rb_health_fail(struct rboard *rb, const char *msg);
+static int rb_agent(struct rboard *rb, const char *args, uint64_t timeout_ms, board_msg_cb msg_cb,
+		    board_done_cb done_cb);
+static int rb_boot(struct rboard *rb);
+static void rb_stop(struct rboard *rb);
 static void sysfs_step(struct rboard *rb);
 
 static void next_slot(struct rboard *rb);
@@ -240,7 +260,7 @@ static void board_finished(struct rboard *rb)
 	struct runner *r = rb->r;
 	if (r->o->progress)
 		progress_board_done(r->o->progress, (size_t)(rb - r->rb));
-	if (board_quarantined(rb->b))
+	if (rb_quarantined(rb))
 		r->res->boards_quarantined++;
 	if (--r->active == 0) {
 		loop_stop(r->loop);
@@ -277,6 +297,11 @@ static void end_board(struct rboard *rb)
 		skip_rest(rb, rb->r->res->budget_exhausted ? "time budget exhausted" : "run stopped");
 	res_drop(rb, NULL);
 	prog_stage(rb, "powering-off");
+	if (rb->is_lava) { /* LAVA powers its devices off */
+		rb_stop(rb);
+		board_finished(rb);
+		return;
+	}
 	if (board_power_off(rb->b, on_powered_off, rb) != LAB_OK)
 		board_finished(rb);
 }
@@ -289,9 +314,9 @@ static void slot_failed(struct rboard *rb, const char *kind, const char *msg)
 	struct plan_job *j = cur_job(rb);
 	rb->booted_job = -1;
 	collect_reset(&rb->col);
-	board_health_fail(rb->b, msg);
+	rb_health_fail(rb, msg);
 	j->failures++;
-	if (board_quarantined(rb->b)) {
+	if (rb_quarantined(rb)) {
 		record_event(rb, "quarantine", NULL, "board quarantined: remaining jobs skipped");
 		finish_job(rb, j, JOB_INFRA, msg);
 		skip_rest(rb, "board quarantined");
@@ -432,6 +457,13 @@ static void on_workload_done(struct board *b, int rc, enum board_fail fail, cons
 	struct lab_err e = {0};
 	if (store_jnl_iteration(r->jnl, job_seq(r, j), w->name, s->iteration, dur, 0, c->samples,
 				c->nsamples, c->counters, c->ncounters, &e)) {
+		store_fail(r, &e);
+		end_board(rb);
+		return;
+	}
+	if (rb->is_lava && rb->lo &&
+	    store_jnl_iteration_origin(r->jnl, job_seq(r, j), w->name, s->iteration, "lava",
+				       rb->lo->url, rb->lo->worker[0] ? rb->lo->worker : NULL, &e)) {
 		store_fail(r, &e);
 		end_board(rb);
 		return;
@@ -705,7 +737,15 @@ static bool health_record(struct rboard *rb, struct plan_job *j, const char *pha
 
 static void slot_complete(struct rboard *rb)
 {
-	board_health_ok(rb->b);
+	if (rb->is_lava) {
+		rb->lfailures = 0;
+		if (rb->lo)
+			logf_(rb->r, "%s: LAVA job %lld: samples journalled %llu ms after it was seen finished",
+			      rb->cfg->name, (long long)rb->lo->id,
+			      (unsigned long long)(loop_now_ms(rb->r->loop) - rb->lo->finished_ms));
+	} else {
+		board_health_ok(rb->b);
+	}
 	if (rb->r->o->progress)
 		progress_slot_done(rb->r->o->progress, (size_t)(rb - rb->r->rb), rb->cur + 1);
 	rb->cur++;
@@ -736,6 +776,21 @@ static void on_health_done(struct board *b, int rc, enum board_fail fail, const 
 	slot_complete(rb);
 }
 
+/* The agent command of one workload iteration (caller frees args). */
+static void workload_args(struct lab_buf *args, const struct workload_cfg *w, int iteration)
+{
+	lab_buf_init(args, 4096);
+	lab_buf_printf(args, "%s", w->name);
+	char it[16];
+	snprintf(it, sizeof it, "%d", iteration);
+	append_arg(args, "iter", it);
+	append_arg(args, "count", "1");
+	if (w->args && w->args->kind == CFG_MAP)
+		for (size_t i = 0; i < w->args->n; i++)
+			if (w->args->items[i]->kind == CFG_SCALAR)
+				append_arg(args, w->args->keys[i]->value, w->args->items[i]->value);
+}
+
 static void run_workload(struct rboard *rb)
 {
 	struct plan_job *j = cur_job(rb);
@@ -743,6 +798,13 @@ static void run_workload(struct rboard *rb)
 	if (rb->wl >= j->suite->nworkloads) {
 		j->done_iterations++;
 		if (j->done_iterations < j->iterations) {
+			slot_complete(rb);
+			return;
+		}
+		if (rb->is_lava) {
+			/* a LAVA job's log is replayed after LAVA ran it: there is no
+			 * agent left to ask for the wear after the job (docs/lava.md) */
+			finish_job(rb, j, JOB_OK, NULL);
 			slot_complete(rb);
 			return;
 		}
@@ -763,20 +825,11 @@ static void run_workload(struct rboard *rb)
 		return;
 	}
 	struct lab_buf args;
-	lab_buf_init(&args, 4096);
-	lab_buf_printf(&args, "%s", w->name);
-	char it[16];
-	snprintf(it, sizeof it, "%d", s->iteration);
-	append_arg(&args, "iter", it);
-	append_arg(&args, "count", "1");
-	if (w->args && w->args->kind == CFG_MAP)
-		for (size_t i = 0; i < w->args->n; i++)
-			if (w->args->items[i]->kind == CFG_SCALAR)
-				append_arg(&args, w->args->keys[i]->value, w->args->items[i]->value);
+	workload_args(&args, w, s->iteration);
 	collect_reset(&rb->col);
 	rb->wl_start_ns = lab_now_ns();
-	if (board_agent(rb->b, lab_buf_cstr(&args), agent_timeout(rb), on_agent_msg, on_workload_done,
-			rb) != LAB_OK) {
+	if (rb_agent(rb, lab_buf_cstr(&args), agent_timeout(rb), on_agent_msg, on_workload_done) !=
+	    LAB_OK) {
 		lab_buf_free(&args);
 		slot_failed(rb, "agent-protocol", "could not start the agent");
 		return;
@@ -817,7 +870,7 @@ static void start_workloads(struct rboard *rb)
 		prog_stage(rb, "precondition");
 		logf_(rb->r, "%s: preconditioning (%lld passes)", rb->cfg->name,
 		      (long long)j->suite->precondition_passes);
-		int rc = board_agent(rb->b, args, job_timeout(rb), on_agent_msg, on_precondition_done, rb);
+		int rc = rb_agent(rb, args, job_timeout(rb), on_agent_msg, on_precondition_done);
 		free(args);
 		if (rc != LAB_OK)
 			slot_failed(rb, "agent-protocol", "could not start the agent");
@@ -886,7 +939,7 @@ static void verify_mode(struct rboard *rb)
 	char *args = xasprintf("mode expect=%s", lab_mode_names[j->mode]);
 	collect_reset(&rb->col);
 	prog_stage(rb, "verify-mode");
-	int rc = board_agent(rb->b, args, 120000, on_agent_msg, on_mode_done, rb);
+	int rc = rb_agent(rb, args, 120000, on_agent_msg, on_mode_done);
 	free(args);
 	if (rc != LAB_OK)
 		slot_failed(rb, "agent-protocol", "could not start the agent");
@@ -954,7 +1007,7 @@ static void identify(struct rboard *rb)
 {
 	collect_reset(&rb->col);
 	prog_stage(rb, "identify");
-	if (board_agent(rb->b, "identify", 120000, on_agent_msg, on_identify_done, rb) != LAB_OK)
+	if (rb_agent(rb, "identify", 120000, on_agent_msg, on_identify_done) != LAB_OK)
 		slot_failed(rb, "agent-protocol", "could not start the agent");
 }
 
@@ -1016,6 +1069,263 @@ static void on_booted(struct board *b, int rc, enum board_fail fail, const char 
 	sysfs_step(rb);
 }
 
+/* ---- LAVA devices (lava.h) ----
+ * A LAVA board has no struct board: each slot is one LAVA job that boots the
+ * mode and runs, in one go, the agent commands this runner would type on a
+ * local board (identify, mode, precondition, the workloads).  When LAVA has
+ * finished it, the pipeline above runs as for a local board, each agent
+ * call answered from the job's log by the same protocol parser, so mode
+ * proof, checks and storage are the same code. */
+
+static void next_slot_cb(void *arg)
+{
+	next_slot(arg);
+}
+
+static int lava_board_init(struct runner *r, struct rboard *rb, struct lab_err *e)
+{
+	if (!r->lab->lava)
+		return LAB_ERR(e, LAB_EUSAGE, "%s:%d: board %s is a LAVA device but the lab has no `lava:` server",
+			       rb->cfg->file ? rb->cfg->file : "lab", rb->cfg->line, rb->cfg->name);
+	int rc = lava_device_parse(rb->cfg->lava, &rb->ldev, e);
+	if (rc)
+		return rc;
+	if (!r->lava && (rc = lava_new(r->loop, r->lab->lava, &r->lava, e)))
+		return rc;
+	rb->is_lava = true;
+	return LAB_OK;
+}
+
+static bool rb_quarantined(struct rboard *rb)
+{
+	return rb->is_lava ? rb->lquarantined : board_quarantined(rb->b);
+}
+
+static void rb_health_fail(struct rboard *rb, const char *msg)
+{
+	if (!rb->is_lava) {
+		board_health_fail(rb->b, msg);
+		return;
+	}
+	const struct board_type *t = rb->cfg->type;
+	rb->lfailures++;
+	if (t && t->quarantine_after > 0 && rb->lfailures >= t->quarantine_after)
+		rb->lquarantined = true;
+}
+
+/* Stop following the slot's LAVA job (the job itself is LAVA's). */
+static void rb_stop(struct rboard *rb)
+{
+	loop_timer_stop(rb->r->loop, &rb->lt);
+	lava_job_free(rb->lj);
+	rb->lj = NULL;
+	rb->lo = NULL;
+	free(rb->largs);
+	rb->largs = NULL;
+}
+
+static void on_lava_submitted(struct lava_job *lj, int64_t id, const char *url, void *arg)
+{
+	LAB_UNUSED(lj);
+	struct rboard *rb = arg;
+	/* journalled at once: run --resume re-attaches by this id (lava_resume_id) */
+	char *m = xasprintf("LAVA job %lld submitted (iteration %d): %s", (long long)id,
+			    cur_slot(rb)->iteration, url);
+	record_event(rb, "info", "lava", m);
+	free(m);
+}
+
+static void on_lava_done(struct lava_job *lj, const struct lava_outcome *o, void *arg)
+{
+	LAB_UNUSED(lj);
+	struct rboard *rb = arg;
+	res_drop(rb, "boot");
+	if (o->rc != LAB_OK) {
+		char *m = xasprintf("%s (%s)", o->msg, o->url[0] ? o->url : "not submitted");
+		record_event(rb, o->kind ? o->kind : "lava-infra", "lava", m);
+		slot_failed(rb, o->kind ? o->kind : "lava-infra", m);
+		free(m);
+		return;
+	}
+	if (rb->r->o->verbose)
+		logf_(rb->r, "%s: LAVA job %lld complete on %s (%s)", rb->cfg->name, (long long)o->id,
+		      o->device, o->worker);
+	rb->lo = o;
+	rb->lstep = 0;
+	on_booted(NULL, LAB_OK, FAIL_NONE, NULL, rb);
+}
+
+/* run --resume: the LAVA job the interrupted controller submitted for this
+ * slot and did not store, 0 when none.  The iteration it would have stored
+ * is not marked done (resume_iter), so following it stores it once. */
+static int64_t lava_resume_id(struct rboard *rb)
+{
+	struct runner *r = rb->r;
+	int64_t run_id = r->jnl ? store_jnl_run_id(r->jnl) : 0;
+	if (!r->o->resume || !run_id)
+		return 0;
+	int64_t id = 0;
+	char msg[512] = "";
+	char *like = xasprintf("LAVA job %% submitted (iteration %d): %%", cur_slot(rb)->iteration);
+	long long v = 0;
+	if (store_event_last(r->store, run_id, job_seq(r, cur_job(rb)), "info", "lava", like, msg,
+			     sizeof msg) == LAB_OK &&
+	    sscanf(msg, "LAVA job %lld", &v) == 1)
+		id = v;
+	free(like);
+	return id;
+}
+
+static int rb_boot(struct rboard *rb)
+{
+	struct runner *r = rb->r;
+	struct plan_job *j = cur_job(rb);
+	const struct plan_slot *s = cur_slot(rb);
+	const struct board_type *t = rb->cfg->type;
+	rb_stop(rb);
+	char *why = NULL;
+	if (t && t->modes[j->mode].sysfs.n)
+		why = xasprintf("the %s recipe writes sysfs: a LAVA device takes command-line recipes only",
+				lab_mode_names[j->mode]);
+	for (size_t i = 0; !why && i < j->suite->nworkloads; i++)
+		if (strcmp(j->suite->workloads[i].name, "powerfail") == 0)
+			why = xstrdup("powerfail cuts the power from the controller: not on a LAVA device");
+	if (why) {
+		record_event(rb, "lava-unsupported", NULL, why);
+		finish_job(rb, j, JOB_INFRA, why);
+		free(why);
+		rb->cur++;
+		loop_defer(r->loop, next_slot_cb, rb);
+		return LAB_OK;
+	}
+	/* The commands the pipeline will ask for, in its order. */
+	char *steps[64];
+	size_t n = 0;
+	steps[n++] = xstrdup("identify");
+	steps[n++] = xasprintf("mode expect=%s", lab_mode_names[j->mode]);
+	if (s->precondition && j->failures == 0)
+		steps[n++] = xasprintf("precondition passes=%lld", (long long)j->suite->precondition_passes);
+	for (size_t i = 0; i < j->suite->nworkloads && n < LAB_ARRAY_SIZE(steps); i++) {
+		struct lab_buf a;
+		workload_args(&a, &j->suite->workloads[i], s->iteration);
+		steps[n++] = xstrdup(lab_buf_cstr(&a));
+		lab_buf_free(&a);
+	}
+	char *name = xasprintf("emmclab %s %s %s %s iteration %d", r->lab->name, rb->cfg->name,
+			       j->suite->name, lab_mode_names[j->mode], s->iteration);
+	char *prefix = xasprintf("%s-%s-it%d", rb->cfg->name, lab_mode_names[j->mode], s->iteration);
+	struct lava_job_spec sp = {
+		.dev = &rb->ldev,
+		.kernel = j->kernel,
+		.name = name,
+		.cmdline = t ? t->modes[j->mode].cmdline : NULL,
+		.case_prefix = prefix,
+		.steps = (const char *const *)steps,
+		.nsteps = n,
+	};
+	char *def = lava_job_definition(&sp);
+	struct lab_err e = {0};
+	int64_t again = j->failures == 0 ? lava_resume_id(rb) : 0;
+	int rc;
+	if (again) {
+		char *m = xasprintf("re-attaching to LAVA job %lld (submitted before the restart)",
+				    (long long)again);
+		record_event(rb, "info", "lava-resume", m);
+		free(m);
+		rc = lava_job_attach(r->lava, again, (const char *const *)steps, n,
+				     rb->ldev.queue_timeout_ms, on_lava_done, rb, &rb->lj);
+	} else {
+		rc = lava_job_submit(r->lava, def, (const char *const *)steps, n,
+				     rb->ldev.queue_timeout_ms, on_lava_submitted, on_lava_done, rb,
+				     &rb->lj, &e);
+	}
+	if (rc)
+		record_event(rb, "lava-infra", "lava", e.msg);
+	free(def);
+	free(name);
+	free(prefix);
+	for (size_t i = 0; i < n; i++)
+		free(steps[i]);
+	return rc;
+}
+
+/* Answer one agent call from the LAVA job's log: the step's protocol lines,
+ * CRC-checked by proto_parse as on a console, in seq order, once each. */
+static void on_lava_step(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct rboard *rb = arg;
+	board_done_cb done = rb->ldone;
+	const struct lava_outcome *o = rb->lo;
+	const struct lava_step *st = o && rb->lstep < o->nsteps ? &o->steps[rb->lstep] : NULL;
+	if (!st || strcmp(st->args, rb->largs) != 0) {
+		char *m = xasprintf("the LAVA job has no output for `%s`", rb->largs);
+		done(NULL, LAB_EINFRA, FAIL_AGENT_PROTOCOL, m, rb);
+		free(m);
+		return;
+	}
+	rb->lstep++;
+	struct proto_msg *msgs = xcalloc(st->nlines ? st->nlines : 1, sizeof *msgs);
+	size_t nm = 0;
+	int bad = 0;
+	for (size_t i = 0; i < st->nlines; i++) {
+		int prc = proto_parse(st->lines[i], strlen(st->lines[i]), &msgs[nm]);
+		if (prc == PROTO_OK) {
+			bool dup = false;
+			for (size_t k = 0; k < nm && !dup; k++)
+				dup = msgs[k].seq == msgs[nm].seq;
+			if (!dup)
+				nm++;
+		} else if (prc != PROTO_NOT_PROTO) {
+			bad++;
+		}
+	}
+	/* seq order (insertion sort: a step has few lines) */
+	for (size_t i = 1; i < nm; i++)
+		for (size_t k = i; k > 0 && msgs[k - 1].seq > msgs[k].seq; k--) {
+			struct proto_msg tmp = msgs[k];
+			msgs[k] = msgs[k - 1];
+			msgs[k - 1] = tmp;
+		}
+	const struct proto_msg *dn = NULL;
+	for (size_t i = 0; i < nm; i++)
+		if (strcmp(msgs[i].kind, "done") == 0)
+			dn = &msgs[i];
+	int64_t lines = 0;
+	bool complete = dn && proto_get_i64(dn, "lines", &lines) == 0 ? (int64_t)nm >= lines : dn != NULL;
+	const char *status = dn ? proto_get(dn, "status") : NULL;
+	for (size_t i = 0; i < nm; i++)
+		rb->lmsg(NULL, &msgs[i], rb);
+	free(msgs);
+	if (st->exit_status < 0) {
+		done(NULL, LAB_EINFRA, FAIL_COMMAND_TIMEOUT,
+		     "the agent command did not finish within the LAVA job", rb);
+	} else if (!complete || !status || strcmp(status, "ok") != 0) {
+		char *m = xasprintf("agent output in the LAVA log: %s%s%d corrupt line(s), exit %d",
+				    !dn ? "no `done` line; " : !complete ? "lines missing; " : "",
+				    status && strcmp(status, "ok") ? "error status; " : "", bad,
+				    st->exit_status);
+		done(NULL, LAB_EINFRA, FAIL_AGENT_PROTOCOL, m, rb);
+		free(m);
+	} else {
+		done(NULL, LAB_OK, FAIL_NONE, NULL, rb);
+	}
+}
+
+static int rb_agent(struct rboard *rb, const char *args, uint64_t timeout_ms, board_msg_cb msg_cb,
+		    board_done_cb done_cb)
+{
+	if (!rb->is_lava)
+		return board_agent(rb->b, args, timeout_ms, msg_cb, done_cb, rb);
+	free(rb->largs);
+	rb->largs = xstrdup(args);
+	rb->lmsg = msg_cb;
+	rb->ldone = done_cb;
+	loop_timer_start(rb->r->loop, &rb->lt, 0);
+	return LAB_OK;
+}
+
 /* Can the board go from the job it is booted for to j without a reboot?  Only
  * when the suite allows it and both recipes are sysfs writes on the same
  * kernel: a command-line recipe needs a boot by nature. */
@@ -1034,7 +1344,9 @@ static void next_slot(struct rboard *rb)
 {
 	struct runner *r = rb->r;
 	res_drop(rb, "test"); /* the slot before this one is over */
-	if (board_quarantined(rb->b) && rb->cur < rb->pb->nslots) {
+	if (rb->is_lava) /* one LAVA job per slot: every slot boots */
+		rb->booted_job = -1;
+	if (rb_quarantined(rb) && rb->cur < rb->pb->nslots) {
 		skip_rest(rb, "board quarantined");
 		end_board(rb);
 		return;
@@ -1076,7 +1388,9 @@ static void next_slot(struct rboard *rb)
 		prog_stage(rb, "booting");
 		logf_(r, "%s: booting for %s (%s iteration %d of %d)", rb->cfg->name,
 		      lab_mode_names[j->mode], j->suite->name, s->iteration, j->iterations);
-		if (board_boot(rb->b, j->kernel, extra ? extra : "", r->transcript_dir, on_booted, rb) != LAB_OK)
+		if (rb->is_lava ? rb_boot(rb) != LAB_OK
+				: board_boot(rb->b, j->kernel, extra ? extra : "", r->transcript_dir,
+					     on_booted, rb) != LAB_OK)
 			slot_failed(rb, "power", "board busy or not startable");
 		return;
 	}
@@ -1512,6 +1826,11 @@ static void hard_stop(struct runner *r)
 		if (rb->done || rb->locked_by)
 			continue;
 		powerfail_stop(&rb->pf);
+		if (rb->is_lava) {
+			rb_stop(rb);
+			board_finished(rb);
+			continue;
+		}
 		board_abort(rb->b);
 		if (board_power_off(rb->b, on_powered_off, rb) != LAB_OK)
 			board_finished(rb);
@@ -1718,13 +2037,21 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 		rb->booted_job = -1;
 		powerfail_init(&rb->pf, r.loop, &pf_hooks, rb);
 		collect_reset(&rb->col);
-		rc = board_new(r.loop, lab, rb->cfg, &bev, rb, &rb->b, e);
+		loop_timer_init(&rb->lt, on_lava_step, rb);
+		if (rb->cfg->lava) {
+			rc = lava_board_init(&r, rb, e);
+		} else {
+			rc = board_new(r.loop, lab, rb->cfg, &bev, rb, &rb->b, e);
+		}
 		if (rc)
 			goto out_boards;
 		r.nrb++;
 		if (board_still_quarantined(s, rb->cfg->name)) {
 			/* Not retried forever: a quarantined board waits for an operator. */
-			board_health_restore(rb->b, 0, true);
+			if (rb->is_lava)
+				rb->lquarantined = true;
+			else
+				board_health_restore(rb->b, 0, true);
 			logf_(&r, "%s: quarantined by an earlier run: skipped (emmclab board %s release)",
 			      rb->cfg->name, rb->cfg->name);
 		}
@@ -1779,6 +2106,13 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 				store_fail(&r, &je);
 		}
 	}
+	if (r.lava) {
+		struct lava_stats ls;
+		lava_get_stats(r.lava, &ls);
+		logf_(&r, "lava: %llu requests (%llu polls), %llu bytes of job logs fetched and parsed",
+		      (unsigned long long)ls.requests, (unsigned long long)ls.polls,
+		      (unsigned long long)ls.log_bytes);
+	}
 	/* Everything of the run commits before its row says it ended. */
 	drain_store(&r);
 	loop_signal(r.loop, SIGINT, NULL, NULL);
@@ -1809,6 +2143,8 @@ out_boards:
 	for (size_t i = 0; i < r.nrb; i++) {
 		powerfail_fini(&r.rb[i].pf);
 		collect_reset(&r.rb[i].col);
+		rb_stop(&r.rb[i]);
+		lava_device_free(&r.rb[i].ldev);
 		board_free(r.rb[i].b);
 		lock_release(r.rb[i].lock);
 		free(r.rb[i].locked_by);
@@ -1823,6 +2159,7 @@ out_boards:
 	while (!loop_idle(r.loop) && loop_now_ms(r.loop) < drain_end)
 		loop_run_once(r.loop, 50);
 out:
+	lava_free(r.lava);
 	schedule_res_free(r.shared);
 	loop_free(r.loop);
 	free(r.transcript_dir);

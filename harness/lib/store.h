@@ -175,6 +175,10 @@ struct store_resume_job {
 	int seq;
 	const char *board, *suite, *mode, *status, *cause, *finished_at; /* cause, finished_at may be NULL */
 };
+/* The newest event message of job seq of the run with this kind, stage and
+ * message LIKE pattern, into out (LAB_EFOUND when none). */
+int store_event_last(struct store *s, int64_t run_id, int seq, const char *kind, const char *stage,
+		     const char *like, char *out, size_t n);
 int store_run_resume_info(struct store *s, int64_t run_id, char **config_json,
 			  void (*job_cb)(const struct store_resume_job *j, void *arg),
 			  void (*iter_cb)(int seq, const char *workload, int n, void *arg), void *arg,
@@ -233,6 +237,11 @@ int store_jnl_iteration(struct store_jnl *j, int seq, const char *workload, int 
 			double duration_s, int warmup, const struct store_sample *samples,
 			size_t nsamples, const struct store_counter *counters, size_t ncounters,
 			struct lab_err *e);
+/* Where the iteration just journalled ran (schema 8): executor "local" or
+ * "lava", the LAVA job's URL and worker (NULL locally). */
+int store_jnl_iteration_origin(struct store_jnl *j, int seq, const char *workload, int n,
+			       const char *executor, const char *job_url, const char *worker,
+			       struct lab_err *e);
 int store_jnl_iteration_drop(struct store_jnl *j, int seq, const char *workload, int n,
 			     struct lab_err *e);
 /* seq -1: no job; board NULL: none. */

@@ -40,9 +40,11 @@ int store_export(struct store *s, int64_t run_id, enum store_export_format fmt, 
 	sqlite3_stmt *q;
 	*nrows = 0;
 	int rc = store_prepare_rc(s,
-		      "SELECT run_id, run_uuid, source, part_label, board, kernel, suite, mode,"
-		      " verified_mode, workload, iteration, metric, value, unit, warmup, value_text"
-		      " FROM sample_flat WHERE (?1 = 0 OR run_id = ?1) ORDER BY run_id, sample_id",
+		      "SELECT f.run_id, f.run_uuid, f.source, f.part_label, f.board, f.kernel, f.suite,"
+		      " f.mode, f.verified_mode, f.workload, f.iteration, f.metric, f.value, f.unit,"
+		      " f.warmup, f.value_text, it.executor, it.job_url, it.worker"
+		      " FROM sample_flat f LEFT JOIN iteration it ON it.id = f.iteration_id"
+		      " WHERE (?1 = 0 OR f.run_id = ?1) ORDER BY f.run_id, f.sample_id",
 		      &q, e);
 	if (rc)
 		return rc;
@@ -86,6 +88,13 @@ int store_export(struct store *s, int64_t run_id, enum store_export_format fmt, 
 				else
 					json_str(&b, t == SQLITE_NULL ? NULL
 								      : (const char *)sqlite3_column_text(q, c));
+			}
+			/* where it ran (schema 8, docs/lava.md): JSON only, the CSV columns stay */
+			static const char *const where[] = {"executor", "job_url", "worker"};
+			for (int c = 0; c < 3; c++) {
+				const char *v = (const char *)sqlite3_column_text(q, 16 + c);
+				lab_buf_printf(&b, ", \"%s\": ", where[c]);
+				json_str(&b, c == 0 && !v ? "local" : v);
 			}
 			lab_buf_append(&b, "}", 1);
 		}

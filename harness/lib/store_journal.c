@@ -48,6 +48,7 @@ enum {
 	JQ_JOB_CAUSE,
 	JQ_BOARD_ID,
 	JQ_MARK,
+	JQ_ORIGIN,
 	JQ_COUNT
 };
 
@@ -61,6 +62,8 @@ static const char *const jq_sql[JQ_COUNT] = {
 	[JQ_JOB_CAUSE] = "UPDATE job SET cause = ?2 WHERE id = ?1",
 	[JQ_BOARD_ID] = "SELECT id FROM board WHERE name = ?1",
 	[JQ_MARK] = "UPDATE run SET journal_seq = ?2 WHERE id = ?1 AND journal_seq < ?2",
+	[JQ_ORIGIN] = "UPDATE iteration SET executor = ?4, job_url = ?5, worker = ?6"
+		      " WHERE job_id = ?1 AND workload = ?2 AND n = ?3",
 };
 
 struct store_jnl {
@@ -447,6 +450,19 @@ static int apply(struct store_jnl *j, const struct entry *en, struct lab_err *e)
 	}
 	if (strcmp(k, "iter") == 0)
 		return apply_iteration(j, en, e);
+	if (strcmp(k, "origin") == 0) { /* seq workload n executor job_url worker */
+		if ((rc = job_id(j, fi(en, 0, -1), &jid, e)))
+			return rc;
+		if (!(q = jq(j, JQ_ORIGIN, e)))
+			return LAB_EINFRA;
+		sqlite3_bind_int64(q, 1, jid);
+		store_bind_text(q, 2, fs(en, 1));
+		sqlite3_bind_int64(q, 3, fi(en, 2, 0));
+		store_bind_text(q, 4, fs(en, 3));
+		store_bind_text(q, 5, fs(en, 4) && *fs(en, 4) ? fs(en, 4) : NULL);
+		store_bind_text(q, 6, fs(en, 5) && *fs(en, 5) ? fs(en, 5) : NULL);
+		return jq_done(j, q, "recording where an iteration ran", e);
+	}
 	if (strcmp(k, "drop") == 0) /* seq workload n */
 		return (rc = job_id(j, fi(en, 0, -1), &jid, e))
 			       ? rc
@@ -1039,6 +1055,20 @@ int store_jnl_iteration(struct store_jnl *j, int seq, const char *workload, int 
 		put_i64(b, counters[i].value);
 	}
 	put_i64(b, warmup ? 1 : 0);
+	return end(j, e);
+}
+
+int store_jnl_iteration_origin(struct store_jnl *j, int seq, const char *workload, int n,
+			       const char *executor, const char *job_url, const char *worker,
+			       struct lab_err *e)
+{
+	struct lab_buf *b = begin(j, "origin");
+	put_i64(b, seq);
+	put_field(b, workload);
+	put_i64(b, n);
+	put_field(b, executor);
+	put_field(b, job_url ? job_url : "");
+	put_field(b, worker ? worker : "");
 	return end(j, e);
 }
 

@@ -445,3 +445,29 @@ int store_run_names(struct store *s, int64_t run_id, enum store_run_names which,
 		cb(text_or_null(q, 0), arg);
 	return finish(s, q, r, "reading names", e);
 }
+
+int store_event_last(struct store *s, int64_t run_id, int seq, const char *kind, const char *stage,
+		     const char *like, char *out, size_t n)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = LAB_EFOUND;
+	out[0] = '\0';
+	if (sqlite3_prepare_v2(store_sqlite(s),
+			       "SELECT e.message FROM event e JOIN job j ON j.id = e.job_id"
+			       " WHERE j.run_id = ?1 AND j.seq = ?2 AND e.kind = ?3 AND e.stage = ?4"
+			       " AND e.message LIKE ?5 ORDER BY e.id DESC LIMIT 1",
+			       -1, &q, NULL) != SQLITE_OK)
+		return LAB_EINFRA;
+	sqlite3_bind_int64(q, 1, run_id);
+	sqlite3_bind_int(q, 2, seq);
+	store_bind_text(q, 3, kind);
+	store_bind_text(q, 4, stage);
+	store_bind_text(q, 5, like);
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		const char *m = (const char *)sqlite3_column_text(q, 0);
+		lab_strlcpy(out, m ? m : "", n);
+		rc = LAB_OK;
+	}
+	sqlite3_finalize(q);
+	return rc;
+}

@@ -4,37 +4,46 @@
 # kernel's headers (Debian: linux-headers-<kver>, which needs CONFIG_MMC=m
 # and CONFIG_MMC_BLOCK=m - Debian's amd64 kernel has both).
 #
-#   build-modules.sh [--kver KVER] [--out DIR]
+#   build-modules.sh [--series NAME] [--kver KVER] [--out DIR]
 #
-# KVER defaults to the kernel in /boot (the one the virtual board boots), or
-# `uname -r` when /boot has none.  The modules end up in DIR (default
+# NAME is the lab series (default $KSERIES_VERSION, else 6.1; see lib.sh):
+# 6.1 or 6.12.  KVER defaults to the newest kernel of that version in /boot
+# (6.1 -> 6.1.0-57-amd64 even when /boot also has a 6.12 kernel; 6.12 ->
+# 6.12.*-amd64), else the newest headers of that version; a KVER of another
+# version than the series is refused.  The modules end up in DIR (default
 # $EMMCLAB_CACHE/virt/modules-KVER); the script prints DIR on stdout.
 # Only drivers/mmc/core and include/linux/mmc are taken from
-# linux-source-6.1 (with the series applied); the patched mmc headers are put
-# in front of the distribution's through NOSTDINC_FLAGS.
+# linux-source-<version> (with the series applied); the patched mmc headers
+# are put in front of the distribution's through NOSTDINC_FLAGS.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 VIRT=$(cd "$KDIR_SELF/../virt" && pwd)
 
+usage() { echo "usage: ${0##*/} [--series NAME] [--kver KVER] [--out DIR]" >&2; exit 2; }
 kver= out=
 while [ $# -gt 0 ]; do
 	case $1 in
-	--kver) kver=$2; shift 2 ;;
-	--out) out=$2; shift 2 ;;
-	*) echo "usage: ${0##*/} [--kver KVER] [--out DIR]" >&2; exit 2 ;;
+	--series) [ $# -ge 2 ] || usage; kseries_select "$2"; shift 2 ;;
+	--kver) [ $# -ge 2 ] || usage; kver=$2; shift 2 ;;
+	--out) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
+	*) usage ;;
 	esac
 done
-if [ -z "$kver" ]; then
-	kver=$(ls /boot/vmlinuz-* 2> /dev/null | sed 's|.*/vmlinuz-||' | sort -V | tail -1)
-	[ -n "$kver" ] || kver=$(uname -r)
-fi
+case $KSERIES_VERSION in
+upstream-*) kdie "the virtual board boots a lab series (6.1 or 6.12), not $KSERIES_VERSION" ;;
+esac
+[ -n "$kver" ] || kver=$(kseries_default_kver)
+case $kver in
+"$KSERIES_KERNEL".*) ;;
+*) kdie "kernel $kver is not $KSERIES_KERNEL.*, the version of series $KSERIES_VERSION (--series or KSERIES_VERSION)" ;;
+esac
 kbuild=/lib/modules/$kver/build
 [ -d "$kbuild" ] || kbuild=/usr/src/linux-headers-$kver
 [ -f "$kbuild/Makefile" ] || kdie "no headers for $kver (apt-get install linux-headers-$kver)"
 for sym in CONFIG_MMC=m CONFIG_MMC_BLOCK=m; do
 	grep -qx "$sym" "$kbuild/.config" || kdie "$kver does not have $sym: mmc cannot be replaced by modules"
 done
-[ -r "$KSOURCE_TARBALL" ] || kdie "$KSOURCE_TARBALL not found (apt-get install linux-source-$KSERIES_VERSION)"
+[ -r "$KSOURCE_TARBALL" ] || kdie "$KSOURCE_TARBALL not found (apt-get install linux-source-$KSERIES_KERNEL)"
 
 # one build at a time per cache (parallel virt_* tests share it)
 mkdir -p "$EMMCLAB_CACHE/virt"
@@ -42,14 +51,15 @@ exec 9> "$EMMCLAB_CACHE/virt/.build-modules.lock"
 flock 9
 
 # 1. the patched mmc sources (small extract of the tarball, cached per series)
-src=$EMMCLAB_CACHE/kernel/mmcsrc-$(kseries_hash)
+src=$EMMCLAB_CACHE/kernel/mmcsrc-$KSERIES_VERSION-$(kseries_hash)
+top=linux-source-$KSERIES_KERNEL
 if [ ! -e "$src/.emmclab-ready" ]; then
-	rm -rf "$EMMCLAB_CACHE"/kernel/mmcsrc-*
+	# older extracts of this series only (another series' stays)
+	rm -rf "$EMMCLAB_CACHE/kernel/mmcsrc-$KSERIES_VERSION"-*
 	mkdir -p "$src"
-	top=linux-source-$KSERIES_VERSION
 	# the other files the series touches (so every patch applies), without
 	# those the wildcards already match (tar would report them missing)
-	files=$(kseries_patches | xargs grep -h '^+++ b/' | sed "s|^+++ b/|$top/|" | sort -u |
+	files=$(kseries_files | sed "s|^|$top/|" |
 		grep -v -e "^$top/drivers/mmc/core/" -e "^$top/include/linux/mmc/" || true)
 	klog "extracting drivers/mmc/core and include/linux/mmc from $KSOURCE_TARBALL"
 	tar -C "$src" -xf "$KSOURCE_TARBALL" --wildcards "$top/drivers/mmc/core/*" \
@@ -57,7 +67,7 @@ if [ ! -e "$src/.emmclab-ready" ]; then
 	kseries_apply "$src/$top" >&2
 	touch "$src/.emmclab-ready"
 fi
-tree=$src/linux-source-$KSERIES_VERSION
+tree=$src/$top
 
 # 2. an out-of-tree module directory: core sources + vemmc + patched headers
 out=${out:-$EMMCLAB_CACHE/virt/modules-$kver}

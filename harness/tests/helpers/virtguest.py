@@ -23,17 +23,20 @@ class Guest:
 
     def expect(self, pat, tmo):
         end = time.time() + tmo
-        while time.time() < end:
+        while True:
+            # the match may already be in what was read (one chunk can hold two markers)
+            m = re.search(pat, self.buf)
+            if m:
+                out, self.buf = self.buf[:m.start()], self.buf[m.end():]
+                return out.decode(errors="replace"), m
+            if time.time() >= end:
+                break
             if select.select([self.p.stdout], [], [], 0.5)[0]:
                 d = os.read(self.p.stdout.fileno(), 65536)
                 if not d:
                     break
                 self.buf += d
                 self.log += d
-                m = re.search(pat, self.buf)
-                if m:
-                    out, self.buf = self.buf[:m.start()], self.buf[m.end():]
-                    return out.decode(errors="replace"), m
         self.kill()
         sys.exit("timeout waiting for %r; last output: %r" % (pat, self.log[-600:]))
 

@@ -17,7 +17,7 @@ set -euo pipefail
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-series=${VIRT_SERIES:-$(virt_kernels)}
+series=$(echo ${VIRT_SERIES:-$(virt_kernels)})
 [ -n "$series" ] || fail "no kernel series to boot"
 for s in $series; do
 	t0=$(date +%s)

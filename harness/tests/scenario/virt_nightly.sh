@@ -125,15 +125,12 @@ rwr() { # board mode
 	q "select s.value from job j join board b on b.id=j.board_id join iteration i on i.job_id=j.id
 	   join sample s on s.iteration_id=i.id where b.name='$1' and j.mode='$2' and s.metric='rand_write'"
 }
-# On 6.12 the ratios are printed, not asserted: measured there on a loaded
-# machine, slowrel without FUA was only 1.07x and 1.47x faster (6.1: about
-# 3x); why 6.12's write + flush costs more here is not known yet.
+# Measured alone (RUN_SERIAL): slowrel 2.8x, fastrel 5.3x on 6.12; with a
+# kernel compile and ctest -j2 beside it, slowrel fell to 1.07x-1.47x.
 echo "rand_write MiB/s: slowrel fua $(rwr slow fua) nofua $(rwr slow cache-nofua);" \
 	"fastrel fua $(rwr fast fua) nofua $(rwr fast cache-nofua)"
-[ "${VIRT_SERIES:-6.1}" = 6.12 ] ||
 awk -v f="$(rwr slow fua)" -v n="$(rwr slow cache-nofua)" 'BEGIN { exit !(n > 1.5 * f) }' \
 	|| fail "slowrel: rand_write without FUA ($(rwr slow cache-nofua)) not faster than with ($(rwr slow fua))"
-[ "${VIRT_SERIES:-6.1}" = 6.12 ] ||
 awk -v f="$(rwr fast fua)" -v n="$(rwr fast cache-nofua)" 'BEGIN { exit !(f > 1.5 * n) }' \
 	|| fail "fastrel: rand_write with FUA ($(rwr fast fua)) not faster than without ($(rwr fast cache-nofua))"
 

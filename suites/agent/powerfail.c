@@ -11,6 +11,12 @@
  *   size-4 u32 CRC-32 of bytes [0, size-4)
  * run_id is random per powerfail-write, so records of an older run left in
  * the file are never taken for this run's.
+ *
+ * powerfail-check classifies each acknowledged record: intact; lost (all
+ * zero: never reached the medium); corrupt (anything else), and of those
+ * torn: some 512-byte sectors hold this record's bytes and others do not (a
+ * write cut part way, at sector granularity).  `corrupt` keeps counting
+ * every damaged record (torn included), as before `torn` existed.
  */
 #include "agent.h"
 #include "crc.h"
@@ -27,6 +33,7 @@
 
 #define PF_MAGIC "EMPF"
 #define PF_HDR 24
+#define PF_SECTOR 512
 
 static void put32(unsigned char *p, uint32_t v)
 {
@@ -74,6 +81,25 @@ static int pf_valid(const unsigned char *r, size_t size, uint64_t seq, uint64_t 
 	if (*run_id == 0)
 		*run_id = get64(r + 16);
 	return get64(r + 16) == *run_id;
+}
+
+/* 1: some whole sectors of the @got bytes at @r are record @seq's, some not (torn) */
+static int pf_partly(const unsigned char *r, unsigned char *want, size_t got, size_t size,
+		     uint64_t seq, uint64_t run_id)
+{
+	size_t off;
+	int same = 0, other = 0;
+
+	pf_build(want, size, seq, run_id);
+	for (off = 0; off < size; off += PF_SECTOR) {
+		size_t n = size - off < PF_SECTOR ? size - off : PF_SECTOR;
+
+		if (off + n <= got && memcmp(r + off, want + off, n) == 0)
+			same = 1;
+		else
+			other = 1;
+	}
+	return same && other;
 }
 
 static int pf_file(struct agent *a, char *path, size_t size)
@@ -176,10 +202,10 @@ int cmd_powerfail_write(struct agent *a)
 int cmd_powerfail_check(struct agent *a)
 {
 	uint64_t acked, rsize, iter, nslots, i, run_id = 0;
-	uint64_t intact = 0, lost = 0, corrupt = 0, extra = 0, contiguous = 0;
+	uint64_t intact = 0, lost = 0, corrupt = 0, torn = 0, extra = 0, contiguous = 0;
 	int contiguous_open = 1;
 	char path[PATH_MAX];
-	unsigned char *r;
+	unsigned char *r, *want;
 	struct stat st;
 	int fd;
 
@@ -195,7 +221,10 @@ int cmd_powerfail_check(struct agent *a)
 		return -1;
 	}
 	r = malloc((size_t)rsize);
-	if (!r) {
+	want = malloc((size_t)rsize);
+	if (!r || !want) {
+		free(r);
+		free(want);
 		close(fd);
 		agent_error(a, "nomem", "record buffer");
 		return -1;
@@ -215,6 +244,7 @@ int cmd_powerfail_check(struct agent *a)
 		if (got < 0) {
 			agent_error(a, "io", "read %s: %s", path, strerror(errno));
 			free(r);
+			free(want);
 			close(fd);
 			return -1;
 		}
@@ -231,23 +261,29 @@ int cmd_powerfail_check(struct agent *a)
 				intact++;
 			else if (empty) /* never reached the medium (or a hole): lost */
 				lost++;
-			else /* torn or garbage: corrupt */
+			else { /* torn or garbage: corrupt */
 				corrupt++;
+				torn += run_id && pf_partly(r, want, (size_t)got, (size_t)rsize, i + 1,
+							    run_id);
+			}
 		} else if (ok) {
 			extra++;
 		}
 	}
 	free(r);
+	free(want);
 	close(fd);
 	agent_counter(a, "powerfail", (unsigned)iter, "acked", (int64_t)acked);
 	agent_counter(a, "powerfail", (unsigned)iter, "intact", (int64_t)intact);
 	agent_counter(a, "powerfail", (unsigned)iter, "lost", (int64_t)lost);
 	agent_counter(a, "powerfail", (unsigned)iter, "corrupt", (int64_t)corrupt);
+	agent_counter(a, "powerfail", (unsigned)iter, "torn", (int64_t)torn);
 	agent_counter(a, "powerfail", (unsigned)iter, "extra", (int64_t)extra);
 	agent_counter(a, "powerfail", (unsigned)iter, "last_intact", (int64_t)contiguous);
 	if (lost || corrupt)
-		agent_error(a, "integrity", "%llu of %llu acknowledged records lost, %llu corrupt",
+		agent_error(a, "integrity",
+			    "%llu of %llu acknowledged records lost, %llu corrupt (%llu torn)",
 			    (unsigned long long)lost, (unsigned long long)acked,
-			    (unsigned long long)corrupt);
+			    (unsigned long long)corrupt, (unsigned long long)torn);
 	return 0;
 }

@@ -115,6 +115,32 @@ static void test_powerfail(void)
 		pf_check(work, PF_N, &in, &lo, &co);
 		ok(in == 3 && co == 1, "stale record of another run: corrupt");
 	}
+	/* records of two sectors: one sector of record 2 old (zero) is torn, and corrupt */
+	{
+		static unsigned char big[3 * 1024];
+		char a[4300];
+
+		run_agent(&r, "powerfail-write", farg, "records=3", "record_size=1024", NULL);
+		run_free(&r);
+		fd = open(file, O_RDONLY);
+		ok(fd >= 0 && read(fd, big, sizeof(big)) == (ssize_t)sizeof(big), "two-sector records");
+		if (fd >= 0)
+			close(fd);
+		memset(big + 1024 + 512, 0, 512);
+		put_file("pf-work.dat", big, sizeof(big));
+		snprintf(a, sizeof(a), "file=%s", work);
+		run_agent(&r, "powerfail-check", a, "acked=3", "record_size=1024", NULL);
+		ok(counter(&r, "intact") == 2 && counter(&r, "corrupt") == 1 &&
+			   counter(&r, "torn") == 1 && counter(&r, "lost") == 0,
+		   "half-written record: torn (and corrupt)");
+		run_free(&r);
+		memset(big + 1024, 0xa5, 512);
+		put_file("pf-work.dat", big, sizeof(big));
+		run_agent(&r, "powerfail-check", a, "acked=3", "record_size=1024", NULL);
+		ok(counter(&r, "corrupt") == 1 && counter(&r, "torn") == 0,
+		   "no sector of the record left: corrupt, not torn");
+		run_free(&r);
+	}
 	run_agent(&r, "powerfail-check", farg, "acked=9", "record_size=128", NULL);
 	ok(find_msg(&r, "error", "code", "integrity") != NULL, "integrity error line on loss");
 	is_int(r.status, 0, "loss is a finding: status ok");

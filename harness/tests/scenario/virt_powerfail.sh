@@ -187,5 +187,19 @@ bad=$(q "select sum(s.value) from job j join board b on b.id=j.board_id join ite
 	 and s.metric in ('lost_records', 'corrupt_records')")
 echo "liar cache-nofua: acked=$acked lost+corrupt=$bad"
 [ -n "$bad" ] && [ "${bad%.*}" -gt 0 ] || fail "liar cache-nofua: no acknowledged record lost (acked=$acked)"
+# The cover letter (issue 16) renders from this virtual-board run: the power-fail
+# outcomes per mode labelled as the virtual board's, the lying part's loss
+# flagged, no line over 75 columns; no quirk is proposed from virtual evidence.
+"$EMMCLAB" kernel cover-letter --db "$tmp/lab.db" --series "$SRC/boards/kernel/patches/upstream-6.12" \
+	-o "$tmp/cover.txt" || fail "kernel cover-letter failed"
+n=$(grep -c '[.]patch$' "$SRC/boards/kernel/patches/upstream-6.12/series" || true)
+head -1 "$tmp/cover.txt" | grep -q "^Subject: \[PATCH 0/$n\] mmc: " || { head -3 "$tmp/cover.txt"; fail "cover letter subject"; }
+awk 'length($0) > 75 { bad=1 } END { exit bad }' "$tmp/cover.txt" || fail "a cover letter line over 75 columns"
+grep -q "^vemmc default, lying flush$" "$tmp/cover.txt" || { cat "$tmp/cover.txt"; fail "no block for the lying part"; }
+grep -Eiq '^    cache-nofua +virtual.* LOSS$' "$tmp/cover.txt" || { cat "$tmp/cover.txt"; fail "the lying part's loss row"; }
+grep -Eiq '^    fua +virtual.* 0 +0 +0$' "$tmp/cover.txt" || { cat "$tmp/cover.txt"; fail "an honest fua row without loss"; }
+! grep -q "MMC_FIXUP" "$tmp/cover.txt" || fail "a quirk proposed from virtual-board evidence"
+cat "$tmp/cover.txt"
+echo "cover letter from the virtual board: $(wc -l < "$tmp/cover.txt") lines"
 echo "virt powerfail $kver: $(( $(date +%s) - t_all )) s"
 echo "PASS: virt powerfail (persistent media; honest part keeps every acknowledged record, lying part loses some)"

@@ -7,7 +7,7 @@
 # non-zero, ordered p50 <= p90 <= p99 <= p99.9, in the range of a vemmc
 # request), the histogram counters add up to requests, and the run's HTML
 # report has one CDF chart with a write and a flush curve per mode.
-# Pinned to 6.1 (vemmc16 makes the virtual board boot 6.12 as well): the
+# Pinned to 6.1 (virt_nightly and virt_powerfail also run on 6.12): the
 # patched modules and vemmc are built for the kernel the board boots.
 set -euo pipefail
 . "${EMMCLAB_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}/harness/tests/helpers/virtlib.sh"

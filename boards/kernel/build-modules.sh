@@ -4,7 +4,7 @@
 # kernel's headers (Debian: linux-headers-<kver>, which needs CONFIG_MMC=m
 # and CONFIG_MMC_BLOCK=m - Debian's amd64 kernel has both).
 #
-#   build-modules.sh [--series NAME] [--kver KVER] [--out DIR]
+#   build-modules.sh [--series NAME] [--kver KVER] [--out DIR] [--unpatched]
 #
 # NAME is the lab series (default $KSERIES_VERSION, else 6.1; see lib.sh):
 # 6.1 or 6.12.  KVER defaults to the newest kernel of that version in /boot
@@ -15,23 +15,30 @@
 # Only drivers/mmc/core and include/linux/mmc are taken from
 # linux-source-<version> (with the series applied); the patched mmc headers
 # are put in front of the distribution's through NOSTDINC_FLAGS.
+# --unpatched builds the stock modules, which ignore the mode knobs (a test's
+# kernel that must be refused): the selected series (KSERIES_DIR) must list no
+# patch, the modules must lack the fua/disable_cqe parameters, and DIR
+# defaults to $EMMCLAB_CACHE/virt/modules-KVER-unpatched.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 VIRT=$(cd "$KDIR_SELF/../virt" && pwd)
 
-usage() { echo "usage: ${0##*/} [--series NAME] [--kver KVER] [--out DIR]" >&2; exit 2; }
-kver= out=
+usage() { echo "usage: ${0##*/} [--series NAME] [--kver KVER] [--out DIR] [--unpatched]" >&2; exit 2; }
+kver= out= unpatched=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--series) [ $# -ge 2 ] || usage; kseries_select "$2"; shift 2 ;;
 	--kver) [ $# -ge 2 ] || usage; kver=$2; shift 2 ;;
 	--out) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
+	--unpatched) unpatched=1; shift ;;
 	*) usage ;;
 	esac
 done
 case $KSERIES_VERSION in
 upstream-*) kdie "the virtual board boots a lab series (6.1 or 6.12), not $KSERIES_VERSION" ;;
 esac
+[ -z "$unpatched" ] || [ -z "$(kseries_patches)" ] ||
+	kdie "--unpatched, but series $KSERIES_VERSION ($KSERIES_DIR) lists patches"
 [ -n "$kver" ] || kver=$(kseries_default_kver)
 case $kver in
 "$KSERIES_KERNEL".*) ;;
@@ -70,7 +77,7 @@ fi
 tree=$src/$top
 
 # 2. an out-of-tree module directory: core sources + vemmc + patched headers
-out=${out:-$EMMCLAB_CACHE/virt/modules-$kver}
+out=${out:-$EMMCLAB_CACHE/virt/modules-$kver${unpatched:+-unpatched}}
 mkdir -p "$out/include/linux"
 # copy only what changed (by content), so make rebuilds only that
 sync_file() { cmp -s "$1" "$2" || cp "$1" "$2"; }
@@ -103,6 +110,11 @@ for m in mmc_core mmc_block vemmc; do
 	[ -f "$out/$m.ko" ] || kdie "$m.ko was not built"
 	modinfo -F vermagic "$out/$m.ko" | grep -q "^$kver " || kdie "$m.ko: vermagic is not $kver"
 done
-modinfo -p "$out/mmc_block.ko" | grep -q '^fua:' || kdie "mmc_block.ko has no fua parameter"
-modinfo -p "$out/mmc_core.ko" | grep -q '^disable_cqe:' || kdie "mmc_core.ko has no disable_cqe parameter"
+if [ -n "$unpatched" ]; then
+	! modinfo -p "$out/mmc_block.ko" | grep -q '^fua:' || kdie "--unpatched, but mmc_block.ko has a fua parameter"
+	! modinfo -p "$out/mmc_core.ko" | grep -q '^disable_cqe:' || kdie "--unpatched, but mmc_core.ko has a disable_cqe parameter"
+else
+	modinfo -p "$out/mmc_block.ko" | grep -q '^fua:' || kdie "mmc_block.ko has no fua parameter"
+	modinfo -p "$out/mmc_core.ko" | grep -q '^disable_cqe:' || kdie "mmc_core.ko has no disable_cqe parameter"
+fi
 echo "$out"

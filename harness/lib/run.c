@@ -1294,17 +1294,20 @@ static void on_lava_step(struct loop *l, struct loop_timer *t, void *arg)
 			dn = &msgs[i];
 	int64_t lines = 0;
 	bool complete = dn && proto_get_i64(dn, "lines", &lines) == 0 ? (int64_t)nm >= lines : dn != NULL;
+	/* status points into msgs: decide before they are freed */
 	const char *status = dn ? proto_get(dn, "status") : NULL;
+	bool status_ok = status && strcmp(status, "ok") == 0;
+	bool have_status = status != NULL, have_done = dn != NULL;
 	for (size_t i = 0; i < nm; i++)
 		rb->lmsg(NULL, &msgs[i], rb);
 	free(msgs);
 	if (st->exit_status < 0) {
 		done(NULL, LAB_EINFRA, FAIL_COMMAND_TIMEOUT,
 		     "the agent command did not finish within the LAVA job", rb);
-	} else if (!complete || !status || strcmp(status, "ok") != 0) {
+	} else if (!complete || !status_ok) {
 		char *m = xasprintf("agent output in the LAVA log: %s%s%d corrupt line(s), exit %d",
-				    !dn ? "no `done` line; " : !complete ? "lines missing; " : "",
-				    status && strcmp(status, "ok") ? "error status; " : "", bad,
+				    !have_done ? "no `done` line; " : !complete ? "lines missing; " : "",
+				    have_status && !status_ok ? "error status; " : "", bad,
 				    st->exit_status);
 		done(NULL, LAB_EINFRA, FAIL_AGENT_PROTOCOL, m, rb);
 		free(m);

@@ -136,24 +136,7 @@ static void __attribute__((format(printf, 2, 3))) mline(FILE *f, const char *fmt
 	vsnprintf(raw, sizeof raw, fmt, ap);
 	va_end(ap);
 	lab_text_escape(buf, sizeof buf, raw);
-	size_t len = strlen(buf), i = 0, cut = 0;
-	int cols = 0;
-	while (i < len) {
-		if (cols == MAILING_WIDTH - 1)
-			cut = i;
-		unsigned char c = (unsigned char)buf[i];
-		i += c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-		if (i > len)
-			i = len;
-		cols++;
-	}
-	if (cols > MAILING_WIDTH) {
-		buf[cut] = '~';
-		buf[cut + 1] = '\0';
-	}
-	size_t n = strlen(buf);
-	while (n && buf[n - 1] == ' ')
-		buf[--n] = '\0';
+	lab_text_fit(buf, MAILING_WIDTH);
 	fprintf(f, "%s\n", buf);
 }
 

@@ -722,3 +722,25 @@ FILE *lab_text_stream(FILE *under)
 	}
 	return f;
 }
+
+void lab_text_fit(char *buf, int width)
+{
+	size_t len = strlen(buf), i = 0, cut = 0;
+	int cols = 0;
+	while (i < len) {
+		if (cols == width - 1)
+			cut = i;
+		unsigned char c = (unsigned char)buf[i];
+		i += c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+		if (i > len)
+			i = len;
+		cols++;
+	}
+	if (cols > width) {
+		buf[cut] = '~';
+		buf[cut + 1] = '\0';
+	}
+	size_t n = strlen(buf);
+	while (n && buf[n - 1] == ' ')
+		buf[--n] = '\0';
+}

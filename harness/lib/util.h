@@ -142,4 +142,8 @@ FILE *lab_text_stream(FILE *under);
 #define LAB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define LAB_UNUSED(x) ((void)(x))
 
+/* Cut an escaped line to width columns in place (UTF-8 aware: never splits a
+ * character; a cut line ends in "~") and drop trailing blanks. */
+void lab_text_fit(char *buf, int width);
+
 #endif

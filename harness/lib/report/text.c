@@ -24,25 +24,7 @@ static void __attribute__((format(printf, 3, 4))) tline(FILE *f, int width, cons
 	/* DUT, import and config text may hold control bytes: escape before
 	 * measuring, so the cut counts what the terminal shows */
 	lab_text_escape(buf, sizeof buf, raw);
-	size_t len = strlen(buf), i = 0, cut = 0;
-	int cols = 0;
-	while (i < len) {
-		if (cols == width - 1)
-			cut = i;
-		unsigned char c = (unsigned char)buf[i];
-		i += c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-		if (i > len)
-			i = len;
-		cols++;
-	}
-	if (cols > width) {
-		buf[cut] = '~';
-		buf[cut + 1] = '\0';
-	}
-	/* no trailing blanks */
-	size_t n = strlen(buf);
-	while (n && buf[n - 1] == ' ')
-		buf[--n] = '\0';
+	lab_text_fit(buf, width);
 	fprintf(f, "%s\n", buf);
 }
 

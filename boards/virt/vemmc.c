@@ -111,17 +111,19 @@ struct vemmc_profile {
 };
 
 /*
- * default/slowrel/fastrel/nocache/nocqe: synthetic, their differences far
- * beyond TCG noise (virt_nightly asserts them).  sprd and rfc: per-request
+ * default/slowrel/fastrel/nocache/nocqe: synthetic.  slowrel's reliable
+ * write and fastrel's flush cost 15 ms, far beyond the guest's own overhead
+ * per request under TCG on a loaded host (seen up to 5 ms), so the direction
+ * virt_nightly asserts holds under load: 3 ms here once measured 1.04x.  sprd and rfc: per-request
  * costs fitted to published figures (docs/kernel.md).
  */
 static const struct vemmc_profile vemmc_profiles[] = {
 	{ "default", "VEMMC0", 0xfe, 0x01, 64, 1024, 32,
 	  60, 80, 600, 900, 4000, 200, 200, 4, 50, 1, 1, 1 },
 	{ "slowrel", "VEMMCS", 0xfe, 0x02, 64, 1024, 32,
-	  60, 80, 3000, 400, 2000, 200, 200, 4, 50, 2, 2, 1 },
+	  60, 80, 15000, 400, 2000, 200, 200, 4, 50, 2, 2, 1 },
 	{ "fastrel", "VEMMCF", 0xfe, 0x03, 64, 1024, 32,
-	  60, 80, 150, 3000, 8000, 200, 200, 4, 50, 1, 1, 1 },
+	  60, 80, 150, 15000, 8000, 200, 200, 4, 50, 1, 1, 1 },
 	{ "nocache", "VEMMCN", 0xfe, 0x04, 64, 0, 32,
 	  60, 400, 400, 50, 0, 100, 100, 4, 50, 1, 1, 1 },
 	{ "nocqe", "VEMMCQ", 0xfe, 0x05, 64, 1024, 0,

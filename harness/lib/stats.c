@@ -3,7 +3,7 @@
  *
  * No external maths library beyond libm: the t distribution comes from the
  * regularized incomplete beta function (continued fraction, modified Lentz),
- * the t quantile from bisection on the CDF (robust, ~1e-14 relative).
+ * the t quantile from Newton's method on the tail (~1e-14 relative).
  */
 #include "stats.h"
 #include "util.h"
@@ -83,25 +83,60 @@ double stats_t_cdf(double t, double df)
 	return t > 0 ? 1.0 - tail / 2.0 : tail / 2.0;
 }
 
+/*
+ * Upper-tail normal quantile, Abramowitz & Stegun 26.2.23 (|error| < 4.5e-4):
+ * only the starting point of the Newton iteration below.
+ */
+static double norm_upper_quantile_approx(double u)
+{
+	double t = sqrt(-2.0 * log(u));
+	return t - (2.515517 + 0.802853 * t + 0.010328 * t * t) /
+			   (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t);
+}
+
+/*
+ * The t quantile: solve G(t) = u for t > 0, G the upper tail P(T > t) and
+ * u = min(p, 1 - p).  Newton's method with G' = -pdf: G is convex and
+ * decreasing on t > 0, so from any point the first step lands at or below
+ * the root and the iteration then climbs to it monotonically (a step that
+ * would leave t > 0 is halved instead).  Started from the normal quantile
+ * with the first two Cornish-Fisher terms, it takes 3-6 evaluations of the
+ * incomplete beta function where bisection on the CDF took 60 or more (the
+ * end-of-run comparison computes one per compared pair).  Same accuracy as
+ * before: the last step is below 1e-14 of t.
+ */
 double stats_t_quantile(double p, double df)
 {
 	if (!(p > 0 && p < 1) || !(df > 0))
 		return NAN;
 	if (p == 0.5)
 		return 0.0;
-	double hi = 1.0;
-	while (stats_t_cdf(hi, df) < (p > 0.5 ? p : 1.0 - p) && hi < 1e12)
-		hi *= 2.0;
-	double lo = 0.0, q = p > 0.5 ? p : 1.0 - p;
-	for (int i = 0; i < 200 && hi - lo > 1e-15 * hi; i++) {
-		double mid = 0.5 * (lo + hi);
-		if (stats_t_cdf(mid, df) < q)
-			lo = mid;
-		else
-			hi = mid;
+	double u = p > 0.5 ? 1.0 - p : p;
+	double lc = lgamma((df + 1.0) / 2.0) - lgamma(df / 2.0) - 0.5 * log(df * 3.14159265358979323846);
+	double z = u < 0.5 ? norm_upper_quantile_approx(u) : 0.0;
+	double z2 = z * z;
+	double t = z + z * (z2 + 1.0) / (4.0 * df) +
+		   z * ((5.0 * z2 + 16.0) * z2 + 3.0) / (96.0 * df * df);
+	if (!(t > 0) || !isfinite(t))
+		t = 1.0;
+	for (int i = 0; i < 200; i++) {
+		double g = t_two_tail(t, df) / 2.0;
+		if (isnan(g))
+			return NAN;
+		double f = exp(lc - (df + 1.0) / 2.0 * log1p(t * t / df));
+		if (!(f > 0))
+			break;
+		double step = (g - u) / f, nt = t + step;
+		if (!(nt > 0))
+			nt = t / 2.0;
+		if (!isfinite(nt))
+			break;
+		bool done = fabs(nt - t) <= 1e-14 * nt;
+		t = nt;
+		if (done)
+			break;
 	}
-	double r = 0.5 * (lo + hi);
-	return p > 0.5 ? r : -r;
+	return p > 0.5 ? t : -t;
 }
 
 double stats_norm_cdf(double z)

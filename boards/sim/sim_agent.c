@@ -377,10 +377,38 @@ static void count_io(struct sim_board *b, long rel, long flushes)
 	b->flushes += flushes;
 }
 
-static int cmp_dbl(const void *x, const void *y)
+/*
+ * Put the k-th smallest of v[lo..hi] at v[k], smaller ones before it and
+ * larger ones after (Hoare's selection, median-of-three pivot): the same
+ * order statistic a full sort gives, in linear time.  The percentiles of
+ * 4,096 draws a request kind and iteration were sorted with qsort, a
+ * quarter of the simulator's CPU at 64 boards (perf).
+ */
+static void select_kth(double *v, long lo, long hi, long k)
 {
-	double a = *(const double *)x, b = *(const double *)y;
-	return (a > b) - (a < b);
+	while (hi > lo) {
+		long mid = lo + (hi - lo) / 2;
+		double a = v[lo], b = v[mid], c = v[hi];
+		double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+		long i = lo, j = hi;
+		while (i <= j) {
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				double t = v[i];
+				v[i++] = v[j];
+				v[j--] = t;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return;
+	}
 }
 
 /* Per-request latency as the real agent reports it (suites/agent/latency.c):
@@ -408,11 +436,18 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 		v[i] = x;
 		counts[lathist_bucket((uint64_t)x)]++;
 	}
-	qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+	/* ascending ranks: each selection leaves everything below its rank in
+	 * front, so the next one searches only what is after it */
+	long from = 0;
 	for (size_t k = 0; k < LAB_ARRAY_SIZE(pc); k++) {
 		long rank = (long)ceil(pc[k].pct / 100.0 * (double)n);
+		long at = (rank < 1 ? 1 : rank) - 1;
+		if (at >= from) {
+			select_kth(v, from, n - 1, at);
+			from = at;
+		}
 		snprintf(metric, sizeof metric, "rq_%s_lat_%s_us", op, pc[k].name);
-		emit_sample(r, w, it, metric, floor(v[(rank < 1 ? 1 : rank) - 1]), "us");
+		emit_sample(r, w, it, metric, floor(v[at]), "us");
 	}
 	free(v);
 	size_t used = 0;

@@ -36,8 +36,10 @@ SIM=$build/boards/sim/emmclab-sim
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/emmclab-scale-bench-XXXXXX")
 simpid=
 cleanup() {
+	local rc=$? # the script's own status, not that of the simulator it stops
 	[ -n "$simpid" ] && kill "$simpid" 2>/dev/null && wait "$simpid" 2>/dev/null
 	[ "${KEEP:-0}" = 1 ] && echo "work dir kept: $tmp" || rm -rf "$tmp"
+	exit "$rc"
 }
 trap cleanup EXIT
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true

@@ -110,6 +110,8 @@ struct priv {
 	size_t *gslot; /* group index + 1; 0 = empty */
 	size_t gcap;
 	size_t galloc; /* allocated entries of results.groups */
+	size_t ocap;   /* allocated entries of results.origins */
+	bool has_origin; /* schema 8: iterations say where they ran */
 };
 
 static uint64_t gkey_hash(const struct gkey *k)
@@ -185,8 +187,9 @@ static struct results_group *group_get(struct results *r, struct priv *pv, const
 
 /* v, iter and warm share one allocation (g->v owns it): a year holds ~10^5
  * groups of a few values, and three small mallocs each were a tenth of the
- * load time. */
-static void group_push(struct results_group *g, double v, int iter, int warm)
+ * load time.  origin is allocated apart, only once a value ran elsewhere
+ * than locally (origin != 0). */
+static void group_push(struct results_group *g, double v, int iter, int warm, uint32_t origin)
 {
 	if (g->n == g->cap) {
 		size_t ncap = g->cap ? g->cap * 2 : 8;
@@ -204,12 +207,47 @@ static void group_push(struct results_group *g, double v, int iter, int warm)
 		g->v = nv;
 		g->iter = ni;
 		g->warm = nw;
+		if (g->origin) {
+			g->origin = xreallocarray(g->origin, ncap, sizeof *g->origin);
+			memset(g->origin + g->cap, 0, (ncap - g->cap) * sizeof *g->origin);
+		}
 		g->cap = ncap;
 	}
+	if (origin && !g->origin)
+		g->origin = xcalloc(g->cap, sizeof *g->origin);
 	g->v[g->n] = v;
 	g->iter[g->n] = iter;
 	g->warm[g->n] = (unsigned char)(warm != 0);
+	if (g->origin)
+		g->origin[g->n] = origin;
 	g->n++;
+}
+
+/* The origin of an iteration: 0 when it ran locally (or the store is older
+ * than schema 8), else a new entry of r->origins. */
+static uint32_t origin_add(struct results *r, struct priv *pv, const char *executor,
+			   const char *job_url, const char *worker)
+{
+	if ((!executor || strcmp(executor, "local") == 0) && !job_url && !worker)
+		return 0;
+	if (r->norigins == pv->ocap) {
+		pv->ocap *= 2;
+		r->origins = xreallocarray(r->origins, pv->ocap, sizeof *r->origins);
+	}
+	struct results_origin *o = &r->origins[r->norigins];
+	o->executor = spool_intern(&pv->pool, executor ? executor : "local");
+	o->job_url = job_url ? spool_intern(&pv->pool, job_url) : NULL;
+	o->worker = worker ? spool_intern(&pv->pool, worker) : NULL;
+	return (uint32_t)r->norigins++;
+}
+
+const struct results_origin *results_value_origin(const struct results *r,
+						  const struct results_group *g, size_t k)
+{
+	static const struct results_origin local = {"local", NULL, NULL};
+	if (!g->origin || k >= g->n || g->origin[k] >= r->norigins)
+		return r->norigins ? &r->origins[0] : &local;
+	return &r->origins[g->origin[k]];
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -240,6 +278,16 @@ static const char *col_text(sqlite3_stmt *st, int i)
 	const unsigned char *t = sqlite3_column_text(st, i);
 	return t ? (const char *)t : "";
 }
+
+/* NULL for SQL NULL (an optional column). */
+static const char *col_opt(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+/* Where an iteration ran (schema 8), or that it ran locally before it. */
+#define ORIGIN_COLS "i.executor, i.job_url, i.worker"
+#define NO_ORIGIN "'local', NULL, NULL"
 
 int results_filter_add(struct results_filter *f, char *arg, struct lab_err *e)
 {
@@ -570,16 +618,21 @@ static void group_finish(struct results_group *g)
 		double v = g->v[i];
 		int it = g->iter[i];
 		unsigned char w = g->warm[i];
+		uint32_t o = g->origin ? g->origin[i] : 0;
 		size_t j = i;
 		while (j > 0 && g->iter[j - 1] > it) {
 			g->v[j] = g->v[j - 1];
 			g->iter[j] = g->iter[j - 1];
 			g->warm[j] = g->warm[j - 1];
+			if (g->origin)
+				g->origin[j] = g->origin[j - 1];
 			j--;
 		}
 		g->v[j] = v;
 		g->iter[j] = it;
 		g->warm[j] = w;
+		if (g->origin)
+			g->origin[j] = o;
 	}
 	g->direction = stats_direction(g->metric, g->unit);
 	if (stats_warmup(g->v, g->n, g->direction, &g->warmup_dev))
@@ -601,7 +654,8 @@ static void sink_init(struct sink *sk)
 }
 
 /* One value into the group of sk->k (metric and unit already set). */
-static void sink_add(struct results *r, struct priv *pv, struct sink *sk, double v, int iter, int warm)
+static void sink_add(struct results *r, struct priv *pv, struct sink *sk, double v, int iter, int warm,
+		     uint32_t origin)
 {
 	/* The groups of the current job repeat row after row. */
 	struct results_group *g = NULL;
@@ -612,7 +666,7 @@ static void sink_add(struct results *r, struct priv *pv, struct sink *sk, double
 		g = group_get(r, pv, &sk->k);
 		sk->recent[sk->nrecent++ % LAB_ARRAY_SIZE(sk->recent)] = (size_t)(g - r->groups);
 	}
-	group_push(g, v, iter, warm);
+	group_push(g, v, iter, warm, origin);
 	r->runs[sk->k.run].nsamples++;
 	r->nsamples++;
 }
@@ -650,12 +704,13 @@ static int load_samples_join(struct results *r, struct priv *pv, sqlite3 *db,
 	char *jf = job_filters(f, runs_sql);
 	char *sql = xasprintf(
 		"SELECT j.run_id, j.part_id, COALESCE(b.name, ''), COALESCE(k.version, ''), j.mode, "
-		"j.suite, i.workload, i.n, i.warmup, s.metric, s.unit, s.value, j.id, i.id "
+		"j.suite, i.workload, i.n, i.warmup, s.metric, s.unit, s.value, j.id, i.id, %s "
 		"FROM sample s JOIN iteration i ON i.id = s.iteration_id "
 		"JOIN job j ON j.id = i.job_id "
 		"LEFT JOIN board b ON b.id = j.board_id LEFT JOIN kernel k ON k.id = j.kernel_id "
 		JOB_WHERE "%s%s%s",
-		jf, f->workload ? " AND i.workload = ?6" : "", f->metric ? " AND s.metric = ?7" : "");
+		pv->has_origin ? ORIGIN_COLS : NO_ORIGIN, jf, f->workload ? " AND i.workload = ?6" : "",
+		f->metric ? " AND s.metric = ?7" : "");
 	free(jf);
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
@@ -669,6 +724,7 @@ static int load_samples_join(struct results *r, struct priv *pv, sqlite3 *db,
 	sink_init(&sk);
 	struct gkey *k = &sk.k;
 	int64_t last_job = -1, last_iter = -1;
+	uint32_t origin = 0;
 	bool job_ok = false;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t job = sqlite3_column_int64(st, 12), iter = sqlite3_column_int64(st, 13);
@@ -689,11 +745,12 @@ static int load_samples_join(struct results *r, struct priv *pv, sqlite3 *db,
 		if (iter != last_iter) {
 			last_iter = iter;
 			k->workload = mru_intern(&sk.mru, &pv->pool, col_text(st, 6));
+			origin = origin_add(r, pv, col_opt(st, 14), col_opt(st, 15), col_opt(st, 16));
 		}
 		k->metric = mru_intern(&sk.mru, &pv->pool, col_text(st, 9));
 		k->unit = mru_intern(&sk.mru, &pv->pool, col_text(st, 10));
 		sink_add(r, pv, &sk, sqlite3_column_double(st, 11), sqlite3_column_int(st, 7),
-			 sqlite3_column_int(st, 8));
+			 sqlite3_column_int(st, 8), origin);
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -765,6 +822,7 @@ struct siter {
 	size_t job;
 	const char *workload;
 	int n, warm;
+	uint32_t origin;
 };
 
 static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
@@ -816,8 +874,9 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 	st = NULL;
 
 	struct mru mru = {0};
-	sql = xasprintf("SELECT id, job_id, workload, n, warmup FROM iteration%s ORDER BY id",
-			f->workload ? " WHERE workload = ?6" : "");
+	sql = xasprintf("SELECT i.id, i.job_id, i.workload, i.n, i.warmup, %s FROM iteration i%s"
+			" ORDER BY i.id", pv->has_origin ? ORIGIN_COLS : NO_ORIGIN,
+			f->workload ? " WHERE i.workload = ?6" : "");
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	free(sql);
 	if (rc != SQLITE_OK) {
@@ -832,6 +891,7 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 		it.workload = mru_intern(&mru, &pv->pool, col_text(st, 2));
 		it.n = sqlite3_column_int(st, 3);
 		it.warm = sqlite3_column_int(st, 4);
+		it.origin = origin_add(r, pv, col_opt(st, 5), col_opt(st, 6), col_opt(st, 7));
 		if (nits == icap) {
 			icap = icap ? icap * 2 : 1024;
 			its = xreallocarray(its, icap, sizeof *its);
@@ -883,7 +943,7 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 			continue;
 		sk.k.metric = mru_intern(&sk.mru, &pv->pool, col_text(st, 1));
 		sk.k.unit = mru_intern(&sk.mru, &pv->pool, col_text(st, 2));
-		sink_add(r, pv, &sk, sqlite3_column_double(st, 3), it->n, it->warm);
+		sink_add(r, pv, &sk, sqlite3_column_double(st, 3), it->n, it->warm, it->origin);
 	}
 	if (rc != SQLITE_DONE) {
 		rc = db_err(e, db, "reading samples");
@@ -963,6 +1023,11 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 	struct results *r = xcalloc(1, sizeof *r);
 	struct priv *pv = xcalloc(1, sizeof *pv);
 	r->priv = pv;
+	pv->ocap = 16;
+	r->origins = xcalloc(pv->ocap, sizeof *r->origins);
+	r->origins[0] = (struct results_origin){"local", NULL, NULL};
+	r->norigins = 1;
+	pv->has_origin = store_schema_version(s) >= 8; /* a read-only look at an older database */
 	int rc;
 	struct lab_buf runs_sql;
 	lab_buf_init(&runs_sql, 0);
@@ -1017,12 +1082,15 @@ void results_free(struct results *r)
 	if (!r)
 		return;
 	struct priv *pv = r->priv;
-	for (size_t i = 0; i < r->ngroups; i++)
+	for (size_t i = 0; i < r->ngroups; i++) {
 		free(r->groups[i].v); /* v owns iter and warm too */
+		free(r->groups[i].origin);
+	}
 	free(r->groups);
 	free(r->runs);
 	free(r->parts);
 	free(r->events);
+	free(r->origins);
 	if (pv) {
 		spool_free(&pv->pool);
 		free(pv->gslot);

@@ -8,6 +8,10 @@
  * whose verified mode differs from the requested one are never loaded (they
  * are infrastructure errors, counted in the run's job counts).
  *
+ * Where each value was measured (schema 8): every value's iteration has an
+ * origin, origins[0] being a local one; a group whose values all ran locally
+ * has no origin array (the common case costs nothing).
+ *
  * Warm-up: per group, the first value (lowest iteration) is flagged when
  * stats_warmup() says so, or when the store marked its iteration as warm-up.
  * Flags are always computed; excluding them is the consumer's choice.
@@ -44,6 +48,12 @@ struct results_event {
 	const char *at, *kind, *stage, *board, *message;
 };
 
+/* Where one iteration ran (iteration.executor, job_url, worker; docs/lava.md). */
+struct results_origin {
+	const char *executor;         /* "local" or "lava" */
+	const char *job_url, *worker; /* the LAVA job's page and worker; NULL locally */
+};
+
 struct results_group {
 	size_t run;      /* index into runs[] */
 	size_t part;     /* index into parts[] */
@@ -51,6 +61,7 @@ struct results_group {
 	double *v;
 	int *iter;                /* iteration number of each value */
 	unsigned char *warm;      /* 1 when that value is a flagged warm-up */
+	uint32_t *origin;         /* index into origins[] of each value; NULL: all local */
 	size_t n, cap;
 	double warmup_dev;        /* relative deviation of the first value (NaN if not computed) */
 	int direction;            /* stats_direction(metric, unit) */
@@ -69,6 +80,8 @@ struct results {
 	size_t nevents;
 	size_t nevents_dropped;
 	size_t nsamples;
+	struct results_origin *origins; /* [0]: local; then one per non-local iteration loaded */
+	size_t norigins;
 	void *priv;                     /* string pool and indexes */
 };
 
@@ -104,6 +117,10 @@ const char *results_source_banner(const struct results *r, char *buf, size_t n);
  * published data" or "assumed (no published data)"; "" for any other kind. */
 const char *results_provenance(const struct results *r, const char *kind, size_t part,
 			       const char *workload, const char *mode, const char *metric);
+
+/* Where value k of group g was measured (never NULL). */
+const struct results_origin *results_value_origin(const struct results *r,
+						  const struct results_group *g, size_t k);
 
 /* The mode's row in the mode table (mode.h); other modes sort after them. */
 int results_mode_rank(const char *mode);

@@ -9,6 +9,13 @@
  * same time waits for a moment, not for the whole merge; and a merge that
  * fails half-way keeps the runs it copied (the next merge copies the rest).
  *
+ * A run is copied with everything it holds: jobs (health flags too),
+ * iterations (where each ran: executor, LAVA job URL, worker), samples,
+ * counters (the latency histograms are counters), its jobs' part health
+ * readings, events, transcripts, artifacts and import records.  Readings
+ * whose job was deleted follow their part, once.  Baselines and the upload
+ * outbox are the database's own and are not copied.
+ *
  * Conflicts (store_merge_report): a run whose uuid is present but whose
  * content differs (a copy taken while it was still running, or an edited
  * database), and a run whose board is known here by name with another type
@@ -212,6 +219,33 @@ out:
 
 #define NEVER "SELECT 1 WHERE 0"
 
+/*
+ * Wear readings whose job is gone (part_health.job_id ON DELETE SET NULL)
+ * belong to no run: copied for the parts known here by identity, unless an
+ * equal reading is here already, so a merge twice adds nothing.  One
+ * transaction after the runs'.
+ */
+static int merge_orphan_health(struct merge *m)
+{
+	int rc = store_begin(m->s, m->e);
+	if (rc)
+		return rc;
+	rc = mexec(m,
+		   "INSERT INTO main.part_health (part_id, job_id, at, phase, life_a, life_b, pre_eol,"
+		   " src) SELECT p.id, NULL, h.at, h.phase, h.life_a, h.life_b, h.pre_eol, h.src"
+		   " FROM src.part_health h JOIN src.part o ON o.id = h.part_id"
+		   " JOIN main.part p ON p.label = o.label AND p.cid IS o.cid"
+		   " WHERE h.job_id IS NULL AND NOT EXISTS (SELECT 1 FROM main.part_health x"
+		   " WHERE x.part_id = p.id AND x.job_id IS NULL AND x.at = h.at AND x.phase = h.phase"
+		   " AND x.life_a IS h.life_a AND x.life_b IS h.life_b AND x.pre_eol IS h.pre_eol"
+		   " AND x.src IS h.src) ORDER BY h.id",
+		   0, 0, "copying part health without a job");
+	if (!rc)
+		return store_commit(m->s, m->e);
+	store_rollback(m->s);
+	return rc;
+}
+
 static int merge_run(struct merge *m, int64_t old_run)
 {
 	int rc;
@@ -267,12 +301,13 @@ static int merge_run(struct merge *m, int64_t old_run)
 	char *job_ins = xasprintf(
 		"INSERT INTO main.job (run_id, board_id, part_id, kernel_id, suite, mode, verified_fua,"
 		" verified_write_cache, verified_cqe, verified_mode, verified_by, status, seq,"
-		" started_at, finished_at, kernel_cmdline, source_key, cause) SELECT %lld,"
+		" started_at, finished_at, kernel_cmdline, source_key, cause, health_flag) SELECT %lld,"
 		" (SELECT new FROM temp.m_board WHERE old = j.board_id),"
 		" (SELECT new FROM temp.m_part WHERE old = j.part_id),"
 		" (SELECT new FROM temp.m_kernel WHERE old = j.kernel_id), suite, mode, verified_fua,"
 		" verified_write_cache, verified_cqe, verified_mode, verified_by, status, seq,"
-		" started_at, finished_at, kernel_cmdline, source_key, cause FROM src.job j WHERE id = ?1",
+		" started_at, finished_at, kernel_cmdline, source_key, cause, health_flag FROM src.job j"
+		" WHERE id = ?1",
 		(long long)run);
 	rc = map_ids(m, old_run, "SELECT id FROM src.job WHERE run_id = ?1 ORDER BY id", NEVER,
 		     job_ins, "m_job", "copying jobs");
@@ -282,8 +317,9 @@ static int merge_run(struct merge *m, int64_t old_run)
 			     "SELECT i.id FROM src.iteration i JOIN src.job j ON j.id = i.job_id"
 			     " WHERE j.run_id = ?1 ORDER BY i.id", NEVER,
 			     "INSERT INTO main.iteration (job_id, workload, n, started_at, duration_s,"
-			     " warmup) SELECT (SELECT new FROM temp.m_job WHERE old = i.job_id), workload,"
-			     " n, started_at, duration_s, warmup FROM src.iteration i WHERE id = ?1",
+			     " warmup, executor, job_url, worker) SELECT (SELECT new FROM temp.m_job"
+			     " WHERE old = i.job_id), workload, n, started_at, duration_s, warmup,"
+			     " executor, job_url, worker FROM src.iteration i WHERE id = ?1",
 			     "m_iter", "copying iterations");
 	if (!rc)
 		rc = mexec(m,
@@ -296,6 +332,15 @@ static int merge_run(struct merge *m, int64_t old_run)
 			   "INSERT INTO main.counter (iteration_id, name, value) SELECT m.new, c.name,"
 			   " c.value FROM src.counter c JOIN temp.m_iter m ON m.old = c.iteration_id"
 			   " ORDER BY c.id", 0, 0, "copying counters");
+	/* The run's wear readings: the part is the job's (store_health_write), so
+	 * it is mapped already; the jobs are new, so none of these is here yet. */
+	if (!rc)
+		rc = mexec(m,
+			   "INSERT INTO main.part_health (part_id, job_id, at, phase, life_a, life_b,"
+			   " pre_eol, src) SELECT mp.new, mj.new, h.at, h.phase, h.life_a, h.life_b,"
+			   " h.pre_eol, h.src FROM src.part_health h JOIN temp.m_job mj ON mj.old = h.job_id"
+			   " JOIN temp.m_part mp ON mp.old = h.part_id ORDER BY h.id",
+			   0, 0, "copying part health");
 	if (!rc)
 		rc = mexec(m,
 			   "INSERT INTO main.event (run_id, job_id, board_id, at, kind, stage, message)"
@@ -414,6 +459,8 @@ int store_merge_report(struct store *s, const char *src_path, int *copied, int *
 		if (!rc)
 			(*copied)++;
 	}
+	if (!rc)
+		rc = merge_orphan_health(&m);
 	*nconflicts = m.nconflicts;
 	free(ids);
 	sqlite3_exec(store_sqlite(s), "DETACH DATABASE src", NULL, NULL, NULL);

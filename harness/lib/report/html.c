@@ -3,7 +3,9 @@
  * script, no external reference.  Sections: summary, part comparison
  * overview, per DUT box/strip plots per mode with the comparison table,
  * trends over nights (per-run means, runs ordered by date), baseline
- * comparison, infrastructure events; request latency CDFs per mode.  Every string from the data is escaped.
+ * comparison, where the iterations ran (when any ran through LAVA),
+ * infrastructure events; request latency CDFs per mode.  Every string from
+ * the data is escaped; a LAVA job's URL is text, not a link.
  */
 #include "health.h"
 #include "report.h"
@@ -646,6 +648,72 @@ static void latency(FILE *f, const struct report_model *m)
 	}
 }
 
+/*
+ * Where the iterations ran (docs/lava.md): per board and LAVA worker, how
+ * many iterations and the last LAVA job, shown only when any value was
+ * measured through LAVA.  An iteration is one origin (results.h), counted
+ * once however many metrics it gave.
+ */
+#define WHERE_ROWS 64
+
+struct where_row {
+	const char *board, *worker, *last; /* last: the LAVA job of the newest iteration */
+	size_t last_ix;
+	int n;
+};
+
+static void where_ran(FILE *f, const struct results *r)
+{
+	struct where_row row[WHERE_ROWS];
+	size_t nrow = 0, more = 0;
+	if (r->norigins < 2)
+		return;
+	unsigned char *seen = xcalloc(r->norigins, 1);
+	for (size_t i = 0; i < r->ngroups; i++) {
+		const struct results_group *g = &r->groups[i];
+		for (size_t k = 0; k < g->n; k++) {
+			uint32_t ix = g->origin ? g->origin[k] : 0;
+			if (!ix || ix >= r->norigins || seen[ix])
+				continue;
+			seen[ix] = 1;
+			const struct results_origin *o = &r->origins[ix];
+			const char *worker = o->worker ? o->worker : "";
+			size_t j = 0;
+			while (j < nrow && (strcmp(row[j].board, g->board) || strcmp(row[j].worker, worker)))
+				j++;
+			if (j == nrow) {
+				if (nrow == WHERE_ROWS) {
+					more++;
+					continue;
+				}
+				row[nrow++] = (struct where_row){g->board, worker, NULL, 0, 0};
+			}
+			row[j].n++;
+			if (o->job_url && (!row[j].last || ix > row[j].last_ix)) {
+				row[j].last = o->job_url;
+				row[j].last_ix = ix; /* origins are in load order: rowid order */
+			}
+		}
+	}
+	free(seen);
+	fputs("<h2>Where it ran</h2>\n<table><tr><th>board</th><th>executor</th><th>LAVA worker</th>"
+	      "<th>iterations</th><th>last LAVA job</th></tr>\n", f);
+	for (size_t j = 0; j < nrow; j++) {
+		fputs("<tr><td>", f);
+		esc(f, row[j].board);
+		fputs("</td><td>lava</td><td>", f);
+		esc(f, row[j].worker);
+		fprintf(f, "</td><td>%d</td><td>", row[j].n);
+		esc(f, row[j].last ? row[j].last : "");
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table>\n<p class='note'>Iterations not listed ran on boards the controller drove"
+	      " itself (executor local).", f);
+	if (more)
+		fprintf(f, " %zu more LAVA iterations on other boards or workers not shown.", more);
+	fputs("</p>\n", f);
+}
+
 static const char css[] =
 	"body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1150px}"
 	"h1{font-size:22px;margin:0 0 4px}h2{border-bottom:2px solid #ddd;padding-bottom:3px;margin-top:32px}"
@@ -796,6 +864,8 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	}
 	if (nhealth)
 		fputs("</table>\n", f);
+
+	where_ran(f, m->res);
 
 	fputs("<h2>Infrastructure events</h2>\n", f);
 	const struct results *r = m->res;

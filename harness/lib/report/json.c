@@ -1,7 +1,8 @@
 /*
  * report/json.c - the versioned machine format ("schema": "emmclab-report/1"):
- * summary, runs, groups (with values and warm-up flags), comparisons,
- * baseline comparisons and events.  Numbers that do not exist are null.
+ * summary, runs, groups (with values, warm-up flags and where each value
+ * was measured), comparisons, baseline comparisons and events.  Numbers
+ * that do not exist are null.
  */
 #include "health.h"
 #include "json.h"
@@ -117,6 +118,27 @@ void report_json_interactions(FILE *f, const struct compare_result *cr)
 	fputs("]", f);
 }
 
+/* Where each value was measured, parallel to "iterations" (docs/lava.md):
+ * "executor" local or lava, the LAVA "job_url" and "worker" (null locally). */
+static void where(FILE *f, const struct results *r, const struct results_group *g)
+{
+	static const char *const key[] = {"executor", "job_url", "worker"};
+	for (size_t x = 0; x < LAB_ARRAY_SIZE(key); x++) {
+		fprintf(f, "%s\"%s\":[", x ? "," : "", key[x]);
+		for (size_t k = 0; k < g->n; k++) {
+			const struct results_origin *o = results_value_origin(r, g, k);
+			const char *v = x == 0 ? o->executor : x == 1 ? o->job_url : o->worker;
+			if (k)
+				fputc(',', f);
+			if (v)
+				json_put_str(f, v);
+			else
+				fputs("null", f);
+		}
+		fputc(']', f);
+	}
+}
+
 static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 {
 	LAB_UNUSED(e);
@@ -195,7 +217,8 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 		for (size_t k = 0; k < g->n; k++)
 			fprintf(f, "%s%s", k ? "," : "", g->warm[k] ? "true" : "false");
 		fputs("],", f);
-		kv_num(f, "warmup_deviation", g->warmup_dev, false);
+		kv_num(f, "warmup_deviation", g->warmup_dev, true);
+		where(f, r, g);
 		fputc('}', f);
 	}
 	fputs("],\n\"comparisons\":", f);

@@ -8,7 +8,8 @@
 #  2. a job canceled through LAVA's API: infrastructure (lava-canceled),
 #     retried, then given up;
 #  3. a kernel that cannot boot: infrastructure, never a result;
-#  4. one plan mixing a local simulated board and a LAVA board.
+#  4. one plan mixing a local simulated board and a LAVA board; the JSON
+#     report gives each value's executor, LAVA job URL and worker.
 # Uses the farm CI started (LAVA_FARM_DIR) when it answers, else starts one
 # and stops it at the end.
 set -euo pipefail
@@ -244,4 +245,16 @@ run 0
 [ "$(q "select group_concat(x, ' ') from (select b.name || ':' || i.executor as x from iteration i
        join job j on j.id=i.job_id join board b on b.id=j.board_id order by b.name)")" = "lslow:lava simb:local" ] ||
 	fail "mixed plan executors: $(q "select executor from iteration")"
+# the JSON report tells the LAVA figures apart: per value, executor, job URL and worker
+"$EMMCLAB" report --db "$tmp/lab.db" --format json -o "$tmp/report.json" > /dev/null
+lava_url=$(q "select i.job_url from iteration i join job j on j.id=i.job_id join board b on b.id=j.board_id where b.name='lslow'")
+/usr/bin/python3 - "$tmp/report.json" "$lava_url" <<'PY' || fail "the JSON report does not say where the figures were measured"
+import json, sys
+groups = json.load(open(sys.argv[1]))["groups"]
+where = {}
+for g in groups:
+    where.setdefault(g["board"], set()).update(zip(g["executor"], g["job_url"], g["worker"]))
+assert where.get("lslow") == {("lava", sys.argv[2], "emmclab-worker")}, where
+assert where.get("simb") == {("local", None, None)}, where
+PY
 echo "lava_farm: $((SECONDS - t0)) s"

@@ -57,6 +57,9 @@ d = json.load(open(sys.argv[1]))
 assert d["provenance"].startswith("source: simulated"), d["provenance"]
 assert all(r["source_kind"] == "simulated" for r in d["runs"])
 assert all(g["source"] == "simulated" for g in d["groups"])
+# the controller drove every simulated board itself: every value local (docs/lava.md)
+assert all(g["executor"] == ["local"] * len(g["iterations"]) and
+           g["job_url"] == g["worker"] == [None] * len(g["iterations"]) for g in d["groups"])
 cmp = d["comparisons"]
 assert all(c["source"] == "simulated" and c["provenance"] for c in cmp)
 def prov(part, wl, metric, a, b):

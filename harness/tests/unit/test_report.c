@@ -7,6 +7,7 @@
 #include "baseline.h"
 #include "report.h"
 #include "store.h"
+#include "store_internal.h"
 #include "tap.h"
 #include "util.h"
 
@@ -229,6 +230,64 @@ static void test_regression(struct store *s, int64_t last, const char *dir)
 	free(buf);
 }
 
+/* A night whose second fua iteration ran through LAVA (schema 8): the JSON
+ * report says so for that value only, loaded for the run and for all runs. */
+static void test_executor(struct store *s)
+{
+	struct lab_err e = {0};
+	int64_t run = night(s, 5, 1.0, false);
+	char *sql = xasprintf("UPDATE iteration SET executor = 'lava', job_url ="
+			      " 'http://lava.test/scheduler/job/7', worker = 'worker-1' WHERE n = 2"
+			      " AND job_id IN (SELECT id FROM job WHERE run_id = %lld AND mode = 'fua')",
+			      (long long)run);
+	is_int(store_exec(s, sql, "marking a LAVA iteration", &e), 0, "a LAVA iteration");
+	free(sql);
+	static const char want[] =
+		"\"executor\":[\"local\",\"lava\",\"local\",\"local\",\"local\"],"
+		"\"job_url\":[null,\"http://lava.test/scheduler/job/7\",null,null,null],"
+		"\"worker\":[null,\"worker-1\",null,null,null]}";
+	static const char local[] = "\"executor\":[\"local\",\"local\",\"local\",\"local\","
+				    "\"local\"],\"job_url\":[null,null,null,null,null],"
+				    "\"worker\":[null,null,null,null,null]}";
+	for (int all = 0; all < 2; all++) {
+		struct report_opts o;
+		report_opts_init(&o);
+		o.run_id = all ? 0 : run;
+		o.all = all;
+		struct report_model *m;
+		is_int(report_build(s, &o, &m, &e), 0, all ? "build report: all runs" : "build report: the run");
+		char *j = render(m, "json");
+		/* fua: seq_write and rand_write; each value's place after warmup_deviation */
+		const char *hit = strstr(j, want);
+		ok(hit && strstr(hit + 1, want) && strstr(j, local), "json %s: the LAVA value, the local ones",
+		   all ? "all runs" : "one run");
+		/* every group: the keys before schema 8's unchanged, the new ones after them */
+		int ngroups = 0, nafter = 0;
+		for (const char *p = j; (p = strstr(p, "\"warmup_deviation\":")); ngroups++) {
+			p += strcspn(p, ",}");
+			nafter += strncmp(p, ",\"executor\":[", 13) == 0;
+		}
+		ok(ngroups > 0 && nafter == ngroups, "json: executor follows warmup_deviation (%d of %d)",
+		   nafter, ngroups);
+		free(j);
+		const struct results *r = m->res;
+		int nlava = 0, nbad = 0;
+		for (size_t g = 0; g < r->ngroups; g++)
+			for (size_t k = 0; k < r->groups[g].n; k++) {
+				const struct results_group *gr = &r->groups[g];
+				const struct results_origin *or = results_value_origin(r, gr, k);
+				if (strcmp(or->executor, "lava") == 0)
+					nlava += or->worker && strcmp(or->worker, "worker-1") == 0 &&
+						 gr->iter[k] == 2 && strcmp(gr->mode, "fua") == 0;
+				else
+					nbad += strcmp(or->executor, "local") != 0 || or->job_url || or->worker;
+			}
+		is_int(nlava, 2, "results: the two LAVA values");
+		is_int(nbad, 0, "results: every other value local, without a LAVA job");
+		report_free(m);
+	}
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/emmclab-test-report-XXXXXX";
@@ -248,6 +307,7 @@ int main(void)
 		last = night(s, k, k == 4 ? 0.9 : 1.0, k == 4);
 	test_reference_report(s);
 	test_regression(s, last, dir);
+	test_executor(s);
 	store_close(s);
 	char cmd[700];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

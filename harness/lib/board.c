@@ -629,19 +629,8 @@ static void on_powered(struct power *p, int rc, int state, const char *msg, void
 		      "uboot.prompt is set: the mode's bootargs go in from there");
 		/* the interrupt budget includes the wait for first output */
 		uint64_t budget = tmo(t->bootloader_ms, 60000) + tmo(t->first_output_ms, 30000);
-		if (uboot_interrupt(b->ub, budget, on_uboot_ready, b)) {
+		if (uboot_interrupt(b->ub, budget, on_uboot_ready, b))
 			attempt_failed(b, FAIL_BOOTLOADER_HANG, "U-Boot session busy");
-			return;
-		}
-		/* A board can print its banner and the autoboot line before the power
-		 * driver reports the power on (a PDU that answers late, the exec driver
-		 * under load): that text is buffered, and a U-Boot that then waits for a
-		 * key prints nothing more to match it on.  Match it now. */
-		if (expect_buffered(b->x) > 0) {
-			trace(b, "matched", "%zu bytes of console output from the power cycle",
-			      expect_buffered(b->x));
-			expect_rescan(b->x);
-		}
 		return;
 	}
 	if (b->dep && !(fl & DEPLOY_BEFORE_POWER)) {

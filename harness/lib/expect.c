@@ -89,7 +89,6 @@ struct expect {
 	/* re-entrancy: feeds from callbacks are queued, frees deferred */
 	int depth;
 	bool dead;
-	bool rescan; /* expect_rescan() from a callback: match when it returns */
 	struct lab_buf pending;
 	char *scratch;   /* cleaned copy of one input piece */
 	size_t scratch_cap;
@@ -960,25 +959,10 @@ void expect_feed(struct expect *x, const char *buf, size_t n)
 	leave(x);
 }
 
-void expect_rescan(struct expect *x)
-{
-	if (x->depth > 0) {
-		x->rescan = true;
-		return;
-	}
-	x->depth++;
-	run_matches(x);
-	leave(x);
-}
-
 /* End of a dispatch: run text fed from callbacks, then apply deferred frees. */
 static void leave(struct expect *x)
 {
 	if (x->depth == 1) {
-		if (x->rescan && !x->dead) {
-			x->rescan = false;
-			run_matches(x);
-		}
 		while (!x->dead && x->pending.len) {
 			char *p = x->pending.data;
 			size_t pn = x->pending.len;

@@ -65,10 +65,5 @@ void expect_feed(struct expect *x, const char *buf, size_t n);
 void expect_set_line_cb(struct expect *x, void (*cb)(struct expect *, const char *line,
 						      size_t len, void *), void *arg);
 size_t expect_buffered(const struct expect *x);
-/* Match the armed patterns against the text already buffered now, not at the
- * next feed (from a callback: when it returns).  For patterns armed after
- * their text arrived, e.g. U-Boot's autoboot line printed while the power
- * driver had not yet reported the power on. */
-void expect_rescan(struct expect *x);
 
 #endif

@@ -355,47 +355,6 @@ static void test_buffer_growth(void)
 	expect_free(x);
 }
 
-/* expect_rescan: a pattern armed after its text arrived matches now, not at the next feed */
-static void cb_rescan_in_cb(struct expect *x, const struct expect_match *m, void *arg)
-{
-	struct rec *r = arg;
-	cb(x, m, r);
-	if (r->n == 1) {
-		expect_add(x, EXPECT_REGEX, "stop autoboot: +([0-9])", 0, cb, r, NULL);
-		expect_rescan(x); /* from a callback: runs when it returns */
-		is_int(r->n, 1, "rescan from a callback waits for the callback to return");
-	}
-}
-
-static void test_rescan(void)
-{
-	struct rec r = {0};
-	struct expect *x = expect_new(NULL, 0);
-	feeds(x, "U-Boot 2023.04\r\nHit any key to stop autoboot:  2");
-	expect_add(x, EXPECT_LITERAL, "Hit any key", 0, cb, &r, NULL);
-	is_int(r.n, 0, "a pattern armed after its text: no match until something happens");
-	expect_rescan(x);
-	is_int(r.n, 1, "rescan matched the buffered text");
-	is_str(r.before[0], "U-Boot 2023.04\n", "before text of the rescan match");
-	expect_rescan(x);
-	is_int(r.n, 1, "a second rescan finds nothing new (the match was consumed)");
-	expect_clear(x);
-	expect_add(x, EXPECT_LITERAL, "stop", 0, cb_rescan_in_cb, &r, NULL);
-	expect_rescan(x);
-	is_int(r.n, 2, "the text after the consumed match is still there to match");
-	is_str(r.text[1], "stop", "match text after the consumed one");
-	expect_free(x);
-
-	struct rec q = {0};
-	x = expect_new(NULL, 0);
-	feeds(x, "DRAM:  1 GiB\nHit any key to stop autoboot:  3");
-	expect_add(x, EXPECT_LITERAL, "DRAM", 0, cb_rescan_in_cb, &q, NULL);
-	expect_rescan(x);
-	is_int(q.n, 2, "a rescan asked for inside a callback ran after it");
-	is_str(q.g1[1], "3", "and matched what followed");
-	expect_free(x);
-}
-
 int main(void)
 {
 	test_literal_across_reads();
@@ -409,6 +368,5 @@ int main(void)
 	test_line_cb_off_on_overlong();
 	test_shared_regexes();
 	test_buffer_growth();
-	test_rescan();
 	return tap_done();
 }

@@ -21,12 +21,11 @@
 /* The bucket of a latency in whole microseconds. */
 static inline unsigned lathist_bucket(uint64_t us)
 {
-	unsigned e = 0;
+	unsigned e;
 
 	if (us < 1)
 		us = 1;
-	while (e < 63 && (us >> (e + 1)) != 0)
-		e++;
+	e = 63u - (unsigned)__builtin_clzll(us); /* floor(log2(us)) */
 	if (e >= LATHIST_OCTAVES)
 		return LATHIST_BUCKETS - 1;
 	/* the quarter of the octave [2^e, 2^(e+1)) the value lies in */

@@ -128,16 +128,24 @@ static int proto_parse_u64(const char *s, size_t len, uint64_t *out)
 static const char *proto_find_magic(const char *line, size_t len)
 {
 	const size_t ml = sizeof(PROTO_MAGIC) - 1;
-	const char *found = NULL;
-	size_t i;
+	size_t end;
 
 	if (len < ml + 1)
 		return NULL;
-	for (i = 0; i + ml < len; i++) {
-		if (line[i] == '@' && memcmp(line + i, PROTO_MAGIC, ml) == 0 && line[i + ml] == ' ')
-			found = line + i;
+	/* from the end: the candidates are the '@'s at 0 .. len - ml - 1 */
+	end = len - ml;
+	while (end > 0) {
+		const char *p = memrchr(line, '@', end);
+		size_t i;
+
+		if (!p)
+			return NULL;
+		i = (size_t)(p - line);
+		if (memcmp(p, PROTO_MAGIC, ml) == 0 && line[i + ml] == ' ')
+			return p;
+		end = i;
 	}
-	return found;
+	return NULL;
 }
 
 /* Best-effort seq from "@@emmclab <ver> <seq> ..." for PROTO_BAD_CRC. */
@@ -207,9 +215,11 @@ int proto_parse(const char *line, size_t len, struct proto_msg *m)
 	m->seq = proto_peek_seq(body, blen);
 
 	/* The last " crc=" ends the line: exactly 8 hex digits, maybe trailing blanks. */
-	for (i = 0; i + CRC_FIELD_LEN <= blen; i++)
-		if (body[i] == ' ' && memcmp(body + i, CRC_FIELD, CRC_FIELD_LEN) == 0)
+	for (i = blen >= CRC_FIELD_LEN ? blen - CRC_FIELD_LEN + 1 : 0; i-- > 0;)
+		if (body[i] == ' ' && memcmp(body + i, CRC_FIELD, CRC_FIELD_LEN) == 0) {
 			crcp = body + i;
+			break;
+		}
 	if (!crcp)
 		return PROTO_BAD_CRC;
 	clen = blen - (size_t)(crcp - body) - CRC_FIELD_LEN;

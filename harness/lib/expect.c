@@ -110,6 +110,11 @@ struct re_shared {
 	regex_t re;
 	bool multiline;
 	char *req;
+	/* alternation: one literal per alternative, one of which every match
+	 * contains (required_any); nany == 0 when there is no such set */
+	char **any;
+	struct needle *anyn;
+	size_t nany;
 	unsigned refs;
 	uint64_t idle_seq; /* when refs fell to 0 (oldest idle is evicted first) */
 	struct re_shared *next;
@@ -139,6 +144,10 @@ static void re_unlink(struct re_shared *r)
 	regfree(&r->re);
 	free(r->src);
 	free(r->req);
+	for (size_t i = 0; i < r->nany; i++)
+		free(r->any[i]);
+	free(r->any);
+	free(r->anyn);
 	free(r);
 }
 
@@ -160,6 +169,7 @@ static void re_release(struct re_shared *r)
 
 static bool regex_multiline(const char *re);
 static char *required_literal(const char *re);
+static void required_any(struct re_shared *r);
 
 /* The compiled form of pattern (a new reference), or NULL with regcomp's code in *rc. */
 static struct re_shared *re_acquire(const char *pattern, int *rc, char *msg, size_t msglen)
@@ -184,6 +194,8 @@ static struct re_shared *re_acquire(const char *pattern, int *rc, char *msg, siz
 	r->src = xstrdup(pattern);
 	r->multiline = regex_multiline(pattern);
 	r->req = required_literal(pattern);
+	if (!r->req)
+		required_any(r);
 	r->refs = 1;
 	if (re_cache.n >= 2 * re_cache.nb) {
 		size_t nb = re_cache.nb ? 2 * re_cache.nb : 64;
@@ -430,6 +442,138 @@ static char *required_literal(const char *re)
 	}
 	free(cur);
 	return best;
+}
+
+/* Past the bracket expression that starts at re[i] ('['): []...] and [^]...] keep a
+ * leading ], and [:class:], [.coll.], [=equiv=] are skipped whole. */
+static size_t skip_bracket(const char *re, size_t i, size_t n)
+{
+	size_t j = i + 1;
+	if (re[j] == '^')
+		j++;
+	if (re[j] == ']')
+		j++;
+	while (j < n && re[j] != ']') {
+		if (re[j] == '[' && (re[j + 1] == ':' || re[j + 1] == '.' || re[j + 1] == '=')) {
+			const char *close = strstr(re + j + 2, (char[]){re[j + 1], ']', 0});
+			j = close ? (size_t)(close - re) + 2 : n;
+		} else {
+			j++;
+		}
+	}
+	return j < n ? j + 1 : n;
+}
+
+/*
+ * For a regex whose alternation is either at the top level (A|B|C) or inside
+ * one top-level group that no quantifier makes optional (x(A|B|C)y), a
+ * required literal of every alternative: every match contains one of them,
+ * so where none occurs regexec need not run.  U-Boot's error-line pattern (19
+ * alternatives, matching across its newline, so searched over the whole
+ * buffer) ran regexec on every chunk of console text: 9 % of the controller's
+ * instructions.  Conservative: any other shape, or an alternative without a
+ * literal of 2 characters or more, gives no set.
+ */
+static void required_any(struct re_shared *r)
+{
+	const char *re = r->src;
+	size_t n = strlen(re);
+	if (!strchr(re, '|'))
+		return;
+	/* where the alternation bars are, and the single top-level group holding them */
+	int depth = 0, bar_depth = -1;
+	size_t gs = 0, ge = 0, cur_gs = 0, groups_with_bars = 0;
+	bool cur_has_bar = false;
+	for (size_t i = 0; i < n; i++) {
+		char c = re[i];
+		if (c == '\\') {
+			i++;
+		} else if (c == '[') {
+			i = skip_bracket(re, i, n) - 1;
+		} else if (c == '(') {
+			if (depth == 0) {
+				cur_gs = i;
+				cur_has_bar = false;
+			}
+			depth++;
+		} else if (c == ')') {
+			if (depth == 0)
+				return;
+			if (--depth == 0 && cur_has_bar) {
+				gs = cur_gs;
+				ge = i;
+				groups_with_bars++;
+			}
+		} else if (c == '|') {
+			if (bar_depth >= 0 && bar_depth != depth)
+				return; /* bars at two depths */
+			if (depth > 1)
+				return;
+			bar_depth = depth;
+			if (depth == 1)
+				cur_has_bar = true;
+		}
+	}
+	if (depth != 0 || bar_depth < 0)
+		return;
+	size_t from = 0, to = n;
+	if (bar_depth == 1) {
+		if (groups_with_bars != 1)
+			return;
+		if (ge + 1 < n && strchr("?*{", re[ge + 1]))
+			return; /* the group may match nothing */
+		from = gs + 1;
+		to = ge;
+	}
+	/* split [from, to) at the bars of its own level */
+	char **lits = NULL;
+	size_t nl = 0;
+	depth = 0;
+	size_t start = from;
+	for (size_t i = from; i <= to; i++) {
+		char c = i < to ? re[i] : '|';
+		if (i < to && c == '\\') {
+			i++;
+			continue;
+		}
+		if (i < to && c == '[') {
+			i = skip_bracket(re, i, to) - 1;
+			continue;
+		}
+		if (c == '(')
+			depth++;
+		else if (c == ')')
+			depth--;
+		if (c != '|' || depth != 0)
+			continue;
+		char *alt = xstrndup(re + start, i - start);
+		char *lit = required_literal(alt);
+		free(alt);
+		if (!lit || strlen(lit) < 2) {
+			free(lit);
+			for (size_t k = 0; k < nl; k++)
+				free(lits[k]);
+			free(lits);
+			return;
+		}
+		lits = xreallocarray(lits, nl + 1, sizeof *lits);
+		lits[nl++] = lit;
+		start = i + 1;
+	}
+	r->any = lits;
+	r->nany = nl;
+	r->anyn = xcalloc(nl, sizeof *r->anyn);
+	for (size_t k = 0; k < nl; k++)
+		needle_init(&r->anyn[k], lits[k], strlen(lits[k]));
+}
+
+/* Does any literal of the set occur in h[0..hn)? */
+static bool any_present(const struct re_shared *r, const char *h, size_t hn)
+{
+	for (size_t k = 0; k < r->nany; k++)
+		if (needle_find(&r->anyn[k], h, hn))
+			return true;
+	return false;
 }
 
 /* POSIX leaves adjacent duplication symbols (a+*, b?+, c{2}*) undefined, and glibc's
@@ -804,7 +948,9 @@ static bool find(struct expect *x, struct pattern *p, size_t *so, size_t *eo, re
 		return false;
 	bool at_bol = from == 0 ? x->bol : x->buf[from - 1] == '\n';
 	int flags = at_bol ? 0 : REG_NOTBOL;
-	if (regexec(&p->rs->re, x->buf + from, 10, rm, flags) == 0) {
+	/* a match lies within [from, len): without one of the set's literals there, none */
+	bool possible = !p->rs->nany || any_present(p->rs, x->buf + from, x->len - from);
+	if (possible && regexec(&p->rs->re, x->buf + from, 10, rm, flags) == 0) {
 		*so = from + (size_t)rm[0].rm_so;
 		*eo = from + (size_t)rm[0].rm_eo;
 		shift_groups(rm, from);

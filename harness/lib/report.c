@@ -152,6 +152,9 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 		const struct results_run *u = results_run_by_id(m->res, m->run_id);
 		snprintf(m->scope, sizeof m->scope, "run %lld (%s%s%s, %s)", (long long)m->run_id,
 			 u->started_at, u->plan[0] ? ", plan " : "", u->plan, u->source);
+	}
+	if (m->run_id && !o->modes_only) {
+		const struct results_run *u = results_run_by_id(m->res, m->run_id);
 		/* Trends: this night and the ones before it. */
 		struct results_filter hf = o->filter;
 		hf.run_id = 0;
@@ -162,7 +165,7 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 		hf.source = u->source;
 		if ((rc = results_load(s, &hf, &m->hist, e)))
 			goto fail;
-	} else {
+	} else if (!m->run_id) {
 		snprintf(m->scope, sizeof m->scope, "all runs (%zu)", m->res->nruns);
 	}
 	struct compare_opts co;
@@ -187,7 +190,8 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 					&m->base_runs, &m->nbase_runs, e)))
 			goto fail;
 	}
-	if ((rc = store_lathist_load(s, m->run_id, &o->filter, o->exclude_warmup, &m->lat, &m->nlat, e)))
+	if (!o->modes_only &&
+	    (rc = store_lathist_load(s, m->run_id, &o->filter, o->exclude_warmup, &m->lat, &m->nlat, e)))
 		goto fail;
 	results_source_banner(m->res, m->provenance, sizeof m->provenance);
 	summarize(m);
@@ -282,6 +286,9 @@ int report_print_mode_table_opts(struct store *s, int64_t run_id, const struct r
 {
 	struct report_opts o = *ro;
 	o.run_id = run_id;
+	/* the table reads the mode comparisons only: the trends of the last
+	 * nights and the latency histograms were most of its cost (callgrind) */
+	o.modes_only = true;
 	struct report_model *m;
 	int rc = report_build(s, &o, &m, e);
 	if (rc)

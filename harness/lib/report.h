@@ -34,6 +34,7 @@ struct report_opts {
 	const char *title;      /* NULL: "emmclab report" */
 	size_t trend_runs;      /* nights in the HTML trends, default 90 */
 	struct results_filter filter; /* further narrowing (part, mode, ...); run fields ignored */
+	bool modes_only;        /* only what the mode table needs: no trends, no latency histograms */
 };
 void report_opts_init(struct report_opts *o);
 

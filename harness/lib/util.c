@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -165,19 +166,55 @@ size_t lab_strlcat(char *dst, const char *src, size_t size)
 
 void lab_fmt_double(char *buf, size_t n, double v)
 {
-	/* Binary search on the precision: if p digits read back as v, so do
-	 * p + 1 (the nearest p+1-digit number is at least as near), and 17
-	 * always do; 5 tries instead of up to 17. */
-	int lo = 1, hi = 17;
-	while (lo < hi) {
-		int p = lo + (hi - lo) / 2;
-		snprintf(buf, n, "%.*g", p, v);
-		if (strtod(buf, NULL) == v)
-			hi = p;
-		else
-			lo = p + 1;
+	/* The shortest %.*g that reads back as v.  If p <= 15 digits do, the
+	 * p-digit decimal is also v's nearest 15-digit one (a double's error,
+	 * 1.1e-16 relative, is below half a 15-digit step, 5e-16), so %.15g
+	 * prints those p digits with zeros after them that %g strips, or before
+	 * the point in an integer; p is the count of digits left once leading
+	 * and trailing zeros go.  Otherwise p is 16 or 17.  One to three
+	 * conversions each way instead of the five a binary search needs; the
+	 * same text (test_util compares with that search).  Subnormals carry
+	 * fewer digits than that: the binary search. */
+	if (v != 0 && fabs(v) < DBL_MIN) {
+		int lo = 1, hi = 17;
+		while (lo < hi) {
+			int p = lo + (hi - lo) / 2;
+			snprintf(buf, n, "%.*g", p, v);
+			if (strtod(buf, NULL) == v)
+				hi = p;
+			else
+				lo = p + 1;
+		}
+		snprintf(buf, n, "%.*g", lo, v);
+		return;
 	}
-	snprintf(buf, n, "%.*g", lo, v);
+	snprintf(buf, n, "%.15g", v);
+	if (strtod(buf, NULL) == v) {
+		int digits = 0, zeros = 0;
+		bool lead = true;
+		for (const char *c = buf; *c && *c != 'e' && *c != 'E'; c++) {
+			if (*c < '0' || *c > '9')
+				continue;
+			if (*c == '0' && lead)
+				continue;
+			lead = false;
+			if (*c == '0') {
+				zeros++;
+			} else {
+				digits += zeros + 1;
+				zeros = 0;
+			}
+		}
+		if (digits < 1)
+			digits = 1;
+		if (digits < 15)
+			snprintf(buf, n, "%.*g", digits, v);
+		return;
+	}
+	snprintf(buf, n, "%.16g", v);
+	if (strtod(buf, NULL) == v)
+		return;
+	snprintf(buf, n, "%.17g", v);
 }
 
 int lab_parse_i64(const char *s, int64_t *out)

@@ -355,12 +355,69 @@ static void test_buffer_growth(void)
 	expect_free(x);
 }
 
+/* Alternations: a literal per alternative skips regexec where none occurs
+ * (required_any); the matches must be what regexec alone finds, also with the
+ * literal split across reads, and shapes without such a set must still match. */
+static void test_alternation_prefilter(void)
+{
+	struct rec r = {0};
+	struct expect *x = expect_new(NULL, 0);
+	struct lab_err e = {0};
+	int ks = expect_add(x, EXPECT_REGEX, "Starting kernel|Booting Linux|Linux version [0-9]", 0, cb,
+			    &r, &e);
+	int er = expect_add(x, EXPECT_REGEX,
+			    "[^\n]*(TFTP error: |Retry count exceeded|\\*\\*\\* ERROR: `)[^\n]*\n", 0, cb, &r,
+			    &e);
+	ok(ks >= 0 && er >= 0, "alternation regexes added %s", e.msg);
+	feeds(x, "U-Boot 2023.01\n=> dhcp\nBOOTP broadcast 1\nDHCP client bound\n");
+	for (int i = 0; i < 50; i++)
+		feeds(x, "Loading: ################# 1.2 MiB/s\n");
+	is_int(r.n, 0, "no alternative in the text: no match");
+	feeds(x, "=> tftpboot 0x1000 k\nTFTP er");
+	is_int(r.n, 0, "half the literal: no match yet");
+	feeds(x, "ror: 'File not found' (1)\n");
+	is_int(r.n, 1, "the literal completed across reads: matched");
+	is_int(r.ids[0], er, "the error line");
+	is_str(r.text[0], "TFTP error: 'File not found' (1)\n", "the whole error line");
+	feeds(x, "*** ERROR: `serverip' not set\n");
+	is_int(r.n, 2, "escaped stars in an alternative");
+	is_str(r.text[1], "*** ERROR: `serverip' not set\n", "that line");
+	feeds(x, "Booting Li");
+	feeds(x, "nux on physical CPU 0x0\n");
+	is_int(r.n, 3, "a top-level alternative across reads");
+	is_int(r.ids[2], ks, "the kernel start");
+	is_str(r.text[2], "Booting Linux", "its text");
+	feeds(x, "[    0.000000] Linux version 6.1.0\n");
+	is_int(r.n, 4, "the alternative with a bracket after its literal");
+	is_str(r.text[3], "Linux version 6", "its text");
+	expect_free(x);
+
+	/* shapes that give no set: an optional group, a one-character alternative,
+	 * two groups of alternatives, nested ones */
+	struct rec q = {0};
+	x = expect_new(NULL, 0);
+	int o = expect_add(x, EXPECT_REGEX, "(ab|cd)?xy", 0, cb, &q, &e);
+	int one = expect_add(x, EXPECT_REGEX, "(fo|b)r!", 0, cb, &q, &e);
+	int two = expect_add(x, EXPECT_REGEX, "(k|l)(m|n)#", 0, cb, &q, &e);
+	int nest = expect_add(x, EXPECT_REGEX, "<(p(q|r)|st)>", 0, cb, &q, &e);
+	ok(o >= 0 && one >= 0 && two >= 0 && nest >= 0, "fallback shapes added %s", e.msg);
+	feeds(x, "..xy..br!..ln#..<pr>..<st>\n");
+	is_int(q.n, 5, "each fallback shape matches");
+	is_int(q.ids[0], o, "optional group: the bare xy");
+	is_int(q.ids[1], one, "one-character alternative");
+	is_int(q.ids[2], two, "two groups");
+	is_int(q.ids[3], nest, "nested alternation");
+	is_str(q.text[4], "<st>", "and its other alternative");
+	expect_free(x);
+}
+
 int main(void)
 {
 	test_literal_across_reads();
 	test_regex_and_cleaning();
 	test_order_and_groups();
 	test_prefilter();
+	test_alternation_prefilter();
 	test_bounded();
 	test_lines();
 	test_reentrancy();

@@ -3,6 +3,9 @@
 #include "tap.h"
 #include "util.h"
 
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,11 +80,72 @@ static void test_stream(void)
 	free(mem);
 }
 
+/* The shortest round-trip text by binary search on the precision (the
+ * definition lab_fmt_double must agree with, byte for byte). */
+static void fmt_reference(char *buf, size_t n, double v)
+{
+	int lo = 1, hi = 17;
+	while (lo < hi) {
+		int p = lo + (hi - lo) / 2;
+		snprintf(buf, n, "%.*g", p, v);
+		if (strtod(buf, NULL) == v)
+			hi = p;
+		else
+			lo = p + 1;
+	}
+	snprintf(buf, n, "%.*g", lo, v);
+}
+
+static void test_fmt_double(void)
+{
+	static const double fixed[] = {0.0, -0.0, 1, -1, 0.1, 0.5, 1e10, 123000, 1.5e-7, 1e21, 1e22,
+				       1e-300, 5e-324, 9.45552829783908e-310, 2.2250738585072014e-308, 1.7976931348623157e308, 4096, 12.345, 2.0 / 3,
+				       1e15, 1e16, 123456789012345, 1234567890123456, 9007199254740993.0,
+				       INFINITY, -INFINITY, NAN, 100, 0.30000000000000004, 3.14159};
+	char a[40], b[40];
+	int bad = 0;
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(fixed); i++) {
+		lab_fmt_double(a, sizeof a, fixed[i]);
+		fmt_reference(b, sizeof b, fixed[i]);
+		ok(strcmp(a, b) == 0, "fmt_double %s == %s", a, b);
+	}
+	/* random bit patterns, random short decimals, integers and measured-looking values */
+	uint64_t x = 0x9e3779b97f4a7c15u;
+	long n = 0;
+	for (int i = 0; i < 200000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		double v;
+		switch (i % 4) {
+		case 0:
+			memcpy(&v, &x, sizeof v);
+			break;
+		case 1:
+			v = (double)(x % 100000) / pow(10, (double)(x >> 60));
+			break;
+		case 2:
+			v = (double)(int64_t)(x >> 20) * ((x & 1) ? 1000 : 1);
+			break;
+		default:
+			v = (double)(x >> 11) * 0x1.0p-53 * 300.0;
+			break;
+		}
+		lab_fmt_double(a, sizeof a, v);
+		fmt_reference(b, sizeof b, v);
+		if (strcmp(a, b) != 0 && bad++ < 5)
+			fprintf(stderr, "# fmt_double differs: %s vs %s\n", a, b);
+		n++;
+	}
+	ok(bad == 0, "fmt_double: %d of %ld values differ from the binary search", bad, n);
+}
+
 int main(void)
 {
 	test_names();
 	test_path_join();
 	test_escape();
 	test_stream();
+	test_fmt_double();
 	return tap_done();
 }

@@ -38,6 +38,8 @@ const char *store_default_path(const char *opt);
 /* Open (creating if needed) and migrate to the latest schema.  A database
  * from a newer schema, a corrupt file or an unwritable path is an error
  * (LAB_EINFRA) with a clear message, and nothing is written. */
+/* Process-wide SQLite settings, before the first connection (store_open calls it). */
+void store_sqlite_config(void);
 int store_open(const char *path, int flags, struct store **out, struct lab_err *e);
 void store_close(struct store *s);
 int store_schema_version(struct store *s);

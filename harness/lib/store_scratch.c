@@ -1,5 +1,6 @@
 /* store_scratch.c - a temporary SQLite file for one CSV file's rows (see store_scratch.h). */
 #include "store_scratch.h"
+#include "store.h"
 
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ int store_scratch_new(struct store_scratch **out, struct lab_err *e)
 {
 	struct store_scratch *sc = xcalloc(1, sizeof *sc);
 	*out = NULL;
+	store_sqlite_config();
 	int r = sqlite3_open_v2("", &sc->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (r == SQLITE_OK)
 		r = sqlite3_exec(sc->db,

@@ -77,8 +77,10 @@ static void test_exec_basic(void)
 	r = run_op(L, p, POWER_ON, 5000);
 	ok(r.rc == LAB_EINFRA && strstr(r.msg, "exec power of dut1") &&
 	   strstr(r.msg, "exited with 3: relay 7 not found"), "failure message: %s", r.msg);
+	/* off + on would fail here (the on command exits 3): success means the cycle
+	 * command ran.  Not a time bound: `true` took 566 ms in an ASan suite at -j2. */
 	r = run_op(L, p, POWER_CYCLE, 5000);
-	ok(r.rc == LAB_OK && r.ms < 250, "cycle command used when given (%llu ms)", (unsigned long long)r.ms);
+	ok(r.rc == LAB_OK, "cycle command used when given (%llu ms, %s)", (unsigned long long)r.ms, r.msg);
 	power_free(p);
 
 	p = mk("{driver: exec, timeout: 5s, on: [/nonexistent/relayctl, on], off: ['true'],"

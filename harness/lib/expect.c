@@ -362,6 +362,26 @@ static bool regex_multiline(const char *s)
 	       strstr(s, "\\s") || strstr(s, "\\W") || strstr(s, "\\`") || strstr(s, "\\'");
 }
 
+/* Past the bracket expression that starts at re[i] ('['): []...] and [^]...] keep a
+ * leading ], and [:class:], [.coll.], [=equiv=] are skipped whole. */
+static size_t skip_bracket(const char *re, size_t i, size_t n)
+{
+	size_t j = i + 1;
+	if (re[j] == '^')
+		j++;
+	if (re[j] == ']')
+		j++;
+	while (j < n && re[j] != ']') {
+		if (re[j] == '[' && (re[j + 1] == ':' || re[j + 1] == '.' || re[j + 1] == '=')) {
+			const char *close = strstr(re + j + 2, (char[]){re[j + 1], ']', 0});
+			j = close ? (size_t)(close - re) + 2 : n;
+		} else {
+			j++;
+		}
+	}
+	return j + 1; /* n + 1 when unterminated (regcomp refuses those) */
+}
+
 /*
  * The longest run of plain characters that every match of an ERE must contain,
  * or NULL.  Conservative: patterns with alternation give none; runs stop at any
@@ -389,21 +409,7 @@ static char *required_literal(const char *re)
 		} else if (ch == '\\') {
 			next = i + 2; /* \1, \w, \b, \<...: not a plain character */
 		} else if (ch == '[') {
-			/* skip the bracket expression: []...] and [^]...] keep a leading ] */
-			size_t j = i + 1;
-			if (re[j] == '^')
-				j++;
-			if (re[j] == ']')
-				j++;
-			while (j < n && re[j] != ']') {
-				if (re[j] == '[' && (re[j + 1] == ':' || re[j + 1] == '.' || re[j + 1] == '=')) {
-					const char *close = strstr(re + j + 2, (char[]){re[j + 1], ']', 0});
-					j = close ? (size_t)(close - re) + 2 : n;
-				} else {
-					j++;
-				}
-			}
-			next = j + 1;
+			next = skip_bracket(re, i, n);
 		} else if (ch == '(') {
 			depth++;
 		} else if (ch == ')') {
@@ -442,26 +448,6 @@ static char *required_literal(const char *re)
 	}
 	free(cur);
 	return best;
-}
-
-/* Past the bracket expression that starts at re[i] ('['): []...] and [^]...] keep a
- * leading ], and [:class:], [.coll.], [=equiv=] are skipped whole. */
-static size_t skip_bracket(const char *re, size_t i, size_t n)
-{
-	size_t j = i + 1;
-	if (re[j] == '^')
-		j++;
-	if (re[j] == ']')
-		j++;
-	while (j < n && re[j] != ']') {
-		if (re[j] == '[' && (re[j + 1] == ':' || re[j + 1] == '.' || re[j + 1] == '=')) {
-			const char *close = strstr(re + j + 2, (char[]){re[j + 1], ']', 0});
-			j = close ? (size_t)(close - re) + 2 : n;
-		} else {
-			j++;
-		}
-	}
-	return j < n ? j + 1 : n;
 }
 
 /*

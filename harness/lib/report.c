@@ -364,6 +364,42 @@ const char *report_p(char *buf, size_t n, double p, bool approx)
 	return buf;
 }
 
+/*
+ * "%.1f" without printf's exact decimal expansion: an SVG coordinate is one
+ * rounding of v * 10 to an integer, which is the same digits printf writes
+ * unless v * 10 is within 1e-6 of a tie (where the product's own rounding
+ * could decide it) or too large for that margin: those go to snprintf.  At
+ * 1,024 boards the report has some ten million coordinates, and printf's
+ * multi-precision path for them was most of the report's CPU.
+ */
+const char *report_fmt_1f(char *buf, size_t n, double v)
+{
+	double a = fabs(v) * 10.0;
+	if (!(a < 1e9)) {
+		snprintf(buf, n, "%.1f", v);
+		return buf;
+	}
+	double r = nearbyint(a);
+	if (fabs(a - r) > 0.5 - 1e-6) {
+		snprintf(buf, n, "%.1f", v);
+		return buf;
+	}
+	unsigned long long k = (unsigned long long)r;
+	char tmp[24], *p = tmp + sizeof tmp;
+	*--p = '\0';
+	*--p = (char)('0' + k % 10);
+	*--p = '.';
+	k /= 10;
+	do {
+		*--p = (char)('0' + k % 10);
+		k /= 10;
+	} while (k);
+	if (signbit(v))
+		*--p = '-'; /* as printf: -0.04 is "-0.0" */
+	snprintf(buf, n, "%s", p);
+	return buf;
+}
+
 const char *report_num(char *buf, size_t n, double v)
 {
 	if (!isfinite(v)) {

@@ -107,6 +107,8 @@ const char *report_pct(char *buf, size_t n, double frac);
 const char *report_p(char *buf, size_t n, double p, bool approx);
 /* Shortest sensible fixed-point for a measurement: 4 significant digits min. */
 const char *report_num(char *buf, size_t n, double v);
+/* v as "%.1f" writes it, digit for digit, without printf's slow exact path. */
+const char *report_fmt_1f(char *buf, size_t n, double v);
 const char *report_direction_text(int direction); /* "higher is better" ... */
 /* The summary as short lines (no newline), for renderers: fills up to max lines. */
 size_t report_summary_lines(const struct report_model *m, char lines[][128], size_t max);

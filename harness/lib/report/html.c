@@ -12,12 +12,106 @@
 #include "mode.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/types.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define STRIP_MAX 200   /* draw individual points up to this many per mode */
 #define PLOT_W 680
 #define LABEL_W 170
+
+/*
+ * fprintf for the report's markup: "%.1f" through report_fmt_1f, every other
+ * conversion (flags, width, precision, length, one of d i u x s c e f g) by
+ * fprintf itself with its own argument.  The format attribute keeps the
+ * compiler's checking of every call.
+ */
+static void svgf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void svgf(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char spec[16], num[48];
+	const char *s = fmt;
+	while (*s) {
+		const char *pc = strchr(s, '%');
+		if (!pc) {
+			fputs(s, f);
+			break;
+		}
+		fwrite(s, 1, (size_t)(pc - s), f);
+		if (pc[1] == '%') {
+			fputc('%', f);
+			s = pc + 2;
+			continue;
+		}
+		if (pc[1] == 's') {
+			fputs(va_arg(ap, const char *), f);
+			s = pc + 2;
+			continue;
+		}
+		if (strncmp(pc, "%.1f", 4) == 0) {
+			fputs(report_fmt_1f(num, sizeof num, va_arg(ap, double)), f);
+			s = pc + 4;
+			continue;
+		}
+		const char *q = pc + 1;
+		q += strspn(q, "-+ #0123456789.");
+		int longs = 0, size = 0;
+		for (; *q == 'l' || *q == 'z'; q++) {
+			if (*q == 'l')
+				longs++;
+			else
+				size = 1;
+		}
+		size_t sl = (size_t)(q - pc) + 1;
+		if (!*q || sl >= sizeof spec)
+			abort(); /* a conversion this helper does not know: a bug at the call */
+		memcpy(spec, pc, sl);
+		spec[sl] = '\0';
+		switch (*q) {
+		case 'd':
+		case 'i':
+			if (size)
+				fprintf(f, spec, va_arg(ap, ssize_t));
+			else if (longs == 2)
+				fprintf(f, spec, va_arg(ap, long long));
+			else if (longs == 1)
+				fprintf(f, spec, va_arg(ap, long));
+			else
+				fprintf(f, spec, va_arg(ap, int));
+			break;
+		case 'u':
+		case 'x':
+			if (size)
+				fprintf(f, spec, va_arg(ap, size_t));
+			else if (longs == 2)
+				fprintf(f, spec, va_arg(ap, unsigned long long));
+			else if (longs == 1)
+				fprintf(f, spec, va_arg(ap, unsigned long));
+			else
+				fprintf(f, spec, va_arg(ap, unsigned));
+			break;
+		case 'c':
+			fprintf(f, spec, va_arg(ap, int));
+			break;
+		case 's':
+			fprintf(f, spec, va_arg(ap, const char *));
+			break;
+		case 'e':
+		case 'f':
+		case 'g':
+			fprintf(f, spec, va_arg(ap, double));
+			break;
+		default:
+			abort();
+		}
+		s = q + 1;
+	}
+	va_end(ap);
+}
 
 static void esc(FILE *f, const char *s)
 {
@@ -73,11 +167,11 @@ static double tick_step(double range, int want)
 static void axis_x(FILE *f, double lo, double hi, double x0, double x1, double y)
 {
 	double step = tick_step(hi - lo, 6);
-	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='ax'/>", x0, y, x1, y);
+	svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='ax'/>", x0, y, x1, y);
 	for (double t = ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) {
 		double x = x0 + (t - lo) / (hi - lo) * (x1 - x0);
 		char b[32];
-		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='tk'/>"
+		svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='tk'/>"
 			   "<text x='%.1f' y='%.1f' class='tl' text-anchor='middle'>%s</text>",
 			x, y, x, y + 4, x, y + 15, report_num(b, sizeof b, t));
 	}
@@ -112,14 +206,14 @@ static void boxplot(FILE *f, const struct series *s, size_t ns, const char *unit
 	hi += pad;
 	const double rowh = 34, top = 8, x0 = LABEL_W, x1 = PLOT_W - 16;
 	double h = top + rowh * (double)ns + 34;
-	fprintf(f, "<svg class='plot' width='%d' height='%.0f' viewBox='0 0 %d %.0f' role='img'>", PLOT_W,
+	svgf(f, "<svg class='plot' width='%d' height='%.0f' viewBox='0 0 %d %.0f' role='img'>", PLOT_W,
 		h, PLOT_W, h);
 	for (size_t i = 0; i < ns; i++) {
 		double yc = top + rowh * (double)i + rowh / 2;
 		const char *col = mode_color(s[i].label);
-		fprintf(f, "<text x='%.1f' y='%.1f' class='ml' text-anchor='end'>", x0 - 8, yc + 4);
+		svgf(f, "<text x='%.1f' y='%.1f' class='ml' text-anchor='end'>", x0 - 8, yc + 4);
 		esc(f, s[i].label);
-		fprintf(f, " (n=%zu)</text>", s[i].n);
+		svgf(f, " (n=%zu)</text>", s[i].n);
 		if (s[i].n == 0)
 			continue;
 		double *v = xmalloc(s[i].n * sizeof *v);
@@ -133,25 +227,25 @@ static void boxplot(FILE *f, const struct series *s, size_t ns, const char *unit
 		mean /= (double)s[i].n;
 		free(v);
 #define X(val) (x0 + ((val) - lo) / (hi - lo) * (x1 - x0))
-		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s'/>", X(mn), yc, X(mx), yc, col);
-		fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s' fill-opacity='0.18' "
+		svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s'/>", X(mn), yc, X(mx), yc, col);
+		svgf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s' fill-opacity='0.18' "
 			   "stroke='%s'/>",
 			X(q1), yc - 10, fmax(X(q3) - X(q1), 0.8), 20.0, col, col);
-		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='2'/>", X(q2),
+		svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='2'/>", X(q2),
 			yc - 10, X(q2), yc + 10, col);
-		fprintf(f, "<path d='M%.1f %.1fl4 4l-4 4l-4 -4z' fill='#222'><title>mean %.6g</title></path>",
+		svgf(f, "<path d='M%.1f %.1fl4 4l-4 4l-4 -4z' fill='#222'><title>mean %.6g</title></path>",
 			X(mean), yc - 4, mean);
 		if (s[i].n <= STRIP_MAX)
 			for (size_t k = 0; k < s[i].n; k++) {
 				double jit = ((double)((k * 7919) % 13) - 6) * 1.1;
-				fprintf(f, "<circle cx='%.1f' cy='%.1f' r='2.6' fill='%s' fill-opacity='0.75'>"
+				svgf(f, "<circle cx='%.1f' cy='%.1f' r='2.6' fill='%s' fill-opacity='0.75'>"
 					   "<title>%.6g</title></circle>",
 					X(s[i].v[k]), yc + jit, col, s[i].v[k]);
 			}
 #undef X
 	}
 	axis_x(f, lo, hi, x0, x1, top + rowh * (double)ns + 4);
-	fprintf(f, "<text x='%.1f' y='%.1f' class='tl' text-anchor='end'>", x1, h - 2);
+	svgf(f, "<text x='%.1f' y='%.1f' class='tl' text-anchor='end'>", x1, h - 2);
 	esc(f, unit);
 	fputs("</text></svg>\n", f);
 }
@@ -160,9 +254,9 @@ static void boxplot(FILE *f, const struct series *s, size_t ns, const char *unit
 static void pct_cell_prov(FILE *f, const struct stats_cmp *c, const char *prov)
 {
 	char ch[24], lo[24], hi[24];
-	fprintf(f, "<td class='%s'>%s", verdict_class(c->verdict), report_pct(ch, sizeof ch, c->change));
+	svgf(f, "<td class='%s'>%s", verdict_class(c->verdict), report_pct(ch, sizeof ch, c->change));
 	if (isfinite(c->change_lo))
-		fprintf(f, "<br><small>[%s, %s]</small>", report_pct(lo, sizeof lo, c->change_lo),
+		svgf(f, "<br><small>[%s, %s]</small>", report_pct(lo, sizeof lo, c->change_lo),
 			report_pct(hi, sizeof hi, c->change_hi));
 	if (prov[0]) {
 		fputs("<br><small class='prov'>", f);
@@ -208,7 +302,7 @@ static void cmp_table(FILE *f, const struct compare_row *rows, size_t n, bool wi
 		for (int q = 0; q < 2; q++) {
 			fputs("<td>", f);
 			esc(f, sd[q]->label);
-			fprintf(f, "</td><td>%zu%s</td><td>%s &plusmn; %s</td>", sd[q]->n,
+			svgf(f, "</td><td>%zu%s</td><td>%s &plusmn; %s</td>", sd[q]->n,
 				sd[q]->nwarmup ? (sd[q]->warmup_excluded ? "<sup title='warm-up excluded'>w-</sup>"
 									 : "<sup title='warm-up flagged, kept'>w</sup>")
 					       : "",
@@ -216,9 +310,9 @@ static void cmp_table(FILE *f, const struct compare_row *rows, size_t n, bool wi
 		}
 		pct_cell(f, &w->cmp);
 		char pw[32], pm[32];
-		fprintf(f, "<td>%s</td><td>%s</td>", report_p(pw, sizeof pw, w->cmp.welch.p, false),
+		svgf(f, "<td>%s</td><td>%s</td>", report_p(pw, sizeof pw, w->cmp.welch.p, false),
 			report_p(pm, sizeof pm, w->cmp.mwu.p, !w->cmp.mwu.exact));
-		fprintf(f, "<td class='%s'>%s", verdict_class(w->cmp.verdict), stats_verdict_name(w->cmp.verdict));
+		svgf(f, "<td class='%s'>%s", verdict_class(w->cmp.verdict), stats_verdict_name(w->cmp.verdict));
 		if (w->cmp.note[0]) {
 			fputs("<br><small>", f);
 			esc(f, w->cmp.note);
@@ -295,7 +389,7 @@ static void overview(FILE *f, const struct compare_result *cr)
 			char ctx[256];
 			fputs("<tr><td>", f);
 			esc(f, report_context(ctx, sizeof ctx, &cr->rows[i]));
-			fprintf(f, "</td><td>%s vs %s</td>", pb, pa);
+			svgf(f, "</td><td>%s vs %s</td>", pb, pa);
 			for (size_t k = 0; k < ncols; k++) {
 				const struct compare_row *hit = NULL;
 				for (size_t q = i; q < j; q++) {
@@ -326,7 +420,7 @@ static void interactions(FILE *f, const struct compare_result *cr, double alpha)
 {
 	if (!cr->ninter)
 		return;
-	fprintf(f, "<h3>Does the CQE change the FUA effect?</h3>\n<table class='ov'><tr><th>DUT</th>"
+	svgf(f, "<h3>Does the CQE change the FUA effect?</h3>\n<table class='ov'><tr><th>DUT</th>"
 		   "<th>workload<br>metric</th><th>FUA effect<br>without CQE</th><th>FUA effect<br>"
 		   "with CQE</th><th>difference</th><th>ratio of ratios<br>[%.3g%% CI]</th><th>p</th></tr>\n",
 		100 * (1 - alpha));
@@ -348,10 +442,10 @@ static void interactions(FILE *f, const struct compare_result *cr, double alpha)
 		fputs("<br>", f);
 		esc(f, w0->metric);
 		report_pp(d, sizeof d, x->diff);
-		fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td>", report_pct(c0, sizeof c0, w0->cmp.change),
+		svgf(f, "</td><td>%s</td><td>%s</td><td>%s</td>", report_pct(c0, sizeof c0, w0->cmp.change),
 			report_pct(c1, sizeof c1, w1->cmp.change), d);
 		if (isfinite(x->lo))
-			fprintf(f, "<td>%.4f [%.4f, %.4f]</td><td>%s</td></tr>\n", x->ratio, x->lo, x->hi,
+			svgf(f, "<td>%.4f [%.4f, %.4f]</td><td>%s</td></tr>\n", x->ratio, x->lo, x->hi,
 				report_p(p, sizeof p, x->p, false));
 		else
 			fputs("<td class='notest'>no test</td><td></td></tr>\n", f);
@@ -434,43 +528,43 @@ static void trend_chart(FILE *f, const struct results *r, const size_t *ix, size
 	lo -= pad;
 	hi += pad;
 	const double x0 = 60, x1 = PLOT_W - 16, y0 = 10, y1 = 170;
-	fprintf(f, "<svg class='plot' width='%d' height='215' viewBox='0 0 %d 215' role='img'>", PLOT_W, PLOT_W);
+	svgf(f, "<svg class='plot' width='%d' height='215' viewBox='0 0 %d 215' role='img'>", PLOT_W, PLOT_W);
 	double step = tick_step(hi - lo, 4);
 	for (double t = ceil(lo / step) * step; t <= hi; t += step) {
 		double y = y1 - (t - lo) / (hi - lo) * (y1 - y0);
 		char b[32];
-		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='grid'/>"
+		svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='grid'/>"
 			   "<text x='%.1f' y='%.1f' class='tl' text-anchor='end'>%s</text>",
 			x0, y, x1, y, x0 - 4, y + 3, report_num(b, sizeof b, t));
 	}
-	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='ax'/>", x0, y1, x1, y1);
+	svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='ax'/>", x0, y1, x1, y1);
 #define TX(u) (x0 + (double)((u) - first) / (double)(last - first) * (x1 - x0))
 #define TY(v) (y1 - ((v) - lo) / (hi - lo) * (y1 - y0))
 	for (size_t m = 0; m < nm; m++) {
-		fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='1.6' points='", mode_color(modes[m]));
+		svgf(f, "<polyline fill='none' stroke='%s' stroke-width='1.6' points='", mode_color(modes[m]));
 		for (size_t u = first; u <= last; u++)
 			if (cnt[m * nruns + u])
-				fprintf(f, "%.1f,%.1f ", TX(u), TY(mean[m * nruns + u]));
+				svgf(f, "%.1f,%.1f ", TX(u), TY(mean[m * nruns + u]));
 		fputs("'/>", f);
 		if (points <= 240)
 			for (size_t u = first; u <= last; u++)
 				if (cnt[m * nruns + u]) {
-					fprintf(f, "<circle cx='%.1f' cy='%.1f' r='2.5' fill='%s'><title>run %lld ",
+					svgf(f, "<circle cx='%.1f' cy='%.1f' r='2.5' fill='%s'><title>run %lld ",
 						TX(u), TY(mean[m * nruns + u]), mode_color(modes[m]),
 						(long long)r->runs[u].id);
 					esc(f, r->runs[u].started_at);
-					fprintf(f, ": %.6g</title></circle>", mean[m * nruns + u]);
+					svgf(f, ": %.6g</title></circle>", mean[m * nruns + u]);
 				}
-		fprintf(f, "<rect x='%.1f' y='196' width='10' height='10' fill='%s'/><text x='%.1f' y='205' class='tl'>",
+		svgf(f, "<rect x='%.1f' y='196' width='10' height='10' fill='%s'/><text x='%.1f' y='205' class='tl'>",
 			x0 + 130.0 * (double)m, mode_color(modes[m]), x0 + 130.0 * (double)m + 14);
 		esc(f, modes[m]);
 		fputs("</text>", f);
 	}
 #undef TX
 #undef TY
-	fprintf(f, "<text x='%.1f' y='184' class='tl'>", x0);
+	svgf(f, "<text x='%.1f' y='184' class='tl'>", x0);
 	esc(f, r->runs[first].started_at);
-	fprintf(f, "</text><text x='%.1f' y='184' class='tl' text-anchor='end'>", x1);
+	svgf(f, "</text><text x='%.1f' y='184' class='tl' text-anchor='end'>", x1);
 	esc(f, r->runs[last].started_at);
 	fputs("</text></svg>\n", f);
 out:
@@ -553,27 +647,27 @@ static void lat_chart(FILE *f, const struct store_lathist *hs, size_t n)
 	esc(f, hs[0].workload);
 	fputs("' data-source='", f);
 	esc(f, hs[0].source);
-	fprintf(f, "' width='%d' height='%.0f' viewBox='0 0 %d %.0f' role='img'>", PLOT_W, 200 + legend_h,
+	svgf(f, "' width='%d' height='%.0f' viewBox='0 0 %d %.0f' role='img'>", PLOT_W, 200 + legend_h,
 		PLOT_W, 200 + legend_h);
 #define LX(us) (x0 + (log10(us) - lo) / (hi - lo) * (x1 - x0))
 #define LY(fr) (y1 - (fr) * (y1 - y0))
 	for (int t = 0; t <= 4; t++) {
-		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='grid'/>"
+		svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='grid'/>"
 			   "<text x='%.1f' y='%.1f' class='tl' text-anchor='end'>%d%%</text>",
 			x0, LY(t / 4.0), x1, LY(t / 4.0), x0 - 4, LY(t / 4.0) + 3, t * 25);
 	}
-	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='ax'/>", x0, y1, x1, y1);
+	svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='ax'/>", x0, y1, x1, y1);
 	for (double d = lo; d <= hi + 1e-9; d++) {
 		double us = pow(10, d);
 		char b[32];
-		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='tk'/>"
+		svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='tk'/>"
 			   "<text x='%.1f' y='%.1f' class='tl' text-anchor='middle'>%s</text>",
 			LX(us), y1, LX(us), y1 + 4, LX(us), y1 + 15,
 			us >= 1e6 ? (snprintf(b, sizeof b, "%gs", us / 1e6), b) :
 			us >= 1e3 ? (snprintf(b, sizeof b, "%gms", us / 1e3), b) :
 				    (snprintf(b, sizeof b, "%gus", us), b));
 	}
-	fprintf(f, "<text x='%.1f' y='192' class='tl' text-anchor='middle'>request latency "
+	svgf(f, "<text x='%.1f' y='192' class='tl' text-anchor='middle'>request latency "
 		   "(issue to completion, log scale); y: share of requests at or below</text>",
 		(x0 + x1) / 2);
 	for (size_t i = 0; i < n; i++) {
@@ -583,34 +677,34 @@ static void lat_chart(FILE *f, const struct store_lathist *hs, size_t n)
 		report_num(p50, sizeof p50, lat_quantile(h, 0.5));
 		report_num(p99, sizeof p99, lat_quantile(h, 0.99));
 		report_num(p999, sizeof p999, lat_quantile(h, 0.999));
-		fprintf(f, "<polyline class='cdf-curve' fill='none' stroke='%s' stroke-width='1.6'%s data-mode='",
+		svgf(f, "<polyline class='cdf-curve' fill='none' stroke='%s' stroke-width='1.6'%s data-mode='",
 			mode_color(h->mode), flush ? " stroke-dasharray='5,3'" : "");
 		esc(f, h->mode);
 		fputs("' data-op='", f);
 		esc(f, h->op);
-		fprintf(f, "' data-n='%llu' data-p50-us='%s' data-p99-us='%s' data-p999-us='%s' points='",
+		svgf(f, "' data-n='%llu' data-p50-us='%s' data-p99-us='%s' data-p999-us='%s' points='",
 			(unsigned long long)h->n, p50, p99, p999);
 		uint64_t cum = 0;
 		bool started = false;
 		for (unsigned k = klo; k <= khi; k++) {
 			if (!started && h->counts[k])
-				fprintf(f, "%.1f,%.1f ", LX(lathist_lo_us(k)), LY(0.0));
+				svgf(f, "%.1f,%.1f ", LX(lathist_lo_us(k)), LY(0.0));
 			started |= h->counts[k] != 0;
 			cum += h->counts[k];
 			if (started)
-				fprintf(f, "%.1f,%.1f ", LX(lathist_lo_us(k + 1)), LY((double)cum / (double)h->n));
+				svgf(f, "%.1f,%.1f ", LX(lathist_lo_us(k + 1)), LY((double)cum / (double)h->n));
 		}
 		fputs("'><title>", f);
 		esc(f, h->mode);
-		fprintf(f, " %s: %llu requests, p50 &lt;= %s us, p99 &lt;= %s us, p99.9 &lt;= %s us</title></polyline>",
+		svgf(f, " %s: %llu requests, p50 &lt;= %s us, p99 &lt;= %s us, p99.9 &lt;= %s us</title></polyline>",
 			h->op, (unsigned long long)h->n, p50, p99, p999);
 		double lx = x0 + 205.0 * (double)(i % 3), ly = 206 + 16.0 * (double)(i / 3);
-		fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='2'%s/>"
+		svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='2'%s/>"
 			   "<text x='%.1f' y='%.1f' class='tl'>",
 			lx, ly - 4, lx + 16, ly - 4, mode_color(h->mode), flush ? " stroke-dasharray='5,3'" : "",
 			lx + 20, ly);
 		esc(f, h->mode);
-		fprintf(f, " %s p99 %s us</text>", h->op, p99);
+		svgf(f, " %s p99 %s us</text>", h->op, p99);
 	}
 #undef LX
 #undef LY
@@ -703,14 +797,14 @@ static void where_ran(FILE *f, const struct results *r)
 		esc(f, row[j].board);
 		fputs("</td><td>lava</td><td>", f);
 		esc(f, row[j].worker);
-		fprintf(f, "</td><td>%d</td><td>", row[j].n);
+		svgf(f, "</td><td>%d</td><td>", row[j].n);
 		esc(f, row[j].last ? row[j].last : "");
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n<p class='note'>Iterations not listed ran on boards the controller drove"
 	      " itself (executor local).", f);
 	if (more)
-		fprintf(f, " %zu more LAVA iterations on other boards or workers not shown.", more);
+		svgf(f, " %zu more LAVA iterations on other boards or workers not shown.", more);
 	fputs("</p>\n", f);
 }
 
@@ -742,11 +836,11 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	esc(f, title);
 	fputs(": ", f);
 	esc(f, m->scope);
-	fprintf(f, "</title><style>%s</style></head><body>\n<h1>", css);
+	svgf(f, "</title><style>%s</style></head><body>\n<h1>", css);
 	esc(f, title);
 	fputs("</h1><div class='meta'>", f);
 	esc(f, m->scope);
-	fprintf(f, " &middot; generated %s &middot; alpha %.3g, minimum effect %.3g%%</div>\n", m->generated_at,
+	svgf(f, " &middot; generated %s &middot; alpha %.3g, minimum effect %.3g%%</div>\n", m->generated_at,
 		m->opts.alpha, 100 * m->opts.min_effect);
 	if (m->provenance[0]) {
 		fputs("<p class='provenance'><b>", f);
@@ -758,14 +852,14 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	if (s->regressions < 0)
 		fputs("<div class='card'><b>&ndash;</b>regressions (no baseline)</div>", f);
 	else
-		fprintf(f, "<div class='card %s'><b>%d</b>regressions</div>", s->regressions ? "bad" : "good",
+		svgf(f, "<div class='card %s'><b>%d</b>regressions</div>", s->regressions ? "bad" : "good",
 			s->regressions);
-	fprintf(f, "<div class='card %s'><b>%d</b>infrastructure errors</div>", s->infra_errors ? "bad" : "good",
+	svgf(f, "<div class='card %s'><b>%d</b>infrastructure errors</div>", s->infra_errors ? "bad" : "good",
 		s->infra_errors);
-	fprintf(f, "<div class='card'><b>%d / %d</b>jobs ok / failed</div>", s->jobs_ok, s->jobs_failed);
-	fprintf(f, "<div class='card %s'><b>%d</b>mode mismatches</div>", s->mode_mismatches ? "bad" : "good",
+	svgf(f, "<div class='card'><b>%d / %d</b>jobs ok / failed</div>", s->jobs_ok, s->jobs_failed);
+	svgf(f, "<div class='card %s'><b>%d</b>mode mismatches</div>", s->mode_mismatches ? "bad" : "good",
 		s->mode_mismatches);
-	fprintf(f, "<div class='card'><b>%zu</b>samples (%zu warm-up %s)</div></div>\n", s->samples, s->warmups,
+	svgf(f, "<div class='card'><b>%zu</b>samples (%zu warm-up %s)</div></div>\n", s->samples, s->warmups,
 		m->opts.exclude_warmup ? "excluded" : "kept");
 
 	const struct compare_result *cr = m->modes;
@@ -796,7 +890,7 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 			esc(f, w->metric);
 			fputs(" <small>(", f);
 			esc(f, w->unit);
-			fprintf(f, ", %s)</small></h4>\n", report_direction_text(w->direction));
+			svgf(f, ", %s)</small></h4>\n", report_direction_text(w->direction));
 			struct series sr[8];
 			size_t ns = 0;
 			for (size_t q = k; q < l; q++) {
@@ -832,10 +926,10 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	if (m->regress) {
 		fputs("<h2>Against baseline '", f);
 		esc(f, m->base.name);
-		fprintf(f, "'</h2>\n<p class='note'>%s baseline, runs", m->base.kind);
+		svgf(f, "'</h2>\n<p class='note'>%s baseline, runs", m->base.kind);
 		for (size_t i = 0; i < m->nbase_runs; i++)
-			fprintf(f, "%s%lld", i ? ", " : " ", (long long)m->base_runs[i]);
-		fprintf(f, "; regressions are significant changes for the worse beyond %.3g%%.</p>\n",
+			svgf(f, "%s%lld", i ? ", " : " ", (long long)m->base_runs[i]);
+		svgf(f, "; regressions are significant changes for the worse beyond %.3g%%.</p>\n",
 			100 * m->opts.regress_threshold);
 		cmp_table(f, m->regress->rows, m->regress->nrows, true);
 	}
@@ -879,7 +973,7 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 			const struct results_event *ev = &r->events[i];
 			fputs("<tr><td>", f);
 			esc(f, ev->at);
-			fprintf(f, "</td><td>%lld</td><td>", (long long)ev->run_id);
+			svgf(f, "</td><td>%lld</td><td>", (long long)ev->run_id);
 			esc(f, ev->kind);
 			fputs("</td><td>", f);
 			esc(f, ev->board);
@@ -891,7 +985,7 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 		}
 		fputs("</table>\n", f);
 		if (r->nevents_dropped)
-			fprintf(f, "<p class='note'>%zu more events not shown.</p>\n", r->nevents_dropped);
+			svgf(f, "<p class='note'>%zu more events not shown.</p>\n", r->nevents_dropped);
 	}
 	fputs("<p class='note'>Change CIs: delta method with Welch&ndash;Satterthwaite degrees of freedom. "
 	      "p MWU: exact for n &le; 20 per side, ~ = normal approximation. "

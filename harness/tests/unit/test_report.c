@@ -12,6 +12,8 @@
 #include "util.h"
 
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -288,6 +290,42 @@ static void test_executor(struct store *s)
 	}
 }
 
+/* report_fmt_1f writes what "%.1f" writes: random coordinates, every value
+ * around the ties (k/10 + 0.05 and its neighbours), signs, zeros, NaN and
+ * infinities, large values. */
+static void test_fmt_1f(void)
+{
+	char a[64], b[64];
+	long bad = 0, n = 0;
+	uint64_t x = 88172645463325252ull;
+	for (long i = 0; i < 2000000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		double v = (double)(x >> 11) * 0x1.0p-53 * 1400.0 - 200.0;
+		if (i % 4 == 1)
+			v = round(v * 10) / 10 + 0.05; /* a decimal tie, as close as binary gets */
+		else if (i % 4 == 2)
+			v = nextafter(round(v * 10) / 10 + 0.05, (i & 8) ? INFINITY : -INFINITY);
+		else if (i % 4 == 3)
+			v = ldexp(v, (int)(x % 64) - 32);
+		snprintf(b, sizeof b, "%.1f", v);
+		if (strcmp(report_fmt_1f(a, sizeof a, v), b) != 0 && bad++ < 5)
+			fprintf(stderr, "# %.17g: %s, printf %s\n", v, a, b);
+		n++;
+	}
+	const double special[] = {0.0, -0.0, 0.05, -0.05, 0.25, -0.25, 0.15, 0.35, 0.45, 1e-300, -1e-300,
+				  99999999.95, 1e8, 1e9, -1e12, 123456789012.25, NAN, INFINITY, -INFINITY,
+				  0.04999999999999999, 2.5e-1, 680.0, 170.0};
+	for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) {
+		snprintf(b, sizeof b, "%.1f", special[i]);
+		if (strcmp(report_fmt_1f(a, sizeof a, special[i]), b) != 0 && bad++ < 10)
+			fprintf(stderr, "# %.17g: %s, printf %s\n", special[i], a, b);
+		n++;
+	}
+	ok(bad == 0, "report_fmt_1f matches %%.1f on %ld values (%ld differ)", n, bad);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/emmclab-test-report-XXXXXX";
@@ -305,6 +343,7 @@ int main(void)
 	int64_t last = 0;
 	for (int k = 1; k <= 4; k++)
 		last = night(s, k, k == 4 ? 0.9 : 1.0, k == 4);
+	test_fmt_1f();
 	test_reference_report(s);
 	test_regression(s, last, dir);
 	test_executor(s);

@@ -475,6 +475,81 @@ static double lognormal_draw(struct rand_gen *g)
 	return ln_tab[i] + (t - i) * (ln_tab[i + 1] - ln_tab[i]);
 }
 
+/*
+ * The values at the ascending 0-based ranks at[0..nk) of v[0..n) (positive
+ * doubles), as select_kth finds them, in about two passes: positive doubles
+ * order as their bit patterns, so a count per 1/256 octave (the top 8
+ * mantissa bits) puts each rank in one bucket of a few values, and only that
+ * bucket is searched.  A spread beyond 2^15 buckets (64 octaves; never the
+ * latency model's) falls back to select_kth over the whole array.
+ */
+#define PCT_SHIFT 44
+#define PCT_MAXB 32768
+static void percentiles(double *v, long n, const long *at, size_t nk, double *out)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (long i = 0; i < n; i++) {
+		uint64_t b;
+		memcpy(&b, &v[i], sizeof b);
+		b >>= PCT_SHIFT;
+		lo = b < lo ? b : lo;
+		hi = b > hi ? b : hi;
+	}
+	bool pos = true;
+	for (long i = 0; i < n && pos; i++)
+		pos = v[i] > 0;
+	if (!pos || nk > 8 || hi - lo >= PCT_MAXB) {
+		long from = 0;
+		for (size_t k = 0; k < nk; k++) {
+			if (at[k] >= from) {
+				select_kth(v, from, n - 1, at[k]);
+				from = at[k];
+			}
+			out[k] = v[at[k]];
+		}
+		return;
+	}
+	size_t nb = (size_t)(hi - lo) + 1;
+	uint32_t *cnt = xcalloc(nb, sizeof *cnt);
+	for (long i = 0; i < n; i++) {
+		uint64_t b;
+		memcpy(&b, &v[i], sizeof b);
+		cnt[(b >> PCT_SHIFT) - lo]++;
+	}
+	/* each rank's bucket and its rank inside the bucket */
+	size_t bk[8];
+	long inb[8];
+	long cum = 0;
+	size_t b = 0;
+	for (size_t k = 0; k < nk && k < 8; k++) {
+		while (cum + (long)cnt[b] <= at[k]) {
+			cum += cnt[b];
+			b++;
+		}
+		bk[k] = b;
+		inb[k] = at[k] - cum;
+	}
+	double *tmp = xreallocarray(NULL, (size_t)n, sizeof *tmp);
+	for (size_t k = 0; k < nk && k < 8; k++) {
+		if (k > 0 && bk[k] == bk[k - 1]) {
+			select_kth(tmp, 0, (long)cnt[bk[k]] - 1, inb[k]);
+			out[k] = tmp[inb[k]];
+			continue;
+		}
+		long m = 0;
+		for (long i = 0; i < n; i++) {
+			uint64_t x;
+			memcpy(&x, &v[i], sizeof x);
+			if ((x >> PCT_SHIFT) - lo == bk[k])
+				tmp[m++] = v[i];
+		}
+		select_kth(tmp, 0, m - 1, inb[k]);
+		out[k] = tmp[inb[k]];
+	}
+	free(tmp);
+	free(cnt);
+}
+
 /* Per-request latency as the real agent reports it (suites/agent/latency.c):
  * n log-normal draws around med_us (spread and a 1 % tail of 3-6x: the model's
  * assumption, fitted to nothing), percentiles and lathist buckets.  Its own
@@ -486,7 +561,7 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 		{"p50", 50}, {"p90", 90}, {"p99", 99}, {"p999", 99.9}};
 	struct rand_gen g;
 	char stream[160], metric[64], its[16], ns[24], buckets[LATHIST_BUCKETS * 24];
-	long counts[LATHIST_BUCKETS] = {0};
+	long counts[LATHIST_BUCKETS] = {0}, at_rank_buf[LAB_ARRAY_SIZE(pc)];
 	if (n <= 0 || med_us <= 0)
 		return;
 	snprintf(stream, sizeof stream, "lat/%s/%s/%s/%u/%s", r->b->name, sim_mode_name(r->b->dev), w,
@@ -500,18 +575,16 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 		v[i] = x;
 		counts[lathist_bucket((uint64_t)x)]++;
 	}
-	/* ascending ranks: each selection leaves everything below its rank in
-	 * front, so the next one searches only what is after it */
-	long from = 0;
+	/* nearest-rank percentiles, ascending ranks */
+	double at_v[LAB_ARRAY_SIZE(pc)];
 	for (size_t k = 0; k < LAB_ARRAY_SIZE(pc); k++) {
 		long rank = (long)ceil(pc[k].pct / 100.0 * (double)n);
-		long at = (rank < 1 ? 1 : rank) - 1;
-		if (at >= from) {
-			select_kth(v, from, n - 1, at);
-			from = at;
-		}
+		at_rank_buf[k] = (rank < 1 ? 1 : rank) - 1;
+	}
+	percentiles(v, n, at_rank_buf, LAB_ARRAY_SIZE(pc), at_v);
+	for (size_t k = 0; k < LAB_ARRAY_SIZE(pc); k++) {
 		snprintf(metric, sizeof metric, "rq_%s_lat_%s_us", op, pc[k].name);
-		emit_sample(r, w, it, metric, floor(v[at]), "us");
+		emit_sample(r, w, it, metric, floor(at_v[k]), "us");
 	}
 	free(v);
 	size_t used = 0;

@@ -299,17 +299,16 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		if (sc && sc->exclude_warmup)
 			ro.exclude_warmup = true;
 	}
-	struct lab_err re = {0};
-	if (report_print_mode_table_opts(s, res.run_id, &ro, stdout, &re))
-		say("comparison table: %s", re.msg);
-	fflush(stdout);
-	if (report) {
-		struct lab_err he = {0};
-		if (report_write_file(s, res.run_id, "html", report, &ro, &he))
+	struct lab_err re = {0}, he = {0};
+	if (report_run_outputs(s, res.run_id, &ro, stdout, report, &re, &he)) {
+		if (he.msg[0])
 			say("HTML report: %s", he.msg);
 		else
-			say("HTML report written to %s", report);
+			say("comparison table%s: %s", report ? " and HTML report" : "", re.msg);
+	} else if (report) {
+		say("HTML report written to %s", report);
 	}
+	fflush(stdout);
 	if (upload_config_targets(lab) && !no_upload) {
 		/* One immediate attempt; whatever fails stays in the outbox for
 		 * `emmclab upload --retry` (cron or a timer), nothing is lost. */

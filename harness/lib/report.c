@@ -216,6 +216,33 @@ void report_free(struct report_model *m)
 	free(m);
 }
 
+int report_write_model(struct report_model *m, const char *format, const char *path,
+		       struct lab_err *e)
+{
+	if (!report_renderer_find(format))
+		return bad_format(format, e);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mf = open_memstream(&buf, &len);
+	if (!mf)
+		return LAB_ERR(e, LAB_EINFRA, "open_memstream failed");
+	int rc = report_render(m, format, mf, e);
+	fclose(mf);
+	if (!rc) {
+		/* The nightly report usually lands in a directory nobody created yet. */
+		char *dir = xstrdup(path);
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = '\0';
+			lab_mkdir_p(dir, 0755);
+		}
+		free(dir);
+		rc = lab_write_file_atomic(path, buf, len, e);
+	}
+	free(buf);
+	return rc;
+}
+
 int report_write_file(struct store *s, int64_t run_id, const char *format, const char *path,
 		      struct report_opts *o, struct lab_err *e)
 {
@@ -234,28 +261,8 @@ int report_write_file(struct store *s, int64_t run_id, const char *format, const
 	int rc = report_build(s, &oo, &m, e);
 	if (rc)
 		return rc;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mf = open_memstream(&buf, &len);
-	if (!mf) {
-		report_free(m);
-		return LAB_ERR(e, LAB_EINFRA, "open_memstream failed");
-	}
-	rc = report_render(m, format, mf, e);
-	fclose(mf);
+	rc = report_write_model(m, format, path, e);
 	report_free(m);
-	if (!rc) {
-		/* The nightly report usually lands in a directory nobody created yet. */
-		char *dir = xstrdup(path);
-		char *slash = strrchr(dir, '/');
-		if (slash && slash != dir) {
-			*slash = '\0';
-			lab_mkdir_p(dir, 0755);
-		}
-		free(dir);
-		rc = lab_write_file_atomic(path, buf, len, e);
-	}
-	free(buf);
 	return rc;
 }
 
@@ -298,12 +305,42 @@ int report_print_mode_table_opts(struct store *s, int64_t run_id, const struct r
 	return LAB_OK;
 }
 
+int report_run_outputs(struct store *s, int64_t run_id, const struct report_opts *ro, FILE *table,
+		       const char *html_path, struct lab_err *e, struct lab_err *html_e)
+{
+	if (!html_path)
+		return report_print_mode_table_opts(s, run_id, ro, table, e);
+	struct report_opts o = *ro;
+	o.run_id = run_id;
+	o.all = false;
+	struct report_model *m;
+	int rc = report_build(s, &o, &m, e);
+	if (rc)
+		return rc;
+	report_text_mode_table(m, table);
+	fflush(table);
+	if (report_write_model(m, "html", html_path, html_e))
+		rc = LAB_EINFRA;
+	report_free(m);
+	return rc;
+}
+
 /* ---- formatting helpers ---- */
 
 void report_xml_str(FILE *f, const char *s)
 {
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		switch (*p) {
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	while (*p) {
+		/* the run of characters that need no escaping goes out in one write */
+		const unsigned char *q = p;
+		while (*q && *q != '&' && *q != '<' && *q != '>' && *q != '"' && *q != '\'' &&
+		       (*q >= 0x20 || *q == '\n' || *q == '\t'))
+			q++;
+		if (q > p)
+			fwrite(p, 1, (size_t)(q - p), f);
+		if (!*q)
+			break;
+		switch (*q) {
 		case '&':
 			fputs("&amp;", f);
 			break;
@@ -320,12 +357,9 @@ void report_xml_str(FILE *f, const char *s)
 			fputs("&#39;", f);
 			break;
 		default:
-			/* control characters are not allowed in XML 1.0 */
-			if (*p < 0x20 && *p != '\n' && *p != '\t')
-				fputc('?', f);
-			else
-				fputc(*p, f);
+			fputc('?', f); /* control characters are not allowed in XML 1.0 */
 		}
+		p = q + 1;
 	}
 }
 

@@ -57,6 +57,7 @@ struct sim_http {
 	size_t nls;
 	struct conn *conns;
 	size_t nconns;
+	bool paused; /* at HTTP_MAX_CONNS: the listeners are not watched */
 	struct pdu_slot *pdu; /* open addressing, npdu a power of two */
 	size_t npdu;
 };
@@ -70,6 +71,12 @@ static void conn_close(struct conn *c)
 			break;
 		}
 	h->nconns--;
+	if (h->paused && h->nconns < HTTP_MAX_CONNS) {
+		/* room again: take the connections that waited in the listen backlog */
+		h->paused = false;
+		for (size_t i = 0; i < h->nls; i++)
+			loop_fd_mod(h->s->loop, h->ls[i].fd, LOOP_READ);
+	}
 	loop_timer_stop(h->s->loop, &c->idle);
 	loop_fd_del(h->s->loop, c->fd);
 	close(c->fd);
@@ -523,13 +530,20 @@ static void on_accept(struct loop *l, int fd, unsigned ev, void *arg)
 	struct sim_http *h = ls->h;
 	LAB_UNUSED(ev);
 	for (int n = 0; n < 64; n++) {
+		if (h->nconns >= HTTP_MAX_CONNS) {
+			/* As a real server under load: connections beyond the limit wait
+			 * in the kernel's listen backlog (answered late, never dropped)
+			 * until one closes; a whole lab powering on at once would
+			 * otherwise see refused power requests the real pdudaemon never
+			 * gives. */
+			h->paused = true;
+			for (size_t i = 0; i < h->nls; i++)
+				loop_fd_mod(l, h->ls[i].fd, 0);
+			return;
+		}
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (cfd < 0)
 			return;
-		if (h->nconns >= HTTP_MAX_CONNS) {
-			close(cfd);
-			continue;
-		}
 		struct conn *c = xcalloc(1, sizeof *c);
 		c->h = h;
 		c->fd = cfd;
@@ -559,7 +573,7 @@ int sim_http_start(struct sim *s, const int *ports, size_t nports, struct sim_ht
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ports[i])};
 		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 64) != 0) {
+		if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, SOMAXCONN) != 0) {
 			int err = errno;
 			close(fd);
 			return LAB_ERR(e, LAB_EINFRA, "power API: cannot listen on 127.0.0.1:%d: %s", ports[i],

@@ -430,7 +430,7 @@ const char *report_fmt_1f(char *buf, size_t n, double v)
 	} while (k);
 	if (signbit(v))
 		*--p = '-'; /* as printf: -0.04 is "-0.0" */
-	snprintf(buf, n, "%s", p);
+	lab_strlcpy(buf, p, n);
 	return buf;
 }
 

@@ -175,7 +175,45 @@ void lab_fmt_double(char *buf, size_t n, double v)
 	 * conversions each way instead of the five a binary search needs; the
 	 * same text (test_util compares with that search).  Subnormals carry
 	 * fewer digits than that: the binary search. */
-	if (v != 0 && fabs(v) < DBL_MIN) {
+	/* Most figures are short decimals (an agent's "24.8831278"): the smallest
+	 * k with v = m / 10^k exactly, m < 10^15, gives the text without printf,
+	 * as %.15g would write it (the decimal m / 10^k has at most 15 digits and
+	 * v is its nearest double, m / 10^k being one correctly rounded
+	 * division).  Only where %g keeps the fixed notation: 1e-4 <= |v| < 1e9,
+	 * and no integer with trailing zeros (which %.2g writes as 1.5e+03). */
+	double a = fabs(v);
+	if (a >= 1e-4 && a < 1e9) {
+		static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
+					     1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
+		for (int k = 0; k < (int)LAB_ARRAY_SIZE(p10); k++) {
+			double t = a * p10[k];
+			if (t >= 1e15)
+				break;
+			double m = nearbyint(t);
+			if (m / p10[k] != a)
+				continue;
+			uint64_t u = (uint64_t)m;
+			if (k == 0 && u % 10 == 0)
+				break;
+			char tmp[40], *q = tmp + sizeof tmp;
+			*--q = '\0';
+			for (int d = 0; d < k; d++) {
+				*--q = (char)('0' + u % 10);
+				u /= 10;
+			}
+			if (k > 0)
+				*--q = '.';
+			do {
+				*--q = (char)('0' + u % 10);
+				u /= 10;
+			} while (u);
+			if (v < 0)
+				*--q = '-';
+			lab_strlcpy(buf, q, n);
+			return;
+		}
+	}
+	if (v != 0 && a < DBL_MIN) {
 		int lo = 1, hi = 17;
 		while (lo < hi) {
 			int p = lo + (hi - lo) / 2;

@@ -101,7 +101,9 @@ static void test_fmt_double(void)
 	static const double fixed[] = {0.0, -0.0, 1, -1, 0.1, 0.5, 1e10, 123000, 1.5e-7, 1e21, 1e22,
 				       1e-300, 5e-324, 9.45552829783908e-310, 2.2250738585072014e-308, 1.7976931348623157e308, 4096, 12.345, 2.0 / 3,
 				       1e15, 1e16, 123456789012345, 1234567890123456, 9007199254740993.0,
-				       INFINITY, -INFINITY, NAN, 100, 0.30000000000000004, 3.14159};
+				       INFINITY, -INFINITY, NAN, 100, 0.30000000000000004, 3.14159,
+				       24.8831278, -24.8831278, 1e-4, 0.0001234, 9.9999e-5, 999999999.5, 1e9, 10, 20,
+				       1500, -1500, 7, -0.5, 0.25, 123456.789012345, 0.1 + 0.2};
 	char a[40], b[40];
 	int bad = 0;
 	for (size_t i = 0; i < LAB_ARRAY_SIZE(fixed); i++) {
@@ -117,7 +119,7 @@ static void test_fmt_double(void)
 		x ^= x >> 7;
 		x ^= x << 17;
 		double v;
-		switch (i % 4) {
+		switch (i % 5) {
 		case 0:
 			memcpy(&v, &x, sizeof v);
 			break;
@@ -127,9 +129,19 @@ static void test_fmt_double(void)
 		case 2:
 			v = (double)(int64_t)(x >> 20) * ((x & 1) ? 1000 : 1);
 			break;
-		default:
+		case 3:
 			v = (double)(x >> 11) * 0x1.0p-53 * 300.0;
 			break;
+		default: { /* what an agent prints: up to 12 digits, a point anywhere, a sign */
+			char t[40];
+			snprintf(t, sizeof t, "%s%llu", (x & 2) ? "-" : "",
+				 (unsigned long long)((x >> 8) % 1000000000000ull));
+			int dec = (int)((x >> 3) % 14);
+			v = strtod(t, NULL) / pow(10, dec);
+			snprintf(t, sizeof t, "%.*f", dec, v);
+			v = strtod(t, NULL);
+			break;
+		}
 		}
 		lab_fmt_double(a, sizeof a, v);
 		fmt_reference(b, sizeof b, v);

@@ -48,7 +48,8 @@ static void svgf(FILE *f, const char *fmt, ...)
 			continue;
 		}
 		if (pc[1] == 's') {
-			fputs(va_arg(ap, const char *), f);
+			const char *a = va_arg(ap, const char *);
+			fputs(a ? a : "(null)", f); /* as glibc's printf */
 			s = pc + 2;
 			continue;
 		}

@@ -480,7 +480,7 @@ static double lognormal_draw(struct rand_gen *g)
  * doubles), as select_kth finds them, in about two passes: positive doubles
  * order as their bit patterns, so a count per 1/256 octave (the top 8
  * mantissa bits) puts each rank in one bucket of a few values, and only that
- * bucket is searched.  A spread beyond 2^15 buckets (64 octaves; never the
+ * bucket is searched.  A spread beyond 2^15 buckets (128 octaves; never the
  * latency model's) falls back to select_kth over the whole array.
  */
 #define PCT_SHIFT 44

@@ -92,6 +92,12 @@ el=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$el" -ge 900 ] || fail "pdudaemon reboot did not wait off_time ($el ms)"
 [ "$(cat "$T/pdu.log")" = "$(printf 'on 4\noff 4\noff 4\non 4')" ] || fail "PDU actions: $(cat "$T/pdu.log")"
 if pw pdu4 state >/dev/null 2>&1; then fail "pdudaemon has no state query"; fi
+# A whole lab powering on at once, 400 connections opened before any request
+# is sent: the real pdudaemon answers every one (the simulator's pdudaemon
+# copies this; scenario.sim_power sends it the same burst).
+n=$(timeout 60 python3 "$SRC/harness/tests/helpers/http_burst.py" "$PP" 400 \
+	'/power/control/on?hostname=rack&port=6')
+[ "$n" = 400 ] || fail "pdudaemon answered $n of 400 connections opened at once"
 
 # HTTP plugs: on, state, off, state; cycle on the Tasmota.
 for b in plug shelly1 shelly2 esp; do

@@ -418,19 +418,7 @@ const char *report_fmt_1f(char *buf, size_t n, double v)
 		snprintf(buf, n, "%.1f", v);
 		return buf;
 	}
-	unsigned long long k = (unsigned long long)r;
-	char tmp[24], *p = tmp + sizeof tmp;
-	*--p = '\0';
-	*--p = (char)('0' + k % 10);
-	*--p = '.';
-	k /= 10;
-	do {
-		*--p = (char)('0' + k % 10);
-		k /= 10;
-	} while (k);
-	if (signbit(v))
-		*--p = '-'; /* as printf: -0.04 is "-0.0" */
-	lab_strlcpy(buf, p, n);
+	lab_fmt_fixed(buf, n, (uint64_t)r, 1, signbit(v)); /* as printf: -0.04 is "-0.0" */
 	return buf;
 }
 

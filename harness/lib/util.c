@@ -164,6 +164,27 @@ size_t lab_strlcat(char *dst, const char *src, size_t size)
 	return d + lab_strlcpy(dst + d, src, size - d);
 }
 
+void lab_fmt_fixed(char *buf, size_t n, uint64_t m, int k, bool neg)
+{
+	char tmp[64], *q = tmp + sizeof tmp; /* 20 digits, '.', 40 decimals, '-' */
+	*--q = '\0';
+	if (k > 40)
+		k = 40;
+	for (int d = 0; d < k; d++) {
+		*--q = (char)('0' + m % 10);
+		m /= 10;
+	}
+	if (k > 0)
+		*--q = '.';
+	do {
+		*--q = (char)('0' + m % 10);
+		m /= 10;
+	} while (m);
+	if (neg)
+		*--q = '-';
+	lab_strlcpy(buf, q, n);
+}
+
 void lab_fmt_double(char *buf, size_t n, double v)
 {
 	/* The shortest %.*g that reads back as v.  If p <= 15 digits do, the
@@ -195,21 +216,7 @@ void lab_fmt_double(char *buf, size_t n, double v)
 			uint64_t u = (uint64_t)m;
 			if (k == 0 && u % 10 == 0)
 				break;
-			char tmp[40], *q = tmp + sizeof tmp;
-			*--q = '\0';
-			for (int d = 0; d < k; d++) {
-				*--q = (char)('0' + u % 10);
-				u /= 10;
-			}
-			if (k > 0)
-				*--q = '.';
-			do {
-				*--q = (char)('0' + u % 10);
-				u /= 10;
-			} while (u);
-			if (v < 0)
-				*--q = '-';
-			lab_strlcpy(buf, q, n);
+			lab_fmt_fixed(buf, n, u, k, v < 0);
 			return;
 		}
 	}

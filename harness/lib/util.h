@@ -59,6 +59,9 @@ size_t lab_strlcpy(char *dst, const char *src, size_t size);
 size_t lab_strlcat(char *dst, const char *src, size_t size);
 
 /* The shortest "%.*g" text that reads back as exactly v (at most 17 digits). */
+/* m / 10^k in fixed notation, k digits after the point (none, and no point,
+ * for k = 0; at most 40), a '-' first when neg: 12345, 3 -> "12.345"; 5, 2 -> "0.05". */
+void lab_fmt_fixed(char *buf, size_t n, uint64_t m, int k, bool neg);
 void lab_fmt_double(char *buf, size_t n, double v);
 
 /* Strict number parsing: whole string must be consumed, range checked. */

@@ -291,35 +291,28 @@ int report_print_mode_table(struct store *s, int64_t run_id, FILE *f, struct lab
 int report_print_mode_table_opts(struct store *s, int64_t run_id, const struct report_opts *ro,
 				 FILE *f, struct lab_err *e)
 {
-	struct report_opts o = *ro;
-	o.run_id = run_id;
-	/* the table reads the mode comparisons only: the trends of the last
-	 * nights and the latency histograms were most of its cost (callgrind) */
-	o.modes_only = true;
-	struct report_model *m;
-	int rc = report_build(s, &o, &m, e);
-	if (rc)
-		return rc;
-	report_text_mode_table(m, f);
-	report_free(m);
-	return LAB_OK;
+	struct lab_err he = {0};
+	return report_run_outputs(s, run_id, ro, f, NULL, e, &he);
 }
 
 int report_run_outputs(struct store *s, int64_t run_id, const struct report_opts *ro, FILE *table,
 		       const char *html_path, struct lab_err *e, struct lab_err *html_e)
 {
-	if (!html_path)
-		return report_print_mode_table_opts(s, run_id, ro, table, e);
 	struct report_opts o = *ro;
 	o.run_id = run_id;
-	o.all = false;
+	if (html_path && run_id)
+		o.all = false; /* as report_write_file */
+	/* the table alone reads the mode comparisons only: the trends of the
+	 * last nights and the latency histograms were most of its cost
+	 * (callgrind); the HTML report needs them */
+	o.modes_only = !html_path;
 	struct report_model *m;
 	int rc = report_build(s, &o, &m, e);
 	if (rc)
 		return rc;
 	report_text_mode_table(m, table);
 	fflush(table);
-	if (report_write_model(m, "html", html_path, html_e))
+	if (html_path && report_write_model(m, "html", html_path, html_e))
 		rc = LAB_EINFRA;
 	report_free(m);
 	return rc;

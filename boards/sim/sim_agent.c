@@ -488,16 +488,15 @@ static double lognormal_draw(struct rand_gen *g)
 static void percentiles(double *v, long n, const long *at, size_t nk, double *out)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
+	bool pos = true;
 	for (long i = 0; i < n; i++) {
 		uint64_t b;
 		memcpy(&b, &v[i], sizeof b);
 		b >>= PCT_SHIFT;
 		lo = b < lo ? b : lo;
 		hi = b > hi ? b : hi;
+		pos = pos && v[i] > 0;
 	}
-	bool pos = true;
-	for (long i = 0; i < n && pos; i++)
-		pos = v[i] > 0;
 	if (!pos || nk > 8 || hi - lo >= PCT_MAXB) {
 		long from = 0;
 		for (size_t k = 0; k < nk; k++) {
@@ -521,7 +520,7 @@ static void percentiles(double *v, long n, const long *at, size_t nk, double *ou
 	long inb[8];
 	long cum = 0;
 	size_t b = 0;
-	for (size_t k = 0; k < nk && k < 8; k++) {
+	for (size_t k = 0; k < nk; k++) {
 		while (cum + (long)cnt[b] <= at[k]) {
 			cum += cnt[b];
 			b++;
@@ -530,7 +529,7 @@ static void percentiles(double *v, long n, const long *at, size_t nk, double *ou
 		inb[k] = at[k] - cum;
 	}
 	double *tmp = xreallocarray(NULL, (size_t)n, sizeof *tmp);
-	for (size_t k = 0; k < nk && k < 8; k++) {
+	for (size_t k = 0; k < nk; k++) {
 		if (k > 0 && bk[k] == bk[k - 1]) {
 			select_kth(tmp, 0, (long)cnt[bk[k]] - 1, inb[k]);
 			out[k] = tmp[inb[k]];

@@ -62,6 +62,15 @@ struct sim_http {
 	size_t npdu;
 };
 
+/* At HTTP_MAX_CONNS the listeners are not watched (connections wait in the
+ * kernel's listen backlog); below it again, they are. */
+static void listen_pause(struct sim_http *h, bool pause)
+{
+	h->paused = pause;
+	for (size_t i = 0; i < h->nls; i++)
+		loop_fd_mod(h->s->loop, h->ls[i].fd, pause ? 0 : LOOP_READ);
+}
+
 static void conn_close(struct conn *c)
 {
 	struct sim_http *h = c->h;
@@ -71,12 +80,8 @@ static void conn_close(struct conn *c)
 			break;
 		}
 	h->nconns--;
-	if (h->paused && h->nconns < HTTP_MAX_CONNS) {
-		/* room again: take the connections that waited in the listen backlog */
-		h->paused = false;
-		for (size_t i = 0; i < h->nls; i++)
-			loop_fd_mod(h->s->loop, h->ls[i].fd, LOOP_READ);
-	}
+	if (h->paused && h->nconns < HTTP_MAX_CONNS)
+		listen_pause(h, false); /* take the connections that waited in the backlog */
 	loop_timer_stop(h->s->loop, &c->idle);
 	loop_fd_del(h->s->loop, c->fd);
 	close(c->fd);
@@ -536,9 +541,7 @@ static void on_accept(struct loop *l, int fd, unsigned ev, void *arg)
 			 * until one closes; a whole lab powering on at once would
 			 * otherwise see refused power requests the real pdudaemon never
 			 * gives. */
-			h->paused = true;
-			for (size_t i = 0; i < h->nls; i++)
-				loop_fd_mod(l, h->ls[i].fd, 0);
+			listen_pause(h, true);
 			return;
 		}
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);

@@ -163,7 +163,7 @@ struct cfg_node *cfg_merge(const struct cfg_node *base, const struct cfg_node *o
 
 struct anchor {
 	char *name;
-	struct cfg_node *node; /* owned by the tree, valid until parse ends */
+	struct cfg_node *node; /* in the tree or in parser.retired: valid until parse ends */
 };
 
 struct parser {
@@ -171,6 +171,11 @@ struct parser {
 	const char *file;
 	struct anchor *anchors;
 	size_t nanchors;
+	/* nodes dropped from the tree while parsing ("<<" keys and their values, after
+	 * the merge): an anchor may point into them and a later alias copy them, so
+	 * they are freed when the parse ends, not when they are dropped */
+	struct cfg_node **retired;
+	size_t nretired;
 	size_t nodes;
 	struct lab_err *e;
 };
@@ -247,6 +252,12 @@ static void add_anchor(struct parser *p, const yaml_char_t *name, struct cfg_nod
 	p->anchors[p->nanchors].name = xstrdup((const char *)name);
 	p->anchors[p->nanchors].node = n;
 	p->nanchors++;
+}
+
+static void retire(struct parser *p, struct cfg_node *n)
+{
+	p->retired = xreallocarray(p->retired, p->nretired + 1, sizeof *p->retired);
+	p->retired[p->nretired++] = n;
 }
 
 static size_t count_nodes(const struct cfg_node *n)
@@ -331,7 +342,7 @@ static int parse_map(struct parser *p, struct cfg_node *map, int depth)
 		if (!key->quoted && strcmp(key->value, "<<") == 0) {
 			merges = xreallocarray(merges, nmerges + 1, sizeof *merges);
 			merges[nmerges++] = val;
-			cfg_free(key);
+			retire(p, key);
 			continue;
 		}
 		ssize_t dup = map_index(map, key->value);
@@ -347,7 +358,7 @@ static int parse_map(struct parser *p, struct cfg_node *map, int depth)
 	for (size_t i = 0; i < nmerges; i++) {
 		if (!rc)
 			rc = apply_merge(p, map, merges[i]);
-		cfg_free(merges[i]);
+		retire(p, merges[i]);
 	}
 	free(merges);
 	return rc;
@@ -529,6 +540,9 @@ out:
 	for (size_t i = 0; i < p.nanchors; i++)
 		free(p.anchors[i].name);
 	free(p.anchors);
+	for (size_t i = 0; i < p.nretired; i++)
+		cfg_free(p.retired[i]);
+	free(p.retired);
 	yaml_parser_delete(&p.yp);
 	if (rc) {
 		cfg_free(root);

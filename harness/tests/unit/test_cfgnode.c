@@ -145,6 +145,32 @@ int main(void)
 	is_int(two->line, 5, "alias reported where used");
 	cfg_free(n);
 
+	/* An anchor defined on a merge value (or inside one, or on the "<<" key) stays
+	 * usable after that merge is applied: the merge value is dropped from the tree,
+	 * and a later alias must copy it, not freed memory (found by fuzz_config). */
+	n = parse("m2.yaml",
+		  "one:\n"
+		  "  <<: &x {driver: serial, tags: [&t a]}\n"
+		  "  baud: 1\n"
+		  "two:\n"
+		  "  <<: *x\n"
+		  "  tag: *t\n"
+		  "three:\n"
+		  "  &k <<: {baud: 2}\n"
+		  "four: [*k]\n",
+		  &e);
+	ok(n != NULL, "anchors on merge values parse: %s", e.msg);
+	if (n) {
+		two = cfg_map_get(n, "two");
+		is_str(cfg_map_get(two, "driver")->value, "serial", "alias of a merge value");
+		is_str(cfg_map_get(two, "tag")->value, "a", "alias inside a merge value");
+		is_str(cfg_map_get(cfg_map_get(n, "three"), "baud")->value, "2", "anchored << merges");
+		struct cfg_node *four = cfg_map_get(n, "four");
+		ok(four && four->n == 1 && strcmp(four->items[0]->value, "<<") == 0,
+		   "alias of the << key");
+		cfg_free(n);
+	}
+
 	/* cfg_merge: maps merge key by key, others replace */
 	struct cfg_node *d = parse("d.yaml",
 				   "console: {driver: serial, baud: 115200}\n"

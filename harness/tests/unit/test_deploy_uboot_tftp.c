@@ -167,6 +167,13 @@ static void rig_ub(struct uboot *u, int rc, const char *out, size_t len, void *a
 
 static bool rig_uboot(struct rig *r)
 {
+	/* The last boot's output still on the pty (its kernel log: "Booting Linux"
+	 * and "Linux version" are written right after "Starting kernel", and the
+	 * loop may not have run since) is read first, as in the power-off time board.c
+	 * waits, so that it is dropped here and not taken for this boot's kernel
+	 * starting by itself. */
+	bool never = false;
+	fb_run_until(L, &never, 50);
 	r->done = false;
 	/* as board.c does at a power cycle: the last boot's kernel log is not this boot's */
 	expect_flush(r->x);

@@ -832,6 +832,9 @@ static FB_UNUSED void fb_fini(struct fakeboard *f)
 	f->nfiles = 0;
 }
 
+/* Run the loop for ms: what is on the ptys and timers due in that time get handled. */
+static FB_UNUSED void fb_run_for(struct loop *l, uint64_t ms);
+
 /* Run the loop until *done or timeout_ms. */
 static FB_UNUSED bool fb_run_until(struct loop *l, const bool *done, uint64_t timeout_ms)
 {
@@ -839,6 +842,12 @@ static FB_UNUSED bool fb_run_until(struct loop *l, const bool *done, uint64_t ti
 	while (!*done && lab_now_ms() < end)
 		loop_run_once(l, 20);
 	return *done;
+}
+
+static FB_UNUSED void fb_run_for(struct loop *l, uint64_t ms)
+{
+	bool never = false;
+	fb_run_until(l, &never, ms);
 }
 
 /* A pty console on the fake board, opened, with `ev` and `arg` for its events

@@ -167,15 +167,12 @@ static void rig_ub(struct uboot *u, int rc, const char *out, size_t len, void *a
 
 static bool rig_uboot(struct rig *r)
 {
-	/* The last boot's output still on the pty (its kernel log: "Booting Linux"
-	 * and "Linux version" are written right after "Starting kernel", and the
-	 * loop may not have run since) is read first, as in the power-off time board.c
-	 * waits, so that it is dropped here and not taken for this boot's kernel
-	 * starting by itself. */
-	bool never = false;
-	fb_run_until(L, &never, 50);
+	/* As board.c does at a power cycle: the last boot's output still on the pty
+	 * (its kernel log, written right after "Starting kernel"; the loop may not
+	 * have run since) is read in the power-off time and dropped, not taken for
+	 * this boot's kernel starting by itself. */
+	fb_run_for(L, 50);
 	r->done = false;
-	/* as board.c does at a power cycle: the last boot's kernel log is not this boot's */
 	expect_flush(r->x);
 	fb_power_on(&r->fb);
 	uboot_interrupt(r->ub, 5000, rig_ub, r);

@@ -255,8 +255,7 @@ static void test_prompt_already_there(void)
 	rig_init(&r, false);
 	shell_watch(r.sh);
 	fb_power_on(&r.fb);
-	bool never = false;
-	fb_run_until(r.l, &never, 300);
+	fb_run_for(r.l, 300);
 	ok(expect_buffered(r.x) > 0, "prompt text buffered before attaching");
 	shell_attach(r.sh, 2000, 2000, on_sh, &r);
 	ok(wait_done(&r, 3000), "finished");

@@ -88,6 +88,16 @@ struct board {
 	bool at_uboot;           /* this attempt stopped at the U-Boot prompt */
 
 	struct agent_session *agent; /* runs board_agent's invocations, one at a time */
+
+	/* a power cut under a running agent command (board_power_cut) */
+	enum { CUT_NONE, CUT_POWERING, CUT_DRAINING } cut;
+	board_power_cb cut_cb;
+	void *cut_arg;
+	struct loop_timer cut_timer;
+	uint64_t cut_deadline_ns;
+	bool cut_drain; /* a command ran when the cut was ordered */
+	int cut_rc, cut_state;
+	char cut_msg[600];
 	board_trace_cb trace;
 	void *trace_arg;
 };
@@ -352,6 +362,11 @@ static void on_con_data(struct console *c, const char *buf, size_t n, void *arg)
 	struct board *b = arg;
 	if (b->tap)
 		b->tap(b, buf, n, b->tap_arg);
+	if (b->cut == CUT_DRAINING) { /* the power is off: drained until quiet */
+		uint64_t now = lab_now_ns();
+		uint64_t left = b->cut_deadline_ns > now ? (b->cut_deadline_ns - now) / 1000000u : 0;
+		loop_timer_start(b->loop, &b->cut_timer, left < BOARD_CUT_QUIET_MS ? left : BOARD_CUT_QUIET_MS);
+	}
 	if (b->state == BOARD_POWERING_OFF || (b->state == BOARD_OFF && b->op != OP_NONE))
 		return; /* noise from a board being switched off belongs to nobody */
 	if (!b->got_output && b->op == OP_BOOT && b->state != BOARD_POWERING) {
@@ -367,7 +382,7 @@ static void on_con_state(struct console *c, bool up, const char *msg, void *arg)
 	LAB_UNUSED(c);
 	struct board *b = arg;
 	if (!up && b->state != BOARD_OFF && b->state != BOARD_POWERING &&
-	    b->state != BOARD_POWERING_OFF)
+	    b->state != BOARD_POWERING_OFF && b->cut == CUT_NONE)
 		emit(b, "info", board_state_name(b->state), "console lost: %s", msg ? msg : "?");
 }
 
@@ -380,6 +395,8 @@ static void on_con_gone(struct console *c, const char *msg, void *arg)
 	struct board *b = arg;
 	if (b->state == BOARD_OFF || b->state == BOARD_POWERING || b->state == BOARD_POWERING_OFF)
 		return;
+	if (b->cut != CUT_NONE)
+		return; /* the power is being cut (QEMU's console goes with it): the cut ends by itself */
 	switch (b->op) {
 	case OP_BOOT:
 		if (!b->offline_phase)
@@ -722,7 +739,7 @@ static char *join_args(const char *a, const char *b)
 int board_boot(struct board *b, const struct kernel_cfg *kernel, const char *extra_cmdline,
 	       const char *transcript_dir, board_done_cb cb, void *arg)
 {
-	if (b->op != OP_NONE)
+	if (b->op != OP_NONE || b->cut != CUT_NONE)
 		return LAB_EUSAGE;
 	b->op = OP_BOOT;
 	b->done_cb = cb;
@@ -760,7 +777,7 @@ int board_boot(struct board *b, const struct kernel_cfg *kernel, const char *ext
 
 static int shell_ready(struct board *b)
 {
-	if (b->op != OP_NONE)
+	if (b->op != OP_NONE || b->cut != CUT_NONE)
 		return LAB_EUSAGE;
 	if (b->state != BOARD_SHELL)
 		return LAB_EUSAGE;
@@ -903,7 +920,7 @@ static void on_powered_off(struct power *p, int rc, int state, const char *msg, 
 
 int board_power_off(struct board *b, board_done_cb cb, void *arg)
 {
-	if (b->op != OP_NONE)
+	if (b->op != OP_NONE || b->cut != CUT_NONE)
 		return LAB_EUSAGE;
 	struct lab_err e = {0};
 	stop_activity(b);
@@ -938,7 +955,7 @@ static void on_power_op(struct power *p, int rc, int state, const char *msg, voi
 
 int board_power(struct board *b, int power_op, board_power_cb cb, void *arg)
 {
-	if (b->op != OP_NONE)
+	if (b->op != OP_NONE || b->cut != CUT_NONE)
 		return LAB_EUSAGE;
 	struct lab_err e = {0};
 	int rc = ensure_power(b, &e);
@@ -957,10 +974,87 @@ int board_power(struct board *b, int power_op, board_power_cb cb, void *arg)
 	return LAB_OK;
 }
 
+/* ---- a power cut under a running agent command ---- */
+
+/* The drain is over (or the power driver failed): abandon the command, report. */
+static void on_cut_timer(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct board *b = arg;
+	board_power_cb cb = b->cut_cb;
+	void *a = b->cut_arg;
+	int rc = b->cut_rc, state = b->cut_state;
+	char msg[sizeof b->cut_msg];
+	snprintf(msg, sizeof msg, "%s", b->cut_msg);
+	b->cut = CUT_NONE;
+	b->cut_cb = NULL;
+	/* the agent command (or its ending) is abandoned: none of its callbacks follows */
+	stop_activity(b);
+	loop_timer_stop(b->loop, &b->done_timer);
+	b->op = OP_NONE;
+	b->done_cb = NULL;
+	b->msg_cb = NULL;
+	b->power_state = state;
+	if (b->tr)
+		transcript_mark(b->tr, "== power cut%s ==", rc ? " failed" : "");
+	close_transcript(b, true);
+	if (state == POWER_IS_OFF)
+		set_state(b, BOARD_OFF);
+	if (cb)
+		cb(b, rc, state, msg[0] ? msg : NULL, a);
+}
+
+static void on_cut_power(struct power *p, int rc, int state, const char *msg, void *arg)
+{
+	LAB_UNUSED(p);
+	struct board *b = arg;
+	b->cut_rc = rc;
+	b->cut_state = state;
+	snprintf(b->cut_msg, sizeof b->cut_msg, "%s", msg ? msg : "");
+	if (rc != LAB_OK || !b->cut_drain) { /* failed (the power may be on), or nothing ran */
+		loop_timer_start(b->loop, &b->cut_timer, 0);
+		return;
+	}
+	/* Lines the DUT printed before it lost power may still be in the UART,
+	 * the USB-serial adapter, ser2net or the pty: read them until quiet. */
+	b->cut = CUT_DRAINING;
+	b->cut_deadline_ns = lab_now_ns() + (uint64_t)BOARD_CUT_DRAIN_MAX_MS * 1000000u;
+	loop_timer_start(b->loop, &b->cut_timer, BOARD_CUT_QUIET_MS);
+}
+
+int board_power_cut(struct board *b, board_power_cb cb, void *arg)
+{
+	if (b->cut != CUT_NONE || (b->op != OP_NONE && b->op != OP_AGENT))
+		return LAB_EUSAGE;
+	struct lab_err e = {0};
+	int rc = ensure_power(b, &e);
+	if (rc)
+		return rc;
+	if (power_request(b->pw, POWER_OFF, on_cut_power, b) != LAB_OK)
+		return LAB_EUSAGE;
+	/* The board stays in its running state: its console output is the
+	 * command's until the cut is over (on_con_data drops a board's output
+	 * while it is powering off). */
+	b->cut = CUT_POWERING;
+	b->cut_drain = b->op == OP_AGENT;
+	b->cut_cb = cb;
+	b->cut_arg = arg;
+	b->cut_rc = LAB_OK;
+	b->cut_msg[0] = '\0';
+	console_set_expect_down(b->con, true);
+	if (b->tr)
+		transcript_mark(b->tr, "== power cut requested ==");
+	return LAB_OK;
+}
+
 void board_abort(struct board *b)
 {
 	stop_activity(b);
 	loop_timer_stop(b->loop, &b->done_timer);
+	loop_timer_stop(b->loop, &b->cut_timer);
+	b->cut = CUT_NONE;
+	b->cut_cb = NULL;
 	b->op = OP_NONE;
 	b->done_cb = NULL;
 	b->cmd_cb = NULL;
@@ -1024,6 +1118,7 @@ int board_new(struct loop *l, const struct lab_cfg *lab, const struct board_cfg 
 	b->ub_default.interrupt_key = (char *)" ";
 	b->sh_default.user = (char *)"root";
 	loop_timer_init(&b->done_timer, on_done_timer, b);
+	loop_timer_init(&b->cut_timer, on_cut_timer, b);
 	loop_timer_init(&b->first_output, on_first_output_timeout, b);
 	lab_buf_init(&b->cmd_out, 0);
 	static const struct console_events cev = {
@@ -1053,6 +1148,7 @@ void board_free(struct board *b)
 		return;
 	stop_activity(b);
 	loop_timer_stop(b->loop, &b->done_timer);
+	loop_timer_stop(b->loop, &b->cut_timer);
 	close_transcript(b, false);
 	uboot_free(b->ub);
 	shell_free(b->sh);

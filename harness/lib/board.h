@@ -97,7 +97,7 @@ int board_put_file(struct board *b, const char *local_path, const char *remote_p
 
 /* Power off (clean `poweroff -f` is not attempted: the lab cuts power). */
 int board_power_off(struct board *b, board_done_cb cb, void *arg);
-/* Abort whatever is in flight (shutdown); no callback follows. */
+/* Abort whatever is in flight (shutdown, a power cut too); no callback follows. */
 void board_abort(struct board *b);
 
 /* Health bookkeeping used by the runner: a job's infra failure counts. */
@@ -118,6 +118,17 @@ void board_set_tap(struct board *b, board_tap_cb tap, void *arg);
  * an enum power_op (power.h); cb gets rc, the power state (enum power_state) and a message. */
 typedef void (*board_power_cb)(struct board *b, int rc, int state, const char *msg, void *arg);
 int board_power(struct board *b, int power_op, board_power_cb cb, void *arg);
+/* Cut the power under a running agent command (the power-fail test): the
+ * command's messages keep reaching its msg_cb while the power driver works
+ * and, once the power is off, until the console has been quiet for
+ * BOARD_CUT_QUIET_MS (at most BOARD_CUT_DRAIN_MAX_MS): what the DUT printed
+ * before it lost power still arrives.  The command is then abandoned (its
+ * done_cb is not called after cb) and cb runs as for board_power.  With no
+ * command running it is a power-off without the drain.  Either way the
+ * boot's transcript is marked and closed. */
+#define BOARD_CUT_QUIET_MS 250
+#define BOARD_CUT_DRAIN_MAX_MS 5000
+int board_power_cut(struct board *b, board_power_cb cb, void *arg);
 /* Each step of a boot as it happens (`emmclab board NAME boot --explain`): what is
  * "step" (a stage starts), "waits for" (pattern and budget), "types" (a U-Boot line),
  * "matched" (what came) or "failed"; the U-Boot session's own steps are included

@@ -115,9 +115,13 @@ void powerfail_start(struct powerfail *pf, const struct powerfail_iteration *it)
 
 bool powerfail_ack(struct powerfail *pf, int64_t seq)
 {
-	if (pf->phase != POWERFAIL_WRITING)
+	/* Acknowledgements stream while the writer runs: keep only the latest.
+	 * Those that arrive after the cut was ordered were printed before the
+	 * power died (the power driver takes its time, the console has buffers):
+	 * the DUT acknowledged them, so they count.  Dropping them would hide the
+	 * loss of the last records, the very loss a cache without FUA causes. */
+	if (pf->phase != POWERFAIL_WRITING && pf->phase != POWERFAIL_CUTTING)
 		return false;
-	/* Acknowledgements stream while the writer runs: keep only the latest. */
 	if (seq > pf->acked)
 		pf->acked = seq;
 	return true;

@@ -8,7 +8,9 @@
  *
  * writing: `powerfail-write` appends fsync'd records and acknowledges each
  * (powerfail_ack); at a seeded random moment (powerfail_cut_ms), or when the
- * writer finished first, the writer is abandoned and the power cut.  The
+ * writer finished first, the power is cut under the writer; acknowledgements
+ * that arrive until the power is off and the console drained still count
+ * (the DUT printed them before it lost power).  The
  * board boots the same mode again, the runner verifies the mode, and
  * `powerfail-check acked=N` counts what survived.  Lost or corrupt
  * acknowledged records are the result, not an infrastructure error.  Any
@@ -96,7 +98,7 @@ uint64_t powerfail_cut_ms(int64_t suite_seed, size_t board, int iteration, int a
 /* ---- transitions ---- */
 /* idle -> writing: starts powerfail-write and the cut timer. */
 void powerfail_start(struct powerfail *pf, const struct powerfail_iteration *it);
-/* An `acked` counter while writing: true when the machine took it. */
+/* An `acked` counter while writing or cutting: true when the machine took it. */
 bool powerfail_ack(struct powerfail *pf, int64_t seq);
 /* writing -> power cut: the writer finished before the timer (or failed). */
 void powerfail_written(struct powerfail *pf, int rc, enum board_fail fail, const char *msg);

@@ -628,11 +628,12 @@ static void pf_off(struct board *b, int rc, int state, const char *msg, void *ar
 	powerfail_powered_off(&rb->pf, rc, msg);
 }
 
+/* The writer is still running: its acknowledgements keep counting until the
+ * power is off and the console drained (board_power_cut). */
 static int pf_power_off(void *arg)
 {
 	struct rboard *rb = arg;
-	board_abort(rb->b);
-	return board_power(rb->b, POWER_OFF, pf_off, rb);
+	return board_power_cut(rb->b, pf_off, rb);
 }
 
 static void pf_booted(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)

@@ -56,6 +56,8 @@ struct fakeboard {
 	int corrupt_seq;       /* agent: corrupt this seq on its first output (0 = never) */
 	int corrupt_always;    /* agent: corrupt this seq every time, resends too (0 = never) */
 	bool agent_installed;
+	bool agent_stream;     /* agent: hello, then `acked` counters until the power goes (no done) */
+	int agent_acks;        /* agent_stream: the last ack printed */
 	bool noise;            /* kernel log lines between command outputs */
 	bool mangle_end_once;  /* shell: the next END marker command loses a character */
 	bool mangle_begin_once;/* shell: the next BEGIN marker command loses a character */
@@ -351,6 +353,25 @@ static FB_UNUSED void fb_agent_emit(struct fakeboard *f, int seq, const char *ki
 	fb_write(f, line);
 }
 
+/* agent_stream: the next `acked` counter (seq = ack + 1), as powerfail-write
+ * prints it after each fsync; also written when the board is off (raw), as
+ * bytes a USB-serial adapter still holds are read after the power went. */
+static FB_UNUSED void fb_agent_ack(struct fakeboard *f, bool raw)
+{
+	char v[24], line[512];
+	snprintf(v, sizeof v, "%d", ++f->agent_acks);
+	const char *kv[] = {"workload", "powerfail", "iter", "1", "name", "acked", "value", v, NULL};
+	int n = proto_format(line, sizeof line, (uint64_t)f->agent_acks + 1, "counter", kv);
+	if (n < 0)
+		return;
+	if (!raw) {
+		fb_write(f, line);
+		return;
+	}
+	if (write(f->master, line, (size_t)n) != n)
+		abort();
+}
+
 static FB_UNUSED int fb_shell_cmd(struct fakeboard *f, char *c)
 {
 	while (*c == ' ')
@@ -499,6 +520,12 @@ static FB_UNUSED int fb_shell_cmd(struct fakeboard *f, char *c)
 			return 127;
 		}
 		f->agent_nlog = 0;
+		if (f->agent_stream) { /* powerfail-write: the test prints the acks (fb_agent_ack) */
+			const char *hi[] = {"version", "0.1", "proto", "1", "cmd", "powerfail-write", NULL};
+			fb_agent_emit(f, 1, "hello", hi);
+			f->agent_acks = 0;
+			return -1; /* runs until the power goes */
+		}
 		const char *hello[] = {"version", "0.1", "proto", "1", "cmd", "mode", NULL};
 		fb_agent_emit(f, 1, "hello", hello);
 		if (f->noise)

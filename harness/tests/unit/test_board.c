@@ -16,6 +16,7 @@ struct rig {
 	char dir[64];
 	char fifo[128];
 	int fifo_fd;
+	int acks_after_off;   /* acks still in flight when the power goes (written raw) */
 	struct board_type type;
 	struct board_cfg cfg;
 	struct lab_cfg lab;
@@ -35,6 +36,9 @@ struct rig {
 	int status;
 	char out[1024];
 	char trace[16384];
+	bool pw_done;
+	int pw_rc, pw_state;
+	uint64_t pw_at_ns;
 };
 
 static void on_fifo(struct loop *l, int fd, unsigned ev, void *arg)
@@ -50,8 +54,11 @@ static void on_fifo(struct loop *l, int fd, unsigned ev, void *arg)
 	for (char *save = NULL, *w = strtok_r(buf, "\n", &save); w; w = strtok_r(NULL, "\n", &save)) {
 		if (strcmp(w, "on") == 0)
 			fb_power_on(&r->fb);
-		else if (strcmp(w, "off") == 0)
+		else if (strcmp(w, "off") == 0) {
 			fb_power_off(&r->fb);
+			for (; r->acks_after_off > 0; r->acks_after_off--)
+				fb_agent_ack(&r->fb, true);
+		}
 	}
 }
 
@@ -107,6 +114,17 @@ static void on_msg(struct board *b, const struct proto_msg *m, void *arg)
 	struct rig *r = arg;
 	if (r->nmsgs < 16)
 		r->seqs[r->nmsgs++] = m->seq;
+}
+
+static void on_pw(struct board *b, int rc, int state, const char *msg, void *arg)
+{
+	LAB_UNUSED(b);
+	LAB_UNUSED(msg);
+	struct rig *r = arg;
+	r->pw_done = true;
+	r->pw_rc = rc;
+	r->pw_state = state;
+	r->pw_at_ns = lab_now_ns();
 }
 
 static struct cfg_node *node(const char *yaml)
@@ -430,6 +448,61 @@ static void test_autoboot_by_itself(void)
 	rig_fini(&r);
 }
 
+/* A power cut under a running powerfail-write: acks printed after the cut
+ * was ordered, and those still in flight when the power went, reach the
+ * command; the command is then abandoned without its callback. */
+static void test_power_cut(void)
+{
+	struct rig r;
+	rig_init(&r);
+	board_boot(r.b, &r.kernel, "", NULL, on_done, &r);
+	ok(wait_done(&r, 10000) && r.rc == LAB_OK, "booted");
+	r.fb.agent_stream = true;
+	is_int(board_agent(r.b, "powerfail-write iter=1", 5000, on_msg, on_done, &r), LAB_OK, "writer started");
+	for (int i = 0; i < 200 && r.nmsgs < 1; i++)
+		loop_run_once(r.l, 10);
+	fb_agent_ack(&r.fb, false);
+	fb_agent_ack(&r.fb, false);
+	for (int i = 0; i < 200 && r.nmsgs < 3; i++)
+		loop_run_once(r.l, 10);
+	is_int(r.nmsgs, 3, "hello and two acks while writing");
+	r.acks_after_off = 2;
+	is_int(board_power_cut(r.b, on_pw, &r), LAB_OK, "cut ordered");
+	fb_agent_ack(&r.fb, false); /* printed while the power driver works */
+	is_int(board_power(r.b, POWER_ON, on_pw, &r), LAB_EUSAGE, "no other power request during the cut");
+	is_int(board_power_cut(r.b, on_pw, &r), LAB_EUSAGE, "one cut at a time");
+	is_int(board_boot(r.b, &r.kernel, "", NULL, on_done, &r), LAB_EUSAGE, "no boot during the cut");
+	ok(fb_run_until(r.l, &r.pw_done, 5000), "cut finished");
+	is_int(r.pw_rc, LAB_OK, "cut ok");
+	is_int(r.pw_state, POWER_IS_OFF, "power off");
+	is_int(r.fb.mode, FB_OFF, "the board is off");
+	is_int(r.nmsgs, 6, "the ack printed during the cut and both in flight were delivered");
+	ok(r.nmsgs == 6 && r.seqs[5] == 6, "in seq order, the last one 6");
+	is_str(board_state_name(board_get_state(r.b)), "off", "state off");
+	fb_run_for(r.l, 2 * BOARD_CUT_QUIET_MS);
+	ok(!r.done, "the abandoned writer's callback never ran");
+	is_int(r.nmsgs, 6, "nothing after the cut");
+	is_int(r.ntranscripts, 1, "the cut closed the boot's transcript");
+	char *t = NULL;
+	size_t tl = 0;
+	struct lab_err e = {0};
+	ok(lab_read_file(r.transcript_path, 1 << 20, &t, &tl, &e) == 0 && strstr(t, "== power cut requested ==") &&
+	   strstr(t, "value=5 ") && strstr(t, "== power cut =="),
+	   "the transcript marks the cut and holds the drained acks");
+	free(t);
+	r.fb.agent_stream = false;
+
+	/* the board is free again; with nothing running a cut is a power-off */
+	r.pw_done = false;
+	is_int(board_boot(r.b, &r.kernel, "", NULL, on_done, &r), LAB_OK, "boots again after the cut");
+	ok(wait_done(&r, 10000) && r.rc == LAB_OK, "booted again");
+	is_int(board_power_cut(r.b, on_pw, &r), LAB_OK, "a cut with no command running");
+	ok(fb_run_until(r.l, &r.pw_done, 5000) && r.pw_rc == LAB_OK && r.pw_state == POWER_IS_OFF,
+	   "is a plain power-off");
+	is_int(r.ntranscripts, 2, "a transcript per boot");
+	rig_fini(&r);
+}
+
 static void on_vanish(struct loop *l, struct loop_timer *t, void *arg)
 {
 	LAB_UNUSED(l);
@@ -482,6 +555,7 @@ int main(void)
 	test_quarantine();
 	test_paced_uboot();
 	test_autoboot_by_itself();
+	test_power_cut();
 	test_console_lost();
 	return tap_done();
 }

@@ -633,7 +633,10 @@ static void pf_off(struct board *b, int rc, int state, const char *msg, void *ar
 static int pf_power_off(void *arg)
 {
 	struct rboard *rb = arg;
-	return board_power_cut(rb->b, pf_off, rb);
+	int rc = board_power_cut(rb->b, pf_off, rb);
+	if (rc != LAB_OK)
+		board_abort(rb->b); /* the writer is abandoned either way; the board is free */
+	return rc;
 }
 
 static void pf_booted(struct board *b, int rc, enum board_fail fail, const char *msg, void *arg)

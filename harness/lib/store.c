@@ -454,15 +454,13 @@ void store_sqlite_config(void)
 	if (!done) {
 		done = true;
 		sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); /* SQLITE_MISUSE if initialised: harmless */
-		/* Statement journals stay in memory.  A statement that may fail half
-		 * way through (a multi-row INSERT, a foreign key checked) inside a
-		 * transaction keeps the pages it changes in a statement journal, which
-		 * SQLite spills to a new temporary file (in /var/tmp or $TMPDIR) past
-		 * 64 KiB: with the run's flush of many iterations in one transaction,
-		 * a file created, written page by page and deleted per flush (strace,
-		 * 4 boards: 18 files, 1,836 pwrites).  One statement's pages are few;
-		 * sorting and temporary tables keep SQLite's default. */
-		sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, -1);
+		/* Statement journals keep SQLite's default: in memory up to 64 KiB,
+		 * then a temporary file.  Never spilling (SQLITE_CONFIG_STMTJRNL_SPILL
+		 * -1) saved a temporary file per run flush, but bounds nothing:
+		 * removing a killed import's 625,000 samples then held them all in
+		 * memory (63 MiB peak, scenario.import_dedup).  A threshold of 1 or
+		 * 4 MiB made that removal fail with SQLITE_FULL on Debian 12's
+		 * SQLite 3.40.1 (not understood; no write failed in strace). */
 	}
 }
 

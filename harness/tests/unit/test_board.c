@@ -38,7 +38,7 @@ struct rig {
 	char trace[16384];
 	bool pw_done;
 	int pw_rc, pw_state;
-	uint64_t pw_at_ns;
+	uint64_t pw_at_ns, off_at_ns;
 };
 
 static void on_fifo(struct loop *l, int fd, unsigned ev, void *arg)
@@ -56,6 +56,7 @@ static void on_fifo(struct loop *l, int fd, unsigned ev, void *arg)
 			fb_power_on(&r->fb);
 		else if (strcmp(w, "off") == 0) {
 			fb_power_off(&r->fb);
+			r->off_at_ns = lab_now_ns();
 			for (; r->acks_after_off > 0; r->acks_after_off--)
 				fb_agent_ack(&r->fb, true);
 		}
@@ -479,6 +480,10 @@ static void test_power_cut(void)
 	is_int(r.nmsgs, 6, "the ack printed during the cut and both in flight were delivered");
 	ok(r.nmsgs == 6 && r.seqs[5] == 6, "in seq order, the last one 6");
 	is_str(board_state_name(board_get_state(r.b)), "off", "state off");
+	uint64_t drained_ms = (r.pw_at_ns - r.off_at_ns) / 1000000u;
+	ok(r.off_at_ns && drained_ms >= BOARD_CUT_QUIET_MS && drained_ms < BOARD_CUT_DRAIN_MAX_MS,
+	   "the cut ended a quiet %d ms after the power went (%llu ms)", BOARD_CUT_QUIET_MS,
+	   (unsigned long long)drained_ms);
 	fb_run_for(r.l, 2 * BOARD_CUT_QUIET_MS);
 	ok(!r.done, "the abandoned writer's callback never ran");
 	is_int(r.nmsgs, 6, "nothing after the cut");

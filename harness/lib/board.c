@@ -95,8 +95,7 @@ struct board {
 	void *cut_arg;
 	struct loop_timer cut_timer;
 	uint64_t cut_deadline_ns;
-	bool cut_drain; /* a command ran when the cut was ordered */
-	int cut_rc, cut_state;
+	int cut_rc;
 	char cut_msg[600];
 	board_trace_cb trace;
 	void *trace_arg;
@@ -983,10 +982,7 @@ static void on_cut_timer(struct loop *l, struct loop_timer *t, void *arg)
 	LAB_UNUSED(t);
 	struct board *b = arg;
 	board_power_cb cb = b->cut_cb;
-	void *a = b->cut_arg;
-	int rc = b->cut_rc, state = b->cut_state;
-	char msg[sizeof b->cut_msg];
-	snprintf(msg, sizeof msg, "%s", b->cut_msg);
+	int rc = b->cut_rc;
 	b->cut = CUT_NONE;
 	b->cut_cb = NULL;
 	/* the agent command (or its ending) is abandoned: none of its callbacks follows */
@@ -995,14 +991,13 @@ static void on_cut_timer(struct loop *l, struct loop_timer *t, void *arg)
 	b->op = OP_NONE;
 	b->done_cb = NULL;
 	b->msg_cb = NULL;
-	b->power_state = state;
 	if (b->tr)
 		transcript_mark(b->tr, "== power cut%s ==", rc ? " failed" : "");
 	close_transcript(b, true);
-	if (state == POWER_IS_OFF)
+	if (b->power_state == POWER_IS_OFF)
 		set_state(b, BOARD_OFF);
 	if (cb)
-		cb(b, rc, state, msg[0] ? msg : NULL, a);
+		cb(b, rc, b->power_state, b->cut_msg[0] ? b->cut_msg : NULL, b->cut_arg);
 }
 
 static void on_cut_power(struct power *p, int rc, int state, const char *msg, void *arg)
@@ -1010,9 +1005,10 @@ static void on_cut_power(struct power *p, int rc, int state, const char *msg, vo
 	LAB_UNUSED(p);
 	struct board *b = arg;
 	b->cut_rc = rc;
-	b->cut_state = state;
+	b->power_state = state;
 	snprintf(b->cut_msg, sizeof b->cut_msg, "%s", msg ? msg : "");
-	if (rc != LAB_OK || !b->cut_drain) { /* failed (the power may be on), or nothing ran */
+	/* failed (the power may be on), or the command had ended: nothing to drain */
+	if (rc != LAB_OK || b->op != OP_AGENT) {
 		loop_timer_start(b->loop, &b->cut_timer, 0);
 		return;
 	}
@@ -1037,7 +1033,6 @@ int board_power_cut(struct board *b, board_power_cb cb, void *arg)
 	 * command's until the cut is over (on_con_data drops a board's output
 	 * while it is powering off). */
 	b->cut = CUT_POWERING;
-	b->cut_drain = b->op == OP_AGENT;
 	b->cut_cb = cb;
 	b->cut_arg = arg;
 	b->cut_rc = LAB_OK;

@@ -361,14 +361,13 @@ static FB_UNUSED void fb_agent_ack(struct fakeboard *f, bool raw)
 	char v[24], line[512];
 	snprintf(v, sizeof v, "%d", ++f->agent_acks);
 	const char *kv[] = {"workload", "powerfail", "iter", "1", "name", "acked", "value", v, NULL};
-	int n = proto_format(line, sizeof line, (uint64_t)f->agent_acks + 1, "counter", kv);
-	if (n < 0)
-		return;
+	int seq = f->agent_acks + 1;
 	if (!raw) {
-		fb_write(f, line);
+		fb_agent_emit(f, seq, "counter", kv);
 		return;
 	}
-	if (write(f->master, line, (size_t)n) != n)
+	int n = proto_format(line, sizeof line, (uint64_t)seq, "counter", kv);
+	if (n < 0 || write(f->master, line, (size_t)n) != n)
 		abort();
 }
 

@@ -107,9 +107,12 @@ struct expect {
 
 struct re_shared {
 	char *src;
-	regex_t re;
+	regex_t re;       /* not compiled when plain */
 	bool multiline;
 	char *req;
+	/* plain: the regex is req itself, anchored at a line start (abol) and/or a
+	 * line end (aeol): found with the needle, no regcomp, no regexec, no DFA */
+	bool plain, abol, aeol;
 	/* alternation: one literal per alternative, one of which every match
 	 * contains (required_any); nany == 0 when there is no such set */
 	char **any;
@@ -141,7 +144,8 @@ static void re_unlink(struct re_shared *r)
 		pp = &(*pp)->next;
 	*pp = r->next;
 	re_cache.n--;
-	regfree(&r->re);
+	if (!r->plain)
+		regfree(&r->re);
 	free(r->src);
 	free(r->req);
 	for (size_t i = 0; i < r->nany; i++)
@@ -168,6 +172,7 @@ static void re_release(struct re_shared *r)
 }
 
 static bool regex_multiline(const char *re);
+static char *plain_literal(const char *re, bool *bol, bool *eol);
 static char *required_literal(const char *re);
 static void required_any(struct re_shared *r);
 
@@ -185,17 +190,23 @@ static struct re_shared *re_acquire(const char *pattern, int *rc, char *msg, siz
 		}
 	}
 	struct re_shared *r = xcalloc(1, sizeof *r);
-	*rc = regcomp(&r->re, pattern, REG_EXTENDED | REG_NEWLINE);
-	if (*rc != 0) {
-		regerror(*rc, &r->re, msg, msglen);
-		free(r);
-		return NULL;
+	r->req = plain_literal(pattern, &r->abol, &r->aeol);
+	r->plain = r->req != NULL;
+	if (!r->plain) {
+		*rc = regcomp(&r->re, pattern, REG_EXTENDED | REG_NEWLINE);
+		if (*rc != 0) {
+			regerror(*rc, &r->re, msg, msglen);
+			free(r);
+			return NULL;
+		}
 	}
 	r->src = xstrdup(pattern);
-	r->multiline = regex_multiline(pattern);
-	r->req = required_literal(pattern);
-	if (!r->req)
-		required_any(r);
+	if (!r->plain) {
+		r->multiline = regex_multiline(pattern);
+		r->req = required_literal(pattern);
+		if (!r->req)
+			required_any(r);
+	}
 	r->refs = 1;
 	if (re_cache.n >= 2 * re_cache.nb) {
 		size_t nb = re_cache.nb ? 2 * re_cache.nb : 64;
@@ -217,6 +228,14 @@ static struct re_shared *re_acquire(const char *pattern, int *rc, char *msg, siz
 	re_cache.b[k] = r;
 	re_cache.n++;
 	return r;
+}
+
+bool expect_regex_is_plain(const char *pattern)
+{
+	bool bol, eol;
+	char *lit = plain_literal(pattern, &bol, &eol);
+	free(lit);
+	return lit != NULL;
 }
 
 struct expect *expect_new(struct loop *l, size_t buf_max)
@@ -380,6 +399,50 @@ static size_t skip_bracket(const char *re, size_t i, size_t n)
 		}
 	}
 	return j + 1; /* n + 1 when unterminated (regcomp refuses those) */
+}
+
+/*
+ * The text an ERE matches when it is nothing but plain characters (escaped
+ * specials count: `\$` is a `$`), with an optional leading `^` and trailing `$`
+ * (*bol, *eol), or NULL.  Under REG_NEWLINE such a regex matches exactly where
+ * the text occurs with a line start before it and a line end (or the end of the
+ * text) after it, so it needs no regex: the shell prompt regex is one per board
+ * (its token), and glibc built some 33 KB of DFA tables for each (heaptrack, a
+ * 256-board night: 8.5 MB of 26.7 MB of heap while driving).  Conservative: any
+ * other special character, a GNU escape (\w, \<, \1...), a newline or a
+ * non-ASCII byte (locale-dependent) gives NULL, and the regex is compiled.
+ */
+static char *plain_literal(const char *re, bool *bol, bool *eol)
+{
+	size_t n = strlen(re), i = 0, k = 0;
+	*bol = *eol = false;
+	if (re[0] == '^') {
+		*bol = true;
+		i = 1;
+	}
+	char *out = xmalloc(n + 1);
+	for (; i < n; i++) {
+		unsigned char c = (unsigned char)re[i];
+		if (c == '$' && i == n - 1) {
+			*eol = true;
+			break;
+		}
+		if (c == '\\' && i + 1 < n && strchr(".[]()*+?{}|^$\\", re[i + 1])) {
+			out[k++] = re[++i];
+			continue;
+		}
+		if (c == '\\' || c == '\n' || c >= 0x80 || strchr(".[]()*+?{}|^$", c)) {
+			free(out);
+			return NULL;
+		}
+		out[k++] = (char)c;
+	}
+	if (k == 0) {
+		free(out);
+		return NULL;
+	}
+	out[k] = '\0';
+	return out;
 }
 
 /*
@@ -908,6 +971,39 @@ static bool find_req(struct expect *x, struct pattern *p, size_t from, size_t *s
 	return false;
 }
 
+/* A plain regex (plain_literal): the needle where its anchors hold.  Whether
+ * they hold depends only on the bytes beside it and the end of the text, so
+ * like a literal the search resumes len-1 bytes before the old end. */
+static bool find_plain(struct expect *x, struct pattern *p, size_t *so, size_t *eo,
+		       regmatch_t *rm)
+{
+	const struct re_shared *r = p->rs;
+	size_t n = p->reqlen, pos = p->scan_from;
+	while (pos < x->len) {
+		const char *hit = needle_find(&p->reqn, x->buf + pos, x->len - pos);
+		if (!hit)
+			break;
+		size_t h = (size_t)(hit - x->buf);
+		bool bol_ok = !r->abol || (h == 0 ? x->bol : x->buf[h - 1] == '\n');
+		bool eol_ok = !r->aeol || h + n == x->len || x->buf[h + n] == '\n';
+		if (bol_ok && eol_ok) {
+			*so = h;
+			*eo = h + n;
+			rm[0].rm_so = (regoff_t)h;
+			rm[0].rm_eo = (regoff_t)(h + n);
+			for (int i = 1; i < 10; i++)
+				rm[i].rm_so = rm[i].rm_eo = -1;
+			p->scan_from = h;
+			return true;
+		}
+		pos = h + 1;
+	}
+	size_t resume = x->len >= n ? x->len - n + 1 : 0;
+	if (resume > p->scan_from)
+		p->scan_from = resume;
+	return false;
+}
+
 /* Earliest match of p in the buffer at or after p->scan_from. */
 static bool find(struct expect *x, struct pattern *p, size_t *so, size_t *eo, regmatch_t *rm)
 {
@@ -925,6 +1021,8 @@ static bool find(struct expect *x, struct pattern *p, size_t *so, size_t *eo, re
 		p->scan_from = x->len >= p->litlen ? x->len - p->litlen + 1 : 0;
 		return false;
 	}
+	if (p->rs->plain)
+		return find_plain(x, p, so, eo, rm);
 	size_t from = p->multiline ? 0 : p->scan_from;
 	if (from > x->len)
 		from = x->len;

@@ -65,5 +65,8 @@ void expect_feed(struct expect *x, const char *buf, size_t n);
 void expect_set_line_cb(struct expect *x, void (*cb)(struct expect *, const char *line,
 						      size_t len, void *), void *arg);
 size_t expect_buffered(const struct expect *x);
+/* Whether the regex is found without regcomp/regexec (plain text with an optional
+ * leading ^ and trailing $, like the shell prompt's); for tests. */
+bool expect_regex_is_plain(const char *pattern);
 
 #endif

@@ -411,6 +411,83 @@ static void test_alternation_prefilter(void)
 	expect_free(x);
 }
 
+/* Plain regexes (text, optional ^ and $) are found without regexec: they must match
+ * exactly where glibc's regexec matches the same regex made non-plain by a group
+ * around its text, in random texts fed in random pieces. */
+static unsigned plain_rng = 12345;
+static unsigned plain_rand(void)
+{
+	plain_rng = plain_rng * 1103515245u + 12345u;
+	return (plain_rng >> 16) & 0x7fff;
+}
+
+static void test_plain_regexes(void)
+{
+	ok(expect_regex_is_plain("EMMCLAB-0c05f8\\$ $"), "the shell prompt regex is plain");
+	ok(expect_regex_is_plain("^=> $"), "anchors both sides");
+	ok(expect_regex_is_plain("a\\.b\\[c\\]\\\\"), "escaped specials are plain");
+	const char *not_plain[] = {"a.b", "ab*", "a|b", "(ab)", "[ab]", "a$b", "a^b", "\\w", "a\\<",
+				   "\\1", "^", "^$", "$", "a\nb", "caf\xc3\xa9", "a{2}", "a+", "a?"};
+	int refused = 0;
+	for (size_t i = 0; i < sizeof not_plain / sizeof *not_plain; i++)
+		refused += !expect_regex_is_plain(not_plain[i]);
+	is_int(refused, (long long)(sizeof not_plain / sizeof *not_plain),
+	       "specials, GNU escapes, empty text, newlines and non-ASCII are compiled");
+
+	const char alpha[] = "ab$. \n";
+	const char *atoms[] = {"a", "b", "\\$", "\\.", " "};
+	int mismatches = 0, matches = 0, plain = 0;
+	for (int round = 0; round < 3000; round++) {
+		char re[64] = "", grouped[72] = "", lit[32] = "";
+		bool bol = plain_rand() % 2, eol = plain_rand() % 2;
+		int natoms = 1 + (int)(plain_rand() % 3);
+		for (int i = 0; i < natoms; i++)
+			strcat(lit, atoms[plain_rand() % 5]);
+		snprintf(re, sizeof re, "%s%s%s", bol ? "^" : "", lit, eol ? "$" : "");
+		snprintf(grouped, sizeof grouped, "%s(%s)%s", bol ? "^" : "", lit, eol ? "$" : "");
+		plain += expect_regex_is_plain(re) && !expect_regex_is_plain(grouped);
+		char text[200];
+		size_t tn = 20 + plain_rand() % 150;
+		for (size_t i = 0; i < tn; i++)
+			text[i] = alpha[plain_rand() % (sizeof alpha - 1)];
+		struct rec *r[2];
+		struct expect *x[2];
+		const char *pats[2] = {re, grouped};
+		bool pre = plain_rand() % 4 == 0; /* a line before the pattern is added */
+		for (int k = 0; k < 2; k++) {
+			r[k] = calloc(1, sizeof *r[k]);
+			x[k] = expect_new(NULL, 0);
+			if (pre)
+				feeds(x[k], "x\n");
+			expect_add(x[k], EXPECT_REGEX, pats[k], 0, cb, r[k], NULL);
+		}
+		for (size_t off = 0; off < tn;) {
+			size_t piece = 1 + plain_rand() % 12;
+			if (piece > tn - off)
+				piece = tn - off;
+			for (int k = 0; k < 2; k++)
+				expect_feed(x[k], text + off, piece);
+			off += piece;
+		}
+		bool same = r[0]->n == r[1]->n;
+		for (int i = 0; same && i < r[0]->n; i++)
+			same = strcmp(r[0]->text[i], r[1]->text[i]) == 0 &&
+			       strcmp(r[0]->before[i], r[1]->before[i]) == 0;
+		if (!same && mismatches++ < 3)
+			fprintf(stderr, "# plain '%s' matched %d times, regexec %d times\n", re, r[0]->n,
+				r[1]->n);
+		matches += r[0]->n;
+		for (int k = 0; k < 2; k++) {
+			expect_free(x[k]);
+			free(r[k]);
+		}
+	}
+	is_int(plain, 3000, "every generated regex plain, its grouped twin compiled");
+	ok(mismatches == 0, "plain regexes match where regexec does (%d mismatches, %d matches)",
+	   mismatches, matches);
+	ok(matches > 3000, "and they matched often (%d)", matches);
+}
+
 int main(void)
 {
 	test_literal_across_reads();
@@ -418,6 +495,7 @@ int main(void)
 	test_order_and_groups();
 	test_prefilter();
 	test_alternation_prefilter();
+	test_plain_regexes();
 	test_bounded();
 	test_lines();
 	test_reentrancy();

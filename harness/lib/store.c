@@ -123,6 +123,7 @@ struct store {
 	int version;
 	sqlite3_stmt *st[ST_COUNT];
 	char clock[32]; /* store_set_clock: the time writes record, "" = now */
+	bool units_flat; /* store_set_units_flat */
 };
 
 static const char *const run_status_ok[] = {"running", "complete", "interrupted", "aborted",
@@ -724,17 +725,28 @@ bool store_in_transaction(struct store *s)
 	return !sqlite3_get_autocommit(s->db);
 }
 
+void store_set_units_flat(struct store *s, bool on)
+{
+	s->units_flat = on;
+}
+
 int store_unit_begin(struct store *s, struct store_unit *u, struct lab_err *e)
 {
 	u->nested = !sqlite3_get_autocommit(s->db);
 	if (!u->nested)
 		return store_exec(s, "BEGIN IMMEDIATE", "begin", e);
+	if (s->units_flat) {
+		u->nested = 2; /* the caller's transaction is the unit */
+		return LAB_OK;
+	}
 	sqlite3_stmt *q = stmt(s, ST_SAVEPOINT, e);
 	return q ? step_done(s, q, "begin", e) : LAB_EINFRA;
 }
 
 int store_unit_end(struct store *s, struct store_unit *u, int rc, struct lab_err *e)
 {
+	if (u->nested == 2)
+		return rc; /* on failure the caller rolls its whole transaction back */
 	if (rc == LAB_OK) {
 		sqlite3_stmt *q;
 		if (u->nested) {

@@ -55,8 +55,13 @@ bool store_in_transaction(struct store *s);
  * the caller's transaction.  store_unit_end commits (rc == LAB_OK) or undoes
  * just the unit and returns rc (or the commit's error). */
 struct store_unit {
-	int nested;
+	int nested; /* 0: its own transaction, 1: a savepoint, 2: flat (store_set_units_flat) */
 };
+/* Inside a transaction that the caller rolls back whole whenever a write fails
+ * (the journal's flush), units take no savepoint of their own.  A savepoint makes
+ * SQLite copy every page a unit changes into the statement journal, a temporary
+ * file once past 64 KiB: 16 pwrite64 calls a stored iteration at 16 boards. */
+void store_set_units_flat(struct store *s, bool on);
 int store_unit_begin(struct store *s, struct store_unit *u, struct lab_err *e);
 int store_unit_end(struct store *s, struct store_unit *u, int rc, struct lab_err *e);
 

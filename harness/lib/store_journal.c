@@ -560,6 +560,8 @@ static int apply_lines(struct store_jnl *j, char **lines, size_t n, int64_t skip
 	int rc = LAB_OK;
 	int64_t last = 0;
 	size_t i;
+	/* any failure below rolls the whole transaction back: no savepoint per entry */
+	store_set_units_flat(s, true);
 	for (i = 0; i < n && rc == LAB_OK; i++) {
 		struct entry en;
 		if (entry_parse(lines[i], &en)) {
@@ -577,6 +579,7 @@ static int apply_lines(struct store_jnl *j, char **lines, size_t n, int64_t skip
 			*bad_line = i;
 	}
 	store_set_clock(s, NULL);
+	store_set_units_flat(s, false);
 	if (rc == LAB_OK && last && find_run(j, e) == LAB_OK) {
 		sqlite3_stmt *q = jq(j, JQ_MARK, e);
 		if (!q) {

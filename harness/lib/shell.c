@@ -50,6 +50,8 @@ struct shell {
 	bool in_cmd, seen_begin;
 	int prompt_pat;          /* expect id of the prompt watch, -1 when none */
 	unsigned n;
+	char mbegin[24], mend[24]; /* "@@BEGIN-n@@" and "@@END-n@@ " of command n */
+	size_t mbegin_len, mend_len;
 	uint64_t cmd_timeout_ms;
 	sh_next next;
 	struct lab_buf out;
@@ -246,9 +248,8 @@ static bool is_blank_tail(const char *p, const char *end)
 
 /* memmem for the short markers tested on every console line: memchr on the
  * first byte then memcmp costs a fifth of glibc memmem's set-up per call. */
-static const char *find_in(const char *line, size_t len, const char *needle)
+static const char *find_n(const char *line, size_t len, const char *needle, size_t n)
 {
-	size_t n = strlen(needle);
 	const char *p = line, *end = line + len;
 	if (n == 0)
 		return line;
@@ -258,6 +259,11 @@ static const char *find_in(const char *line, size_t len, const char *needle)
 		p++;
 	}
 	return NULL;
+}
+
+static const char *find_in(const char *line, size_t len, const char *needle)
+{
+	return find_n(line, len, needle, strlen(needle));
 }
 
 static void cmd_complete(struct shell *s, int rc);
@@ -312,21 +318,18 @@ static void on_line(struct expect *x, const char *line, size_t len, void *arg)
 	}
 	if (!s->in_cmd)
 		return;
-	char mark[48];
 	const char *end = line + len;
 	if (!s->seen_begin) {
-		int ml = snprintf(mark, sizeof mark, "@@BEGIN-%u@@", s->n);
-		const char *m = find_in(line, len, mark);
-		if (m && is_blank_tail(m + ml, end)) {
+		const char *m = find_n(line, len, s->mbegin, s->mbegin_len);
+		if (m && is_blank_tail(m + s->mbegin_len, end)) {
 			s->seen_begin = true;
 			arm_prompt_watch(s);
 			return;
 		}
 	}
-	int ml = snprintf(mark, sizeof mark, "@@END-%u@@ ", s->n);
-	const char *m = find_in(line, len, mark);
+	const char *m = find_n(line, len, s->mend, s->mend_len);
 	if (m) {
-		const char *d = m + ml;
+		const char *d = m + s->mend_len;
 		int st = 0;
 		const char *q = d;
 		while (q < end && *q >= '0' && *q <= '9' && st < 100000)
@@ -389,6 +392,8 @@ static void on_cmd_timeout(struct loop *l, struct loop_timer *t, void *arg)
 static void run_internal(struct shell *s, const char *cmd, uint64_t timeout_ms, sh_next next)
 {
 	s->n++;
+	s->mbegin_len = (size_t)snprintf(s->mbegin, sizeof s->mbegin, "@@BEGIN-%u@@", s->n);
+	s->mend_len = (size_t)snprintf(s->mend, sizeof s->mend, "@@END-%u@@ ", s->n);
 	s->in_cmd = true;
 	s->seen_begin = false;
 	s->status = -1;

@@ -17,7 +17,10 @@ static void put_counter(struct collect *c, const char *name, int64_t v)
 			return;
 		}
 	}
-	c->counters = xreallocarray(c->counters, c->ncounters + 1, sizeof *c->counters);
+	if (c->ncounters == c->capcounters) {
+		c->capcounters = c->capcounters ? 2 * c->capcounters : 32;
+		c->counters = xreallocarray(c->counters, c->capcounters, sizeof *c->counters);
+	}
 	c->counters[c->ncounters++] = (struct store_counter){xstrdup(name), v};
 }
 
@@ -32,6 +35,7 @@ static void collect_latency(struct collect *c, const struct proto_msg *m)
 			 (unsigned long long)m->seq);
 		return;
 	}
+	size_t prefix = (size_t)snprintf(name, sizeof name, "rq_%s_lat_b", op); /* op: write|flush */
 	while (*b) {
 		char *end;
 		unsigned long k = strtoul(b, &end, 10);
@@ -41,7 +45,17 @@ static void collect_latency(struct collect *c, const struct proto_msg *m)
 		long long n = strtoll(b, &end, 10);
 		if (end == b || n < 0 || (*end && *end != ' '))
 			break;
-		snprintf(name, sizeof name, "rq_%s_lat_b%lu", op, k);
+		/* rq_<op>_lat_b<k>: the prefix once, k by hand (snprintf per bucket was
+		 * most of this function) */
+		size_t at = prefix;
+		char digits[24];
+		size_t nd = 0;
+		do
+			digits[nd++] = (char)('0' + k % 10);
+		while ((k /= 10) && nd < sizeof digits);
+		while (nd && at + 1 < sizeof name)
+			name[at++] = digits[--nd];
+		name[at] = '\0';
 		put_counter(c, name, n);
 		b = *end ? end + 1 : end;
 	}
@@ -109,7 +123,10 @@ enum collect_note collect_msg(struct collect *c, const struct proto_msg *m, bool
 				 (unsigned long long)m->seq);
 			return COLLECT_TAKEN;
 		}
-		c->samples = xreallocarray(c->samples, c->nsamples + 1, sizeof *c->samples);
+		if (c->nsamples == c->capsamples) {
+			c->capsamples = c->capsamples ? 2 * c->capsamples : 16;
+			c->samples = xreallocarray(c->samples, c->capsamples, sizeof *c->samples);
+		}
 		c->samples[c->nsamples++] = (struct store_sample){xstrdup(metric), v, xstrdup(unit)};
 		if (strcmp(metric, "wall_time") == 0)
 			c->wall_time = v;

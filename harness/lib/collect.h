@@ -20,9 +20,9 @@
 
 struct collect {
 	struct store_sample *samples;
-	size_t nsamples;
+	size_t nsamples, capsamples;
 	struct store_counter *counters;
-	size_t ncounters;
+	size_t ncounters, capcounters;
 	bool have_mode, have_identity;
 	int fua, write_cache, cqe; /* -1 until a mode line says */
 	char vmode[32];

@@ -49,6 +49,12 @@ int main(void)
 	is_int(collect_counter(&c, "rq_flush_lat_b41"), 2, "latency: bucket 41");
 	is_int((long long)c.ncounters, 2, "latency: only the non-empty buckets");
 	ok(!c.error[0], "latency: no error");
+	feed(&c, "latency", (const char *const[]){"op", "write", "buckets", "0:3 7:4 100:9", NULL});
+	is_int(collect_counter(&c, "rq_write_lat_b0"), 3, "latency: bucket 0 named b0");
+	is_int(collect_counter(&c, "rq_write_lat_b7"), 4, "latency: a one-digit bucket");
+	is_int(collect_counter(&c, "rq_write_lat_b100"), 9, "latency: a three-digit bucket");
+	is_int((long long)c.ncounters, 5, "latency: the write buckets added");
+	ok(!c.error[0], "latency: still no error");
 	feed(&c, "latency", (const char *const[]){"op", "read", "buckets", "1:1", NULL});
 	ok(strstr(c.error, "malformed latency line") != NULL, "latency: an unknown op is an error");
 	c.error[0] = '\0';

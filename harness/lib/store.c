@@ -714,6 +714,17 @@ int store_commit(struct store *s, struct lab_err *e)
 	return LAB_OK;
 }
 
+int store_commit_yield(struct store *s, struct lab_err *e)
+{
+	int rc = store_commit(s, e);
+	if (rc)
+		return rc;
+	struct timespec ts = {0, STORE_YIELD_MS * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	return store_begin(s, e);
+}
+
 void store_rollback(struct store *s)
 {
 	if (!sqlite3_get_autocommit(s->db))

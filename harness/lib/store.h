@@ -48,6 +48,14 @@ int store_migrate(struct store *s, int target, struct lab_err *e);
 
 int store_begin(struct store *s, struct lab_err *e);
 int store_commit(struct store *s, struct lab_err *e);
+/* Between the transactions of a long writer (import, db merge): commit, leave the
+ * write lock free for STORE_YIELD_MS, begin again.  Committing and beginning at once
+ * left other writers only the microseconds in between: SQLite has no queue for its
+ * lock, a waiting writer polls (sqlite3's busy handler every 100 ms, a run's flush
+ * from its backoff timer), and one polling during an import got in about one time in
+ * five within 3 s.  A sleep, not a timer: these commands have no event loop. */
+#define STORE_YIELD_MS 50
+int store_commit_yield(struct store *s, struct lab_err *e);
 void store_rollback(struct store *s);
 /* True while a transaction (store_begin or a unit) is open on s. */
 bool store_in_transaction(struct store *s);

@@ -23,7 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define IMPORT_BATCH 5000 /* samples per transaction */
+/* A transaction ends after IMPORT_HOLD_MS or IMPORT_BATCH samples, whichever comes
+ * first, and the lock is then left free for STORE_YIELD_MS (store_commit_yield): a
+ * writer polling for it gets in within a few of its polls, and the pauses cost the
+ * import a fifth of its time at most. */
+#define IMPORT_BATCH 50000
+#define IMPORT_HOLD_MS 200
 
 static int step_reset(struct store *s, sqlite3_stmt *q, const char *what, struct lab_err *e)
 {
@@ -171,6 +176,7 @@ struct importer {
 	int64_t run_id;
 	int seq;
 	size_t in_batch;
+	struct timespec batch_start;
 	const char *unit, *workload;
 	struct lab_err *e;
 };
@@ -204,6 +210,15 @@ static int new_job(struct importer *im, const struct csv_row *r, int64_t *job)
 	sqlite3_bind_int64(q[Q_JOB_IMPORTED], 1, *job);
 	sqlite3_bind_text(q[Q_JOB_IMPORTED], 2, r->key, -1, SQLITE_STATIC);
 	return step_reset(s, q[Q_JOB_IMPORTED], "marking a job imported", im->e);
+}
+
+/* How long the current transaction has held the write lock. */
+static int64_t held_ms(const struct importer *im)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - im->batch_start.tv_sec) * 1000 +
+	       (now.tv_nsec - im->batch_start.tv_nsec) / 1000000;
 }
 
 static int import_row(const struct csv_row *r, void *arg)
@@ -248,9 +263,11 @@ static int import_row(const struct csv_row *r, void *arg)
 	if ((rc = step_reset(im->s, q[Q_SAMPLE], "adding a sample", im->e)))
 		return rc;
 	/* short transactions: other writers (a nightly run) get the lock in between */
-	if (++im->in_batch >= IMPORT_BATCH) {
+	if (++im->in_batch == 1)
+		clock_gettime(CLOCK_MONOTONIC, &im->batch_start);
+	if (im->in_batch >= IMPORT_BATCH || (im->in_batch % 256 == 0 && held_ms(im) >= IMPORT_HOLD_MS)) {
 		im->in_batch = 0;
-		if ((rc = store_commit(im->s, im->e)) || (rc = store_begin(im->s, im->e)))
+		if ((rc = store_commit_yield(im->s, im->e)))
 			return rc;
 	}
 	return LAB_OK;

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct merge {
 	struct store *s;
@@ -444,6 +445,11 @@ int store_merge_report(struct store *s, const char *src_path, int *copied, int *
 		sqlite3_finalize(q);
 	}
 	for (size_t i = 0; i < nids && !rc; i++) {
+		/* one run a transaction, the lock left free for a moment in between */
+		if (i > 0) {
+			struct timespec ts = {0, STORE_YIELD_MS * 1000000L};
+			nanosleep(&ts, NULL);
+		}
 		if ((rc = store_begin(s, e)))
 			break;
 		m.conflict = false;

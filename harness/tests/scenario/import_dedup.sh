@@ -88,9 +88,10 @@ for _ in $(seq 3000); do
 	sleep 0.1
 done
 [ "${n:-0}" -gt 300000 ] || fail "the import wrote fewer than 300,000 samples within 300 s ($n)"
-# another writer gets the lock while the import runs (transactions of 5000 samples):
-# within 3 s (seen: 40-394 ms); a sanitized build runs each batch several times slower
-# (over 3 s seen once under ASan), so it gets 15 s
+# another writer gets the lock while the import runs (transactions of at most 200 ms,
+# then the lock left free for 50 ms): within 3 s.  Committing and beginning again at
+# once failed this about one run in four (sqlite3's busy handler polls every 100 ms and
+# seldom hit the microseconds between).  A sanitized build gets 15 s.
 wait_ms=3000
 if ldd "$EMMCLAB" 2>/dev/null | grep -q libasan; then wait_ms=15000; fi
 start=$(date +%s%N)

@@ -21,4 +21,19 @@ python3 "$SIMCON" --tcp "127.0.0.1:$P2" --timeout 10 \
 "$EMMCLAB" sim stop --state-dir "$T" >/dev/null
 for i in $(seq 30); do kill -0 $s2n 2>/dev/null || break; sleep 0.1; done
 kill -0 $s2n 2>/dev/null && fail "ser2net left running after sim stop"
+
+# Without ser2net installed (the quick start does not install it) the same lab
+# still starts: the simulator says the TCP console is not published, the pty
+# console works, and nothing listens on the port.
+mkdir "$T/nobin"
+PATH="$T/nobin" "$EMMCLAB" sim start "$T/lab.yaml" --state-dir "$T" >"$T/start2.out" ||
+	fail "sim start without ser2net: $(cat "$T/start2.out" "$T/sim.log")"
+grep -q "ser2net (Debian package ser2net) is not installed: the 1 console with sim.ser2net_port is not published" \
+	"$T/sim.log" || fail "no ser2net warning: $(cat "$T/sim.log")"
+python3 -c "import socket; socket.create_connection(('127.0.0.1',$P2),timeout=1)" 2>/dev/null &&
+	fail "port $P2 listens without ser2net"
+con bsprd "run:curl -sf 'http://127.0.0.1:$PORT/plug/bsprd/cm?cmnd=Power%20On' >/dev/null" \
+	'expect:U-Boot SPL' 'expect:autoboot' 'send: ' 'expect:=> $' >/dev/null ||
+	fail "pty console without ser2net"
+"$EMMCLAB" sim stop --state-dir "$T" >/dev/null
 echo ok

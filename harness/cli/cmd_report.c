@@ -127,17 +127,13 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 	int rc = report_build(s, &o, &m, &e);
 	if (!rc) {
 		if (out) {
-			char *buf = NULL;
-			size_t len = 0;
-			FILE *mf = open_memstream(&buf, &len);
-			if (!mf) {
-				rc = lab_err_set(&e, LAB_EINFRA, "out of memory");
-			} else {
-				rc = report_render(m, format, mf, &e);
-				fclose(mf);
-				if (!rc)
-					rc = lab_write_file_atomic(out, buf, len, &e);
-				free(buf);
+			struct lab_atomic a;
+			if (!(rc = lab_atomic_open(&a, out, &e))) {
+				rc = report_render(m, format, a.f, &e);
+				if (rc)
+					lab_atomic_abort(&a);
+				else
+					rc = lab_atomic_commit(&a, &e);
 			}
 		} else {
 			rc = report_render(m, format, stdout, &e);

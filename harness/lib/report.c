@@ -221,25 +221,25 @@ int report_write_model(struct report_model *m, const char *format, const char *p
 {
 	if (!report_renderer_find(format))
 		return bad_format(format, e);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mf = open_memstream(&buf, &len);
-	if (!mf)
-		return LAB_ERR(e, LAB_EINFRA, "open_memstream failed");
-	int rc = report_render(m, format, mf, e);
-	fclose(mf);
-	if (!rc) {
-		/* The nightly report usually lands in a directory nobody created yet. */
-		char *dir = xstrdup(path);
-		char *slash = strrchr(dir, '/');
-		if (slash && slash != dir) {
-			*slash = '\0';
-			lab_mkdir_p(dir, 0755);
-		}
-		free(dir);
-		rc = lab_write_file_atomic(path, buf, len, e);
+	/* The nightly report usually lands in a directory nobody created yet. */
+	char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		lab_mkdir_p(dir, 0755);
 	}
-	free(buf);
+	free(dir);
+	/* streamed to the temporary file: a 1024-board report is 170 MB of HTML,
+	 * which a memory stream held twice over while it grew */
+	struct lab_atomic a;
+	int rc = lab_atomic_open(&a, path, e);
+	if (rc)
+		return rc;
+	rc = report_render(m, format, a.f, e);
+	if (rc)
+		lab_atomic_abort(&a);
+	else
+		rc = lab_atomic_commit(&a, e);
 	return rc;
 }
 

@@ -409,45 +409,73 @@ int lab_fd_nonblock(int fd)
 	return LAB_OK;
 }
 
+int lab_atomic_open(struct lab_atomic *a, const char *path, struct lab_err *e)
+{
+	a->path = xstrdup(path);
+	a->tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
+	int fd = open(a->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || !(a->f = fdopen(fd, "w"))) {
+		int rc = lab_err_set(e, LAB_EINFRA, "%s: %s", a->tmp, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(a->tmp);
+		}
+		free(a->tmp);
+		free(a->path);
+		a->tmp = a->path = NULL;
+		a->f = NULL;
+		return rc;
+	}
+	setvbuf(a->f, NULL, _IOFBF, 65536);
+	return LAB_OK;
+}
+
+static void atomic_end(struct lab_atomic *a)
+{
+	free(a->tmp);
+	free(a->path);
+	a->tmp = a->path = NULL;
+	a->f = NULL;
+}
+
+int lab_atomic_commit(struct lab_atomic *a, struct lab_err *e)
+{
+	int rc = LAB_OK;
+	/* a write that failed earlier (ENOSPC) left the stream's error flag */
+	if (fflush(a->f) != 0)
+		rc = lab_err_set(e, LAB_EINFRA, "%s: write: %s", a->tmp, strerror(errno));
+	else if (ferror(a->f))
+		rc = lab_err_set(e, LAB_EINFRA, "%s: a write failed", a->tmp);
+	else if (fsync(fileno(a->f)) < 0)
+		rc = lab_err_set(e, LAB_EINFRA, "%s: %s", a->tmp, strerror(errno));
+	if (fclose(a->f) != 0 && !rc)
+		rc = lab_err_set(e, LAB_EINFRA, "%s: %s", a->tmp, strerror(errno));
+	if (!rc && rename(a->tmp, a->path) < 0)
+		rc = lab_err_set(e, LAB_EINFRA, "rename %s: %s", a->path, strerror(errno));
+	if (rc)
+		unlink(a->tmp);
+	atomic_end(a);
+	return rc;
+}
+
+void lab_atomic_abort(struct lab_atomic *a)
+{
+	if (!a->f)
+		return;
+	fclose(a->f);
+	unlink(a->tmp);
+	atomic_end(a);
+}
+
 int lab_write_file_atomic(const char *path, const void *data, size_t len, struct lab_err *e)
 {
-	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		int rc = lab_err_set(e, LAB_EINFRA, "%s: %s", tmp, strerror(errno));
-		free(tmp);
+	struct lab_atomic a;
+	int rc = lab_atomic_open(&a, path, e);
+	if (rc)
 		return rc;
-	}
-	const char *p = data;
-	size_t left = len;
-	while (left) {
-		ssize_t w = write(fd, p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int rc = lab_err_set(e, LAB_EINFRA, "%s: write: %s", tmp, strerror(errno));
-			close(fd);
-			unlink(tmp);
-			free(tmp);
-			return rc;
-		}
-		p += w;
-		left -= (size_t)w;
-	}
-	if (fsync(fd) < 0 || close(fd) < 0) {
-		int rc = lab_err_set(e, LAB_EINFRA, "%s: %s", tmp, strerror(errno));
-		unlink(tmp);
-		free(tmp);
-		return rc;
-	}
-	if (rename(tmp, path) < 0) {
-		int rc = lab_err_set(e, LAB_EINFRA, "rename %s: %s", path, strerror(errno));
-		unlink(tmp);
-		free(tmp);
-		return rc;
-	}
-	free(tmp);
-	return LAB_OK;
+	if (len)
+		fwrite(data, 1, len, a.f);
+	return lab_atomic_commit(&a, e);
 }
 
 int lab_read_file(const char *path, size_t max, char **out, size_t *len, struct lab_err *e)

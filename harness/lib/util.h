@@ -93,6 +93,17 @@ int lab_fd_nonblock(int fd);
 
 /* Write a whole file atomically (tmp + fsync + rename). */
 int lab_write_file_atomic(const char *path, const void *data, size_t len, struct lab_err *e);
+/* The same, streamed: lab_atomic_open creates PATH.tmp.PID and gives a FILE *
+ * on it (64 KiB buffer); lab_atomic_commit flushes, fsyncs and renames it over
+ * PATH, or, when any write failed (a full disk), removes it and leaves PATH as
+ * it was; lab_atomic_abort removes it.  Either ends the lab_atomic. */
+struct lab_atomic {
+	FILE *f;
+	char *tmp, *path;
+};
+int lab_atomic_open(struct lab_atomic *a, const char *path, struct lab_err *e);
+int lab_atomic_commit(struct lab_atomic *a, struct lab_err *e);
+void lab_atomic_abort(struct lab_atomic *a);
 /* Read a whole file (capped at max bytes). Caller frees *out. */
 int lab_read_file(const char *path, size_t max, char **out, size_t *len, struct lab_err *e);
 /* mkdir -p */

@@ -3,11 +3,15 @@
 #include "tap.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 static void test_names(void)
 {
@@ -152,6 +156,83 @@ static void test_fmt_double(void)
 	ok(bad == 0, "fmt_double: %d of %ld values differ from the binary search", bad, n);
 }
 
+static size_t dir_entries(const char *dir)
+{
+	size_t n = 0;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* lab_atomic: a streamed file replaces the old one only when every write made
+ * it; an abort or a failed write (here: over RLIMIT_FSIZE, EFBIG, as a full
+ * disk gives ENOSPC) leaves the old file and no temporary file behind. */
+static void test_atomic(void)
+{
+	char dir[] = "/tmp/emmclab-test-atomic.XXXXXX";
+	if (!mkdtemp(dir)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	char path[128];
+	snprintf(path, sizeof path, "%s/report.html", dir);
+	struct lab_err e = {0};
+	ok(lab_write_file_atomic(path, "old\n", 4, &e) == LAB_OK, "write_file_atomic");
+	struct lab_atomic a;
+	ok(lab_atomic_open(&a, path, &e) == LAB_OK, "atomic_open");
+	for (int i = 0; i < 20000; i++)
+		fprintf(a.f, "line %d\n", i);
+	char *data = NULL;
+	size_t len = 0;
+	ok(lab_read_file(path, 1 << 20, &data, &len, &e) == LAB_OK && len == 4 &&
+		   memcmp(data, "old\n", 4) == 0,
+	   "the old file stays while the new one is written");
+	free(data);
+	ok(lab_atomic_commit(&a, &e) == LAB_OK, "atomic_commit");
+	data = NULL;
+	ok(lab_read_file(path, 1 << 20, &data, &len, &e) == LAB_OK && len > 100000 &&
+		   strncmp(data, "line 0\n", 7) == 0 && strstr(data, "line 19999\n"),
+	   "committed: the whole new file");
+	free(data);
+	is_int(dir_entries(dir), 1, "no temporary file after commit");
+
+	ok(lab_atomic_open(&a, path, &e) == LAB_OK, "atomic_open again");
+	fputs("abandoned\n", a.f);
+	lab_atomic_abort(&a);
+	data = NULL;
+	ok(lab_read_file(path, 1 << 20, &data, &len, &e) == LAB_OK && len > 100000, "abort keeps the file");
+	free(data);
+	is_int(dir_entries(dir), 1, "no temporary file after abort");
+
+	struct rlimit old, lim;
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim = old;
+	lim.rlim_cur = 8192;
+	void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+	ok(setrlimit(RLIMIT_FSIZE, &lim) == 0, "RLIMIT_FSIZE 8 KiB");
+	ok(lab_atomic_open(&a, path, &e) == LAB_OK, "atomic_open under the limit");
+	for (int i = 0; i < 20000; i++)
+		fprintf(a.f, "new %d\n", i);
+	struct lab_err fe = {0};
+	int rc = lab_atomic_commit(&a, &fe);
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, prev);
+	ok(rc == LAB_EINFRA && strstr(fe.msg, "report.html.tmp."), "a failed write fails the commit (%s)",
+	   fe.msg);
+	data = NULL;
+	ok(lab_read_file(path, 1 << 20, &data, &len, &e) == LAB_OK && len > 100000 &&
+		   strncmp(data, "line 0\n", 7) == 0,
+	   "the old file is untouched after a failed write");
+	free(data);
+	is_int(dir_entries(dir), 1, "no temporary file after a failed write");
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	test_names();
@@ -159,5 +240,6 @@ int main(void)
 	test_escape();
 	test_stream();
 	test_fmt_double();
+	test_atomic();
 	return tap_done();
 }

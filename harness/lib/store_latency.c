@@ -105,10 +105,12 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 	    " c.value FROM counter c JOIN iteration i ON i.id = c.iteration_id"
 	    " JOIN job j ON j.id = i.job_id JOIN run r ON r.id = j.run_id"
 	    " JOIN part p ON p.id = j.part_id"
+	    " LEFT JOIN board b ON b.id = j.board_id LEFT JOIN kernel k ON k.id = j.kernel_id"
 	    " WHERE c.name GLOB 'rq_*_lat_b[0-9]*' AND j.status = 'ok'"
 	    " AND (?1 = 0 OR r.id = ?1) AND (?2 IS NULL OR p.label = ?2)"
 	    " AND (?3 IS NULL OR j.mode = ?3) AND (?4 IS NULL OR i.workload = ?4)"
-	    " AND (?5 = 0 OR i.warmup = 0)",
+	    " AND (?5 = 0 OR i.warmup = 0) AND (?6 IS NULL OR b.name = ?6)"
+	    " AND (?7 IS NULL OR k.version = ?7) AND (?8 IS NULL OR j.suite = ?8)",
 	    e);
 	if (!q)
 		return LAB_EINFRA;
@@ -120,6 +122,12 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 	if (f && f->workload)
 		sqlite3_bind_text(q, 4, f->workload, -1, SQLITE_STATIC);
 	sqlite3_bind_int(q, 5, exclude_warmup);
+	if (f && f->board)
+		sqlite3_bind_text(q, 6, f->board, -1, SQLITE_STATIC);
+	if (f && f->kernel)
+		sqlite3_bind_text(q, 7, f->kernel, -1, SQLITE_STATIC);
+	if (f && f->suite)
+		sqlite3_bind_text(q, 8, f->suite, -1, SQLITE_STATIC);
 	struct store_lathist *h = NULL;
 	int64_t (*sums)[LATHIST_BUCKETS] = NULL;
 	struct group_index gx = {0};

@@ -29,7 +29,9 @@ struct store_lathist {
 };
 
 /* The histograms of ok jobs of run_id (0: every run), narrowed by f's part,
- * mode, workload and source (NULL: no filter), without warm-up iterations
+ * board, kernel, mode, suite, workload and source (NULL: no filter; f's
+ * metric does not apply: every histogram is of the rq_* latencies), without
+ * warm-up iterations
  * when exclude_warmup.  Sorted by part, workload, source, mode (lab_modes
  * order), op. */
 int store_lathist_load(struct store *s, int64_t run_id, const struct results_filter *f,

@@ -107,4 +107,24 @@ for x in h:
 assert {x["op"] for x in h} == {"write", "flush"}
 PY
 echo "ok 4 - text, markdown and json reports carry the percentiles, json the histograms"
+# 5. --filter narrows the histograms like the samples: one board's, one kernel's
+"$EMMCLAB" report --db "$db" --format json --filter board=dut1 -o "$T/dut1.json" >/dev/null ||
+	fail "report --filter board=dut1"
+want=$(q "select sum(c.value) from counter c join iteration i on i.id=c.iteration_id
+	 join job j on j.id=i.job_id join board b on b.id=j.board_id
+	 where b.name='dut1' and j.status='ok' and c.name glob 'rq_write_lat_b[0-9]*'")
+python3 - "$T/dut1.json" "$want" <<'PY' || fail "json latency_histograms under --filter board=dut1"
+import json, sys
+d = json.load(open(sys.argv[1]))
+h = d["latency_histograms"]
+parts = {x["part"] for x in h}
+assert len(parts) == 1 and next(iter(parts)).startswith("DUT1"), parts
+n = sum(x["n"] for x in h if x["op"] == "write")
+assert n == int(sys.argv[2]) > 0, (n, sys.argv[2])
+PY
+"$EMMCLAB" report --db "$db" --format json --filter kernel=0.0-none -o "$T/nok.json" >/dev/null ||
+	fail "report --filter kernel=0.0-none"
+python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))["latency_histograms"]; assert h == [], len(h)' \
+	"$T/nok.json" || fail "histograms of a kernel that ran nothing"
+echo "ok 5 - --filter board= and kernel= narrow the latency histograms"
 echo "PASS: sim latency"

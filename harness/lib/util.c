@@ -413,6 +413,7 @@ int lab_atomic_open(struct lab_atomic *a, const char *path, struct lab_err *e)
 {
 	a->path = xstrdup(path);
 	a->tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
+	a->buf = NULL;
 	int fd = open(a->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0 || !(a->f = fdopen(fd, "w"))) {
 		int rc = lab_err_set(e, LAB_EINFRA, "%s: %s", a->tmp, strerror(errno));
@@ -426,12 +427,15 @@ int lab_atomic_open(struct lab_atomic *a, const char *path, struct lab_err *e)
 		a->f = NULL;
 		return rc;
 	}
-	setvbuf(a->f, NULL, _IOFBF, 65536);
+	a->buf = xmalloc(65536);
+	setvbuf(a->f, a->buf, _IOFBF, 65536);
 	return LAB_OK;
 }
 
 static void atomic_end(struct lab_atomic *a)
 {
+	free(a->buf); /* after fclose: the stream used it until then */
+	a->buf = NULL;
 	free(a->tmp);
 	free(a->path);
 	a->tmp = a->path = NULL;

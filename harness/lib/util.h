@@ -100,6 +100,7 @@ int lab_write_file_atomic(const char *path, const void *data, size_t len, struct
 struct lab_atomic {
 	FILE *f;
 	char *tmp, *path;
+	char *buf; /* f's buffer (glibc ignores setvbuf's size without one) */
 };
 int lab_atomic_open(struct lab_atomic *a, const char *path, struct lab_err *e);
 int lab_atomic_commit(struct lab_atomic *a, struct lab_err *e);

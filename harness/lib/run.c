@@ -1741,6 +1741,10 @@ static int resume_prepare(struct runner *r, const char *arg, char uuid[40], char
 	if (!strcmp(row.status, "complete"))
 		return lab_err_set(e, LAB_EUSAGE, "run %lld is complete: nothing to resume",
 				   (long long)id);
+	if (!strcmp(row.status, "merging"))
+		return lab_err_set(e, LAB_EUSAGE,
+				   "run %lld is being copied by `emmclab db merge` (or a merge that died "
+				   "left it: merge again): not resumable", (long long)id);
 	if (strcmp(row.plan, lab->plan->name) || strcmp(row.lab, lab->name))
 		return lab_err_set(e, LAB_EUSAGE, "run %lld is plan %s on lab %s, not %s on %s",
 				   (long long)id, row.plan, row.lab, lab->plan->name, lab->name);

@@ -980,7 +980,7 @@ int store_run_latest_unfinished(struct store *s, const char *plan, const char *l
 	sqlite3_stmt *q = store_prepare(
 		s,
 		"SELECT id FROM run WHERE source NOT LIKE 'import%' AND plan IS ?1 AND lab IS ?2"
-		" AND status <> 'complete' ORDER BY id DESC LIMIT 1",
+		" AND status NOT IN ('complete', 'merging') ORDER BY id DESC LIMIT 1",
 		e);
 	if (!q)
 		return LAB_EINFRA;

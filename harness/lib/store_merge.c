@@ -556,10 +556,17 @@ int store_merge_report(struct store *s, const char *src_path, int *copied, int *
 	if (!rc) {
 		r = sqlite3_prepare_v2(store_sqlite(s),
 				       "SELECT id, uuid IN (SELECT uuid FROM main.run WHERE status !="
-				       " 'merging'), uuid FROM src.run ORDER BY id", -1, &q, NULL);
+				       " 'merging'), uuid, status = 'merging' FROM src.run ORDER BY id",
+				       -1, &q, NULL);
 		if (r != SQLITE_OK)
 			rc = store_fail(s, e, r, "listing runs");
 		while (!rc && (r = sqlite3_step(q)) == SQLITE_ROW) {
+			if (sqlite3_column_int(q, 3)) { /* half a run: its copy would stay so */
+				conflict(&m, "run %s not copied: it is still being merged into %s",
+					 (const char *)sqlite3_column_text(q, 2), src_path);
+				m.conflict = false;
+				continue;
+			}
 			if (sqlite3_column_int(q, 1)) {
 				(*skipped)++;
 				rc = check_present(&m, (const char *)sqlite3_column_text(q, 2));

@@ -7,7 +7,8 @@
 #     it for the whole copy, 4 s and more);
 #  2. until its last transaction the run is there with status 'merging'; a
 #     second merge meanwhile leaves it to the live one (a conflict, exit 1);
-#  3. a merge killed half-way leaves the run 'merging'; the next merge removes
+#  3. a merge killed half-way leaves the run 'merging' (merged on from there,
+#     it is a conflict, not copied); the next merge removes
 #     it and copies it again: exactly the source's jobs, iterations, samples
 #     and values, every status as in the source; a third merge copies nothing.
 set -euo pipefail
@@ -78,6 +79,11 @@ wait "$pid" 2>/dev/null || true
 pid=
 left=$(q "$T/m.db" "SELECT count(*) FROM run WHERE status = 'merging'")
 [ "$left" = 1 ] || fail "the killed merge left $left runs 'merging'"
+# merged on from here, the half run is not copied (it would stay half)
+rc=0
+"$EMMCLAB" db merge --db "$T/x.db" "$T/m.db" >"$T/x.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q "still being merged into" "$T/x.out" || fail "merging a half run on: exit $rc, $(cat "$T/x.out")"
+[ "$(q "$T/x.db" "SELECT count(*) FROM run WHERE status = 'merging'")" = 0 ] || fail "a half run merged on"
 "$EMMCLAB" db merge --db "$T/m.db" "$T/src.db" >"$T/m3.out" 2>&1 || fail "merge after the kill: $(cat "$T/m3.out")"
 got=$(src_sum "$T/m.db")
 [ "$got" = "$want" ] || fail "after the re-merge: $got, want $want"

@@ -342,8 +342,10 @@ int results_latest_run(struct store *s, int64_t *run_id, struct lab_err *e)
 	sqlite3 *db = store_sqlite(s);
 	sqlite3_stmt *st;
 	*run_id = 0;
-	if (sqlite3_prepare_v2(db, "SELECT id FROM run ORDER BY started_at DESC, id DESC LIMIT 1", -1,
-			       &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id FROM run WHERE status != 'merging'"
+			       " ORDER BY started_at DESC, id DESC LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
 		return db_err(e, db, "latest run");
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
@@ -446,6 +448,9 @@ static int load_runs(struct results *r, struct priv *pv, sqlite3 *db, const stru
 				continue;
 		}
 		if (f->source && strcmp(f->source, u->source) != 0 && strcmp(f->source, u->kind) != 0)
+			continue;
+		/* half copied by `db merge` (store_merge.c): only when asked for by id */
+		if (!f->run_id && strcmp(u->status, "merging") == 0)
 			continue;
 		if (f->complete_only && strcmp(u->status, "complete") != 0 &&
 		    strncmp(u->source, "import", 6) != 0)

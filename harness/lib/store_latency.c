@@ -107,7 +107,8 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 	    " JOIN part p ON p.id = j.part_id"
 	    " LEFT JOIN board b ON b.id = j.board_id LEFT JOIN kernel k ON k.id = j.kernel_id"
 	    " WHERE c.name GLOB 'rq_*_lat_b[0-9]*' AND j.status = 'ok'"
-	    " AND (?1 = 0 OR r.id = ?1) AND (?2 IS NULL OR p.label = ?2)"
+	    " AND (?1 = 0 OR r.id = ?1) AND (?1 != 0 OR r.status != 'merging')"
+	    " AND (?2 IS NULL OR p.label = ?2)"
 	    " AND (?3 IS NULL OR j.mode = ?3) AND (?4 IS NULL OR i.workload = ?4)"
 	    " AND (?5 = 0 OR i.warmup = 0) AND (?6 IS NULL OR b.name = ?6)"
 	    " AND (?7 IS NULL OR k.version = ?7) AND (?8 IS NULL OR j.suite = ?8)",

@@ -5,8 +5,9 @@
 #     200 ms with the lock left free between them: another writer gets the
 #     lock within 3 s while the merge runs (one transaction for the run held
 #     it for the whole copy, 4 s and more);
-#  2. until its last transaction the run is there with status 'merging'; a
-#     second merge meanwhile leaves it to the live one (a conflict, exit 1);
+#  2. until its last transaction the run is there with status 'merging', and
+#     reports leave it out; a second merge meanwhile leaves it to the live one
+#     (a conflict, exit 1);
 #  3. a merge killed half-way leaves the run 'merging' (merged on from there,
 #     it is a conflict, not copied); the next merge removes
 #     it and copies it again: exactly the source's jobs, iterations, samples
@@ -62,6 +63,10 @@ done
 [ "${n:-0}" -gt 300000 ] || fail "the merge copied fewer than 300,000 samples before it ended ($n): $(cat "$T/m1.out")"
 st=$(sqlite3 -readonly "$T/m.db" "SELECT group_concat(status) FROM run")
 [ "$st" = merging ] || fail "the run being merged is '$st', not 'merging'"
+# readers leave the half run out: no newest run, no samples in --all
+"$EMMCLAB" report --db "$T/m.db" --all --format json -o "$T/half.json" >/dev/null || fail "report --all during the merge"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["runs"] == [] and d["summary"]["samples"] == 0, d["summary"]' \
+	"$T/half.json" || fail "a report during the merge shows the half run"
 start=$(date +%s%N)
 sqlite3 -cmd ".timeout $wait_ms" "$T/m.db" 'BEGIN IMMEDIATE; SELECT 1; ROLLBACK;' >/dev/null ||
 	fail "a writer waited more than $((wait_ms / 1000)) s for the merge's lock"

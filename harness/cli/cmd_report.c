@@ -127,14 +127,7 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 	int rc = report_build(s, &o, &m, &e);
 	if (!rc) {
 		if (out) {
-			struct lab_atomic a;
-			if (!(rc = lab_atomic_open(&a, out, &e))) {
-				rc = report_render(m, format, a.f, &e);
-				if (rc)
-					lab_atomic_abort(&a);
-				else
-					rc = lab_atomic_commit(&a, &e);
-			}
+			rc = report_render_file(m, format, out, &e);
 		} else {
 			rc = report_render(m, format, stdout, &e);
 		}

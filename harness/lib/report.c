@@ -216,6 +216,23 @@ void report_free(struct report_model *m)
 	free(m);
 }
 
+int report_render_file(const struct report_model *m, const char *format, const char *path,
+		       struct lab_err *e)
+{
+	/* streamed to the temporary file: a 1024-board report is 170 MB of HTML,
+	 * which a memory stream held twice over while it grew */
+	struct lab_atomic a;
+	int rc = lab_atomic_open(&a, path, e);
+	if (rc)
+		return rc;
+	rc = report_render(m, format, a.f, e);
+	if (rc)
+		lab_atomic_abort(&a);
+	else
+		rc = lab_atomic_commit(&a, e);
+	return rc;
+}
+
 int report_write_model(struct report_model *m, const char *format, const char *path,
 		       struct lab_err *e)
 {
@@ -229,18 +246,7 @@ int report_write_model(struct report_model *m, const char *format, const char *p
 		lab_mkdir_p(dir, 0755);
 	}
 	free(dir);
-	/* streamed to the temporary file: a 1024-board report is 170 MB of HTML,
-	 * which a memory stream held twice over while it grew */
-	struct lab_atomic a;
-	int rc = lab_atomic_open(&a, path, e);
-	if (rc)
-		return rc;
-	rc = report_render(m, format, a.f, e);
-	if (rc)
-		lab_atomic_abort(&a);
-	else
-		rc = lab_atomic_commit(&a, e);
-	return rc;
+	return report_render_file(m, format, path, e);
 }
 
 int report_write_file(struct store *s, int64_t run_id, const char *format, const char *path,

@@ -88,8 +88,10 @@ int report_ops_check(const struct report_renderer *r, struct lab_err *e);
 int report_registry_check(struct lab_err *e);
 int report_render(const struct report_model *m, const char *format, FILE *f, struct lab_err *e);
 
-/* Build and render run_id (0: newest) into `path` atomically (tmp + rename). */
-/* Render a built model as FORMAT into PATH (atomically, its directory made). */
+/* Render a built model as FORMAT into PATH atomically, streamed (lab_atomic). */
+int report_render_file(const struct report_model *m, const char *format, const char *path,
+		       struct lab_err *e);
+/* The same with the format checked and PATH's directory made. */
 int report_write_model(struct report_model *m, const char *format, const char *path,
 		       struct lab_err *e);
 /* The end of `run`: the comparison table on TABLE and, when HTML_PATH is set,
@@ -99,6 +101,7 @@ int report_write_model(struct report_model *m, const char *format, const char *p
  * non-zero with the table printed and the reason in HTML_E (E untouched). */
 int report_run_outputs(struct store *s, int64_t run_id, const struct report_opts *ro, FILE *table,
 		       const char *html_path, struct lab_err *e, struct lab_err *html_e);
+/* Build and render run_id (0: newest) into `path` atomically (tmp + rename). */
 int report_write_file(struct store *s, int64_t run_id, const char *format, const char *path,
 		      struct report_opts *o, struct lab_err *e);
 /* The FUA vs cache-no-FUA (and CQE) table per DUT, <= 72 columns, printed by

@@ -116,19 +116,15 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 	if (!q)
 		return LAB_EINFRA;
 	sqlite3_bind_int64(q, 1, run_id);
-	if (f && f->part)
-		sqlite3_bind_text(q, 2, f->part, -1, SQLITE_STATIC);
-	if (f && f->mode)
-		sqlite3_bind_text(q, 3, f->mode, -1, SQLITE_STATIC);
-	if (f && f->workload)
-		sqlite3_bind_text(q, 4, f->workload, -1, SQLITE_STATIC);
 	sqlite3_bind_int(q, 5, exclude_warmup);
-	if (f && f->board)
-		sqlite3_bind_text(q, 6, f->board, -1, SQLITE_STATIC);
-	if (f && f->kernel)
-		sqlite3_bind_text(q, 7, f->kernel, -1, SQLITE_STATIC);
-	if (f && f->suite)
-		sqlite3_bind_text(q, 8, f->suite, -1, SQLITE_STATIC);
+	/* the text filters, ?2-?4 and ?6-?8; an unbound one is NULL: no filter */
+	if (f) {
+		const char *text[] = {NULL, NULL, f->part, f->mode, f->workload, NULL,
+				      f->board, f->kernel, f->suite};
+		for (int i = 2; i < (int)LAB_ARRAY_SIZE(text); i++)
+			if (text[i])
+				sqlite3_bind_text(q, i, text[i], -1, SQLITE_STATIC);
+	}
 	struct store_lathist *h = NULL;
 	int64_t (*sums)[LATHIST_BUCKETS] = NULL;
 	struct group_index gx = {0};

@@ -41,6 +41,7 @@ struct merge {
 	struct lab_buf *report; /* conflict lines (NULL: count only) */
 	int nconflicts;
 	bool conflict;          /* the run being copied has one: roll it back */
+	uint64_t held_since;    /* lab_now_ms() when the current transaction began */
 };
 
 static void __attribute__((format(printf, 2, 3))) conflict(struct merge *m, const char *fmt, ...)
@@ -241,14 +242,12 @@ static int map_ids(struct merge *m, int64_t run, const char *list_sql, const cha
 #define MERGE_HOLD_MS 200
 #define MERGING_NOTE "emmclab db merge: pid %lld start %llu boot %39s"
 
-static uint64_t held_since;
-
 static int hold_check(struct merge *m)
 {
-	if (lab_now_ms() - held_since < MERGE_HOLD_MS)
+	if (lab_now_ms() - m->held_since < MERGE_HOLD_MS)
 		return LAB_OK;
 	int rc = store_commit_yield(m->s, m->e);
-	held_since = lab_now_ms();
+	m->held_since = lab_now_ms();
 	return rc;
 }
 
@@ -512,7 +511,7 @@ int store_merge_report(struct store *s, const char *src_path, int *copied, int *
 		       int *nconflicts, struct lab_buf *report, struct lab_err *e)
 {
 	struct store *src;
-	struct merge m = {s, e, src_path, report, 0, false};
+	struct merge m = {s, e, src_path, report, 0, false, 0};
 	char *a, *b;
 	*copied = *skipped = *nconflicts = 0;
 	/* Recognise the source first: newer, foreign or corrupt files are refused. */
@@ -592,7 +591,7 @@ int store_merge_report(struct store *s, const char *src_path, int *copied, int *
 		}
 		if ((rc = store_begin(s, e)))
 			break;
-		held_since = lab_now_ms();
+		m.held_since = lab_now_ms();
 		m.conflict = false;
 		/* another merge may have copied it since the list was read */
 		int present = 0;

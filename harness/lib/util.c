@@ -409,6 +409,16 @@ int lab_fd_nonblock(int fd)
 	return LAB_OK;
 }
 
+static void atomic_end(struct lab_atomic *a)
+{
+	free(a->buf); /* after fclose: the stream used it until then */
+	a->buf = NULL;
+	free(a->tmp);
+	free(a->path);
+	a->tmp = a->path = NULL;
+	a->f = NULL;
+}
+
 int lab_atomic_open(struct lab_atomic *a, const char *path, struct lab_err *e)
 {
 	a->path = xstrdup(path);
@@ -421,25 +431,12 @@ int lab_atomic_open(struct lab_atomic *a, const char *path, struct lab_err *e)
 			close(fd);
 			unlink(a->tmp);
 		}
-		free(a->tmp);
-		free(a->path);
-		a->tmp = a->path = NULL;
-		a->f = NULL;
+		atomic_end(a);
 		return rc;
 	}
 	a->buf = xmalloc(65536);
 	setvbuf(a->f, a->buf, _IOFBF, 65536);
 	return LAB_OK;
-}
-
-static void atomic_end(struct lab_atomic *a)
-{
-	free(a->buf); /* after fclose: the stream used it until then */
-	a->buf = NULL;
-	free(a->tmp);
-	free(a->path);
-	a->tmp = a->path = NULL;
-	a->f = NULL;
 }
 
 int lab_atomic_commit(struct lab_atomic *a, struct lab_err *e)

@@ -359,6 +359,59 @@ static int stats_welch(const double *a, size_t na, const double *b, size_t nb,
 	return 0;
 }
 
+/* Permutation distribution of the doubled rank sum of na items out of n:
+ * cnt[k][s] = number of k-subsets of the items seen so far with sum s;
+ * returns the (na + 1) x (maxs + 1) table (row na is the distribution). */
+static double *mwu_counts(const long *rank2, size_t n, size_t na, long maxs)
+{
+	size_t width = (size_t)maxs + 1;
+	double *cnt = xcalloc((na + 1) * width, sizeof *cnt);
+	cnt[0] = 1;
+	for (size_t q = 0; q < n; q++) {
+		size_t kmax = q + 1 < na ? q + 1 : na;
+		for (size_t k = kmax; k >= 1; k--) {
+			double *dst = cnt + k * width, *src = cnt + (k - 1) * width;
+			for (long s = maxs; s >= rank2[q]; s--)
+				dst[s] += src[s - rank2[q]];
+		}
+	}
+	return cnt;
+}
+
+/* Without ties the doubled ranks are 2, 4, ..., 2n, so the distribution
+ * depends on (na, nb) alone: a night compares thousands of 5-against-5 cells,
+ * and building the same table for each was the largest part of `compare`
+ * (perf, 1,024 boards).  Rows are kept for the first MWU_CACHE shapes seen
+ * (at most 41 x 40 + 1 doubles each), for the process's life; the p-values
+ * are the same, bit for bit (the same table). */
+#define MWU_CACHE 16
+static struct {
+	size_t na, nb, width;
+	double *row;
+} mwu_cache[MWU_CACHE];
+static size_t mwu_ncache;
+
+static const double *mwu_cached_row(size_t na, size_t nb)
+{
+	for (size_t i = 0; i < mwu_ncache; i++)
+		if (mwu_cache[i].na == na && mwu_cache[i].nb == nb)
+			return mwu_cache[i].row;
+	return NULL;
+}
+
+static void mwu_cache_row(size_t na, size_t nb, const double *row, size_t width)
+{
+	if (mwu_ncache == MWU_CACHE)
+		return;
+	double *copy = xmalloc(width * sizeof *copy);
+	memcpy(copy, row, width * sizeof *copy);
+	mwu_cache[mwu_ncache].na = na;
+	mwu_cache[mwu_ncache].nb = nb;
+	mwu_cache[mwu_ncache].width = width;
+	mwu_cache[mwu_ncache].row = copy;
+	mwu_ncache++;
+}
+
 int stats_mwu_sorted(const double *as, size_t na, const double *bs, size_t nb, struct stats_mwu *m)
 {
 	m->u = m->p = NAN;
@@ -395,24 +448,18 @@ int stats_mwu_sorted(const double *as, size_t na, const double *bs, size_t nb, s
 	m->u = (double)w2 / 2.0 - (double)na * (double)(na + 1) / 2.0;
 
 	if (exact) {
-		/* Permutation distribution of the doubled rank sum of na items out of n:
-		 * cnt[k][s] = number of k-subsets of the items seen so far with sum s. */
 		long maxs = 0;
 		for (size_t q = 0; q < n; q++)
 			maxs += rank2[q];
-		size_t width = (size_t)maxs + 1;
-		double *cnt = xcalloc((na + 1) * width, sizeof *cnt);
-		cnt[0] = 1;
-		for (size_t q = 0; q < n; q++) {
-			size_t kmax = q + 1 < na ? q + 1 : na;
-			for (size_t k = kmax; k >= 1; k--) {
-				double *dst = cnt + k * width, *src = cnt + (k - 1) * width;
-				for (long s = maxs; s >= rank2[q]; s--)
-					dst[s] += src[s - rank2[q]];
-			}
+		double *cnt = NULL;
+		const double *row = tie_sum == 0 ? mwu_cached_row(na, nb) : NULL;
+		if (row == NULL) {
+			cnt = mwu_counts(rank2, n, na, maxs);
+			row = cnt + na * ((size_t)maxs + 1);
+			if (tie_sum == 0)
+				mwu_cache_row(na, nb, row, (size_t)maxs + 1);
 		}
 		double total = 0, le = 0, ge = 0;
-		double *row = cnt + na * width;
 		for (long s = 0; s <= maxs; s++) {
 			total += row[s];
 			if (s <= w2)

@@ -28,15 +28,18 @@
  * gets through, a little slower.  Lines are at most
  * UBOOT_MAX_LINE characters (U-Boot's CONFIG_SYS_CBSIZE is 256..2048).
  *
- * Success of a command: commands are run as
- * `if CMD; then echo @@UB-<n>-OK@@; else echo @@UB-<n>-FAIL@@; fi` (needs
- * CONFIG_HUSH_PARSER, which every board we support has).  Not
- * `CMD && echo OK || echo FAIL`: U-Boot's hush (2023.01, observed on the real
- * qemu-x86 build, see harness/tests/vectors/uboot-2023.01-hush.txt) skips
- * the rest of an and-or list after a failing `&&`, so FAIL never comes.  Output
- * is the text between the echoed command line and the marker.  The marker text
- * is also in the echo, but the echo has already been consumed when the session
- * starts waiting for it, so only real output can match.  U-Boot's own error
+ * Success of a command: commands are run as `CMD; echo @@UB-<n>-$?@@` and
+ * succeed when hush prints `@@UB-<n>-0@@` (needs CONFIG_HUSH_PARSER, which
+ * every board we support has; `$?` is the last command's status, as
+ * `if CMD; then ...` tests it).  Not `CMD && echo OK || echo FAIL`: U-Boot's
+ * hush (2023.01, observed on the real qemu-x86 build, see
+ * harness/tests/vectors/uboot-2023.01-hush.txt) skips the rest of an and-or
+ * list after a failing `&&`, so FAIL never comes.  The marker is 37 typed
+ * characters shorter than the `if CMD; then echo @@UB-<n>-OK@@; else echo
+ * @@UB-<n>-FAIL@@; fi` used before.  Output is the text between the echoed
+ * command line and the marker.  The echo holds `$?`, not a digit, and has
+ * already been consumed when the session starts waiting, so only U-Boot's
+ * answer can match.  U-Boot's own error
  * lines (TFTP error, Retry count exceeded, Bad Linux ARM64 Image magic,
  * ## Kernel loading failed, Unknown command, ...) are recognised too: the
  * first one is the failure's message, and when the marker does not follow

@@ -776,6 +776,17 @@ struct text_cookie {
 static void text_emit(struct text_cookie *c, const unsigned char *p, size_t avail, bool final)
 {
 	while (avail) {
+		/* the run of plain printable ASCII goes out in one fwrite (a call per
+		 * character was a quarter of `emmclab compare`'s CPU at 1,024 boards) */
+		size_t run = 0;
+		while (run < avail && ((p[run] >= 0x20 && p[run] < 0x7f) || p[run] == '\t' || p[run] == '\n'))
+			run++;
+		if (run) {
+			fwrite(p, 1, run, c->under);
+			p += run;
+			avail -= run;
+			continue;
+		}
 		size_t l = text_char_len(p, avail);
 		if (l == 0 && !final && avail < 4 && p[0] >= 0xc2 && p[0] <= 0xf4) {
 			/* maybe only cut by the write boundary: decide with the next bytes */

@@ -46,6 +46,7 @@ struct fakeboard {
 	const char *password;  /* NULL: none asked */
 	bool no_output;        /* silent after power-on */
 	bool uboot_hang;       /* banner, countdown, then ignores input */
+	int uboot_status;      /* hush's $?: the last command's status (0 success, 1 failure) */
 	bool autoboot_silent;  /* bootdelay -2: no countdown, U-Boot boots Linux by itself */
 	bool keys_too_late;    /* bootdelay 0: the countdown shows, keys come too late, Linux boots */
 	bool panic;            /* kernel panics during boot */
@@ -148,11 +149,19 @@ static FB_UNUSED struct fb_file *fb_file(struct fakeboard *f, const char *name, 
 	return x;
 }
 
-/* Expand ${var} like hush. */
+/* Expand ${var} and $? like hush. */
 static FB_UNUSED void fb_expand(struct fakeboard *f, const char *in, char *out, size_t n)
 {
 	size_t o = 0;
 	while (*in && o + 1 < n) {
+		if (in[0] == '$' && in[1] == '?') {
+			char st[16];
+			snprintf(st, sizeof st, "%d", f->uboot_status);
+			for (const char *v = st; *v && o + 1 < n; v++)
+				out[o++] = *v;
+			in += 2;
+			continue;
+		}
 		if (in[0] == '$' && in[1] == '{') {
 			const char *e = strchr(in, '}');
 			if (e) {
@@ -272,7 +281,8 @@ static FB_UNUSED bool fb_uboot_cmd(struct fakeboard *f, char *cmd)
 /* hush as U-Boot 2023.01 runs it (observed: harness/tests/vectors/uboot-2023.01-hush.txt):
  * "a; b", and-or lists where a failing `&&` (or a succeeding `||`) skips the rest
  * of the list up to the next `;` (so `false && x || y` runs neither), and
- * if/then/else/fi (one level). */
+ * if/then/else/fi (one level); $? is the last command's status (a skipped one
+ * leaves it). */
 static FB_UNUSED void fb_uboot_line(struct fakeboard *f, char *line)
 {
 	f->commands++;
@@ -330,6 +340,7 @@ static FB_UNUSED void fb_uboot_line(struct fakeboard *f, char *line)
 		if (!*seg)
 			continue;
 		st = fb_uboot_cmd(f, seg);
+		f->uboot_status = st ? 0 : 1;
 		if (f->mode != FB_UBOOT)
 			return; /* booted */
 	}

@@ -84,6 +84,56 @@ static void test_stream(void)
 	free(mem);
 }
 
+static uint64_t splitmix(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The stream, written in pieces of any size, gives what lab_text_escape gives
+ * for the whole text (the stream copies runs of plain ASCII in one write). */
+static void test_stream_pieces(void)
+{
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	int bad = 0;
+	for (int t = 0; t < 3000 && !bad; t++) {
+		char in[200];
+		size_t n = 1 + (size_t)(splitmix(&seed) % (sizeof in - 1));
+		for (size_t i = 0; i < n; i++) {
+			static const unsigned char pick[] = {'a', ' ', '\t', '\n', 0x1b, 0x7f, 0x01, 0xc2, 0x9b,
+							     0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xf0, 0x9f, 0x98, 0x80,
+							     0xed, 0xa0, 0xff, '[', '~'};
+			uint64_t r = splitmix(&seed);
+			in[i] = (char)(r % 3 ? pick[(r >> 8) % sizeof pick] : 0x20 + (r >> 16) % 95);
+		}
+		in[n] = '\0';
+		char *mem = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&mem, &len);
+		FILE *f = lab_text_stream(m);
+		setvbuf(f, NULL, _IONBF, 0);
+		for (size_t i = 0; i < n;) {
+			size_t k = 1 + (size_t)(splitmix(&seed) % 9);
+			if (k > n - i)
+				k = n - i;
+			fwrite(in + i, 1, k, f);
+			i += k;
+		}
+		fclose(f);
+		fclose(m);
+		char want[1024];
+		lab_text_escape(want, sizeof want, in);
+		if (strcmp(mem, want) != 0) {
+			bad = 1;
+			fprintf(stderr, "# stream %s\n# escape %s\n", mem, want);
+		}
+		free(mem);
+	}
+	ok(!bad, "3000 random texts written in pieces: the stream agrees with lab_text_escape");
+}
+
 /* The shortest round-trip text by binary search on the precision (the
  * definition lab_fmt_double must agree with, byte for byte). */
 static void fmt_reference(char *buf, size_t n, double v)
@@ -239,6 +289,7 @@ int main(void)
 	test_path_join();
 	test_escape();
 	test_stream();
+	test_stream_pieces();
 	test_fmt_double();
 	test_atomic();
 	return tap_done();

@@ -3,12 +3,13 @@
 #include "report.h"
 #include "store.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum {
 	O_DB = CLI_LONG_ONLY, O_RUN, O_ALL, O_FORMAT, O_BASE, O_WARM, O_ALPHA, O_MIN, O_THR, O_TITLE,
-	O_FILTER,
+	O_FILTER, O_DETAIL,
 };
 
 static int num(const char *opt, const char *v, double lo, double hi, double *out)
@@ -37,6 +38,9 @@ const struct cli_opt cmd_report_opts[] = {
 	{"alpha", O_ALPHA, "A", "significance level of the tests (default 0.05)", 0},
 	{"min-effect", O_MIN, "PCT", "smallest change in percent that counts (default 1)", 0},
 	{"title", O_TITLE, "TEXT", "title of the report (default \"emmclab report\")", 0},
+	{"dut-detail", O_DETAIL, "N",
+	 "html: box plots and tables for the first N DUTs, latency charts for the first N parts; "
+	 "'all' for every one (default 64; the part comparison lists every DUT)", 0},
 	{NULL, 0, NULL, NULL, 0},
 };
 
@@ -91,6 +95,18 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 		case O_TITLE:
 			o.title = optarg;
 			break;
+		case O_DETAIL: {
+			int64_t v;
+			if (!strcmp(optarg, "all"))
+				o.dut_detail = SIZE_MAX;
+			else if (lab_parse_i64(optarg, &v) || v < 0) {
+				fprintf(stderr, "emmclab: report: --dut-detail wants a count or 'all', not '%s'\n",
+					optarg);
+				return 2;
+			} else
+				o.dut_detail = (size_t)v;
+			break;
+		}
 		case O_FILTER:
 			if (results_filter_add(&o.filter, optarg, &e))
 				return cli_error(&e);

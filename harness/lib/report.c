@@ -91,6 +91,7 @@ void report_opts_init(struct report_opts *o)
 	o->min_effect = 0.01;
 	o->regress_threshold = REGRESS_DEFAULT_THRESHOLD;
 	o->trend_runs = 90;
+	o->dut_detail = REPORT_DUT_DETAIL;
 }
 
 static void summarize(struct report_model *m)

@@ -35,7 +35,12 @@ struct report_opts {
 	size_t trend_runs;      /* nights in the HTML trends, default 90 */
 	struct results_filter filter; /* further narrowing (part, mode, ...); run fields ignored */
 	bool modes_only;        /* only what the mode table needs: no trends, no latency histograms */
+	size_t dut_detail;      /* html: DUTs drawn in full (box plots, tables) and parts with
+				 * latency charts, the first in report order; SIZE_MAX: all */
 };
+/* The HTML report's default dut_detail: 64 DUTs are about 10 MB of HTML; every
+ * DUT of a 1,024-board night was 157 MB, which a browser does not open. */
+#define REPORT_DUT_DETAIL 64
 void report_opts_init(struct report_opts *o);
 
 struct report_summary {

@@ -723,12 +723,23 @@ static void latency(FILE *f, const struct report_model *m)
 	fputs("<p class='note'>Per block request, from block_rq_issue to block_rq_complete on the DUT, "
 	      "all iterations pooled; solid: writes, dashed: flushes.  Percentiles per iteration are "
 	      "the rq_*_lat_* samples above.</p>\n", f);
+	/* the first dut_detail parts (the histograms come grouped by part) */
+	size_t nparts = 0, shown = 0;
+	for (size_t i = 0; i < m->nlat; i++)
+		nparts += i == 0 || strcmp(m->lat[i - 1].part, m->lat[i].part) != 0;
+	if (nparts > m->opts.dut_detail)
+		svgf(f, "<p class='note'>Charts for the first %zu of %zu parts (<code>--dut-detail</code>, "
+			"<code>--filter part=NAME</code>).</p>\n", m->opts.dut_detail, nparts);
 	for (size_t i = 0; i < m->nlat;) {
 		size_t j = i;
 		while (j < m->nlat && !strcmp(m->lat[j].part, m->lat[i].part) &&
 		       !strcmp(m->lat[j].workload, m->lat[i].workload) &&
 		       !strcmp(m->lat[j].source, m->lat[i].source))
 			j++;
+		if (i == 0 || strcmp(m->lat[i - 1].part, m->lat[i].part) != 0)
+			shown++;
+		if (shown > m->opts.dut_detail)
+			break;
 		fputs("<h4>", f);
 		esc(f, m->lat[i].part);
 		fputs(" / ", f);
@@ -872,11 +883,32 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 		fputs("<p>No samples in this scope.</p>\n", f);
 
 	fputs("<h2>Per DUT</h2>\n", f);
+	size_t nctx = 0;
+	for (size_t i = 0; i < cr->nrows; i++)
+		nctx += i == 0 || !same_ctx(&cr->rows[i - 1], &cr->rows[i]);
+	size_t detail = m->opts.dut_detail;
+	if (nctx > detail)
+		svgf(f, "<p class='note'>Box plots and tables for the first %zu of %zu DUTs; the other %zu "
+			"are in the part comparison above, and listed at the end of this section. "
+			"<code>emmclab report --dut-detail all</code> draws every DUT, "
+			"<code>--filter board=NAME</code> one.</p>\n",
+			detail, nctx, nctx - detail);
+	size_t ictx = 0;
 	for (size_t i = 0; i < cr->nrows;) {
 		size_t j = i;
 		while (j < cr->nrows && same_ctx(&cr->rows[i], &cr->rows[j]))
 			j++;
 		char ctx[256];
+		if (ictx++ >= detail) {
+			if (ictx == detail + 1)
+				fputs("<p class='note'>Not drawn here:", f);
+			fputs(ictx == detail + 1 ? " " : "; ", f);
+			esc(f, report_context(ctx, sizeof ctx, &cr->rows[i]));
+			if (j == cr->nrows)
+				fputs(".</p>\n", f);
+			i = j;
+			continue;
+		}
 		fputs("<h3>", f);
 		esc(f, report_context(ctx, sizeof ctx, &cr->rows[i]));
 		fputs("</h3>\n", f);

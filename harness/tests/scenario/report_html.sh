@@ -60,6 +60,24 @@ assert p.svgs >= 6, p.svgs
 print("well-formed, %d inline SVG" % p.svgs)
 PY
 
+# --dut-detail: box plots and tables for the first N DUTs, every other DUT named
+# in a note (escaped), the latency charts likewise; `all` and the default (64)
+# draw all six DUTs here
+ndut() { grep -o '<h3>' "$1" | wc -l; } # one h3 per DUT, one for the CQE x FUA table
+[ "$(ndut "$html")" = 7 ] || fail "default: $(ndut "$html") h3, want 6 DUTs + 1"
+"$EMMCLAB" report --db "$db" --all --format html --dut-detail 2 -o "$tmp/d2.html"
+[ "$(ndut "$tmp/d2.html")" = 3 ] || fail "--dut-detail 2: $(ndut "$tmp/d2.html") h3, want 2 DUTs + 1"
+grep -q "Box plots and tables for the first 2 of 6 DUTs; the other 4" "$tmp/d2.html" \
+	|| fail "--dut-detail 2: no note saying 2 of 6"
+nd=$(grep -o "<p class='note'>Not drawn here: .*</p>" "$tmp/d2.html" | grep -o '\[imported\]' | wc -l)
+[ "$nd" = 4 ] || fail "--dut-detail 2: $nd DUTs named as not drawn, want 4"
+grep -qi '<script' "$tmp/d2.html" && fail "--dut-detail 2: unescaped <script"
+"$EMMCLAB" report --db "$db" --all --format html --dut-detail all -o "$tmp/dall.html"
+[ "$(sed /generated/d "$tmp/dall.html")" = "$(sed /generated/d "$html")" ] \
+	|| fail "--dut-detail all differs from the default on 6 DUTs"
+rc=0; "$EMMCLAB" report --db "$db" --all --format html --dut-detail some -o "$tmp/x.html" 2>"$tmp/x.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "dut-detail wants a count or 'all'" "$tmp/x.err" || fail "--dut-detail some: rc $rc"
+
 command -v chromium >/dev/null || fail "chromium is not installed (apt-get install chromium)"
 prof=$(mktemp -d "$tmp/chromium-XXXXXX")
 timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-background-networking \

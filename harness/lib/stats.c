@@ -386,7 +386,7 @@ static double *mwu_counts(const long *rank2, size_t n, size_t na, long maxs)
  * are the same, bit for bit (the same table). */
 #define MWU_CACHE 16
 static struct {
-	size_t na, nb, width;
+	size_t na, nb;
 	double *row;
 } mwu_cache[MWU_CACHE];
 static size_t mwu_ncache;
@@ -407,7 +407,6 @@ static void mwu_cache_row(size_t na, size_t nb, const double *row, size_t width)
 	memcpy(copy, row, width * sizeof *copy);
 	mwu_cache[mwu_ncache].na = na;
 	mwu_cache[mwu_ncache].nb = nb;
-	mwu_cache[mwu_ncache].width = width;
 	mwu_cache[mwu_ncache].row = copy;
 	mwu_ncache++;
 }

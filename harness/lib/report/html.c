@@ -712,6 +712,12 @@ static void lat_chart(FILE *f, const struct store_lathist *hs, size_t n)
 	fputs("</svg>\n", f);
 }
 
+/* Whether histogram i starts another part's (they come grouped by part). */
+static bool lat_new_part(const struct report_model *m, size_t i)
+{
+	return i == 0 || strcmp(m->lat[i - 1].part, m->lat[i].part) != 0;
+}
+
 static void latency(FILE *f, const struct report_model *m)
 {
 	fputs("<h2>Request latency</h2>\n", f);
@@ -723,10 +729,10 @@ static void latency(FILE *f, const struct report_model *m)
 	fputs("<p class='note'>Per block request, from block_rq_issue to block_rq_complete on the DUT, "
 	      "all iterations pooled; solid: writes, dashed: flushes.  Percentiles per iteration are "
 	      "the rq_*_lat_* samples above.</p>\n", f);
-	/* the first dut_detail parts (the histograms come grouped by part) */
+	/* the first dut_detail parts */
 	size_t nparts = 0, shown = 0;
 	for (size_t i = 0; i < m->nlat; i++)
-		nparts += i == 0 || strcmp(m->lat[i - 1].part, m->lat[i].part) != 0;
+		nparts += lat_new_part(m, i);
 	if (nparts > m->opts.dut_detail)
 		svgf(f, "<p class='note'>Charts for the first %zu of %zu parts (<code>--dut-detail</code>, "
 			"<code>--filter part=NAME</code>).</p>\n", m->opts.dut_detail, nparts);
@@ -736,8 +742,7 @@ static void latency(FILE *f, const struct report_model *m)
 		       !strcmp(m->lat[j].workload, m->lat[i].workload) &&
 		       !strcmp(m->lat[j].source, m->lat[i].source))
 			j++;
-		if (i == 0 || strcmp(m->lat[i - 1].part, m->lat[i].part) != 0)
-			shown++;
+		shown += lat_new_part(m, i);
 		if (shown > m->opts.dut_detail)
 			break;
 		fputs("<h4>", f);

@@ -39,7 +39,7 @@ const struct cli_opt cmd_report_opts[] = {
 	{"min-effect", O_MIN, "PCT", "smallest change in percent that counts (default 1)", 0},
 	{"title", O_TITLE, "TEXT", "title of the report (default \"emmclab report\")", 0},
 	{"dut-detail", O_DETAIL, "N",
-	 "html: box plots and tables for the first N DUTs, latency charts for the first N parts; "
+	 "html: box plots and tables for the first N DUTs, latency charts and trends for the first N parts; "
 	 "'all' for every one (default 64; the part comparison lists every DUT)", 0},
 	{NULL, 0, NULL, NULL, 0},
 };

@@ -164,11 +164,13 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 		hf.upto_run = m->run_id;
 		hf.last_runs = o->trend_runs ? o->trend_runs : 90;
 		hf.source = u->source;
-		if ((rc = results_load(s, &hf, &m->hist, e)))
+		if ((rc = results_trend_load(s, &hf, m->res, o->dut_detail, &m->trend, e)))
 			goto fail;
 	} else if (!m->run_id) {
 		snprintf(m->scope, sizeof m->scope, "all runs (%zu)", m->res->nruns);
 	}
+	if (!m->trend && !o->modes_only)
+		m->trend = results_trend_of(m->res, o->dut_detail);
 	struct compare_opts co;
 	compare_opts_init(&co);
 	co.alpha = o->alpha;
@@ -210,7 +212,7 @@ void report_free(struct report_model *m)
 	compare_free(m->regress);
 	compare_free(m->modes);
 	results_free(m->rres);
-	results_free(m->hist);
+	results_trend_free(m->trend);
 	results_free(m->res);
 	free(m->base_runs);
 	store_lathist_free(m->lat, m->nlat);

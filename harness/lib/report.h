@@ -36,7 +36,7 @@ struct report_opts {
 	struct results_filter filter; /* further narrowing (part, mode, ...); run fields ignored */
 	bool modes_only;        /* only what the mode table needs: no trends, no latency histograms */
 	size_t dut_detail;      /* html: DUTs drawn in full (box plots, tables) and parts with
-				 * latency charts, the first in report order; SIZE_MAX: all */
+				 * latency charts and trends, the first in report order; SIZE_MAX: all */
 };
 /* The HTML report's default dut_detail: 64 DUTs are about 10 MB of HTML; every
  * DUT of a 1,024-board night was 157 MB, which a browser does not open. */
@@ -59,7 +59,7 @@ struct report_model {
 	int64_t run_id;              /* 0 when all */
 	struct results *res;         /* the selected data */
 	struct compare_result *modes;/* mode comparisons on res */
-	struct results *hist;        /* trends (NULL: use res) */
+	struct results_trend *trend; /* trends over nights of the first dut_detail parts */
 	struct results *rres;        /* baseline + run data, NULL without baseline */
 	struct compare_result *regress; /* baseline vs run, NULL without baseline */
 	struct baseline_info base;

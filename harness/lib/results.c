@@ -1156,3 +1156,226 @@ const char *results_provenance(const struct results *r, const char *kind, size_t
 		return "fitted to published data";
 	return "assumed (no published data)";
 }
+
+/* ---- trends over nights ------------------------------------------------- */
+
+struct tpriv {
+	struct spool pool;
+	size_t *slot; /* point index + 1; 0 = empty */
+	size_t cap;
+	size_t alloc; /* allocated entries of pts */
+	/* the last strings of a load, mapped to the pool (pointer-equal in a load) */
+	const char *from[32], *to[32];
+	size_t nmap;
+};
+
+static const char *tr_intern(struct tpriv *tp, const char *s)
+{
+	for (size_t i = 0; i < tp->nmap; i++)
+		if (tp->from[i] == s)
+			return tp->to[i];
+	const char *t = spool_intern(&tp->pool, s);
+	size_t k = tp->nmap < LAB_ARRAY_SIZE(tp->from) ? tp->nmap++ : (uintptr_t)s % LAB_ARRAY_SIZE(tp->from);
+	tp->from[k] = s;
+	tp->to[k] = t;
+	return t;
+}
+
+static uint64_t tp_hash(const struct results_trend_point *p)
+{
+	uint64_t w[6] = {p->part, p->run, (uintptr_t)p->workload, (uintptr_t)p->metric,
+			 (uintptr_t)p->unit, (uintptr_t)p->mode};
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
+	for (int i = 0; i < 6; i++) {
+		h ^= w[i];
+		h *= 0xff51afd7ed558ccdULL;
+		h ^= h >> 33;
+	}
+	return h;
+}
+
+static bool tp_eq(const struct results_trend_point *a, const struct results_trend_point *b)
+{
+	return a->part == b->part && a->run == b->run && a->workload == b->workload &&
+	       a->metric == b->metric && a->unit == b->unit && a->mode == b->mode;
+}
+
+static struct results_trend_point *tp_get(struct results_trend *t, struct tpriv *tp,
+					  const struct results_trend_point *k)
+{
+	if (t->npts * 2 >= tp->cap) {
+		size_t ncap = tp->cap ? tp->cap * 2 : 256;
+		size_t *ns = xcalloc(ncap, sizeof *ns);
+		for (size_t i = 0; i < t->npts; i++) {
+			size_t j = tp_hash(&t->pts[i]) & (ncap - 1);
+			while (ns[j])
+				j = (j + 1) & (ncap - 1);
+			ns[j] = i + 1;
+		}
+		free(tp->slot);
+		tp->slot = ns;
+		tp->cap = ncap;
+	}
+	size_t j = tp_hash(k) & (tp->cap - 1);
+	while (tp->slot[j]) {
+		struct results_trend_point *p = &t->pts[tp->slot[j] - 1];
+		if (tp_eq(p, k))
+			return p;
+		j = (j + 1) & (tp->cap - 1);
+	}
+	if (t->npts == tp->alloc) {
+		tp->alloc = tp->alloc ? tp->alloc * 2 : 256;
+		t->pts = xreallocarray(t->pts, tp->alloc, sizeof *t->pts);
+	}
+	struct results_trend_point *p = &t->pts[t->npts];
+	*p = *k;
+	tp->slot[j] = ++t->npts;
+	return p;
+}
+
+static struct results_trend *trend_new(void)
+{
+	struct results_trend *t = xcalloc(1, sizeof *t);
+	t->priv = xcalloc(1, sizeof(struct tpriv));
+	return t;
+}
+
+/* The parts of r that hold values, in label order (parts[] is): the first
+ * max_parts become t's parts. */
+static void trend_parts(struct results_trend *t, const struct results *r, size_t max_parts)
+{
+	struct tpriv *tp = t->priv;
+	bool *has = xcalloc(r->nparts + 1, sizeof *has);
+	for (size_t i = 0; i < r->ngroups; i++)
+		has[r->groups[i].part] = true;
+	t->parts = xcalloc(r->nparts + 1, sizeof *t->parts);
+	for (size_t i = 0; i < r->nparts; i++) {
+		if (!has[i])
+			continue;
+		if (t->nparts_seen++ < max_parts)
+			t->parts[t->nparts++] = (struct results_trend_part){
+				r->parts[i].id, spool_intern(&tp->pool, r->parts[i].label)};
+	}
+	free(has);
+}
+
+/* Every group of r whose part is one of t's into the points; run_of[k]: t's
+ * run index of r's run k. */
+static void trend_add(struct results_trend *t, const struct results *r, const size_t *run_of)
+{
+	struct tpriv *tp = t->priv;
+	tp->nmap = 0; /* r's strings are not the last load's */
+	size_t *part_of = xmalloc((r->nparts + 1) * sizeof *part_of);
+	for (size_t i = 0; i < r->nparts; i++) {
+		part_of[i] = (size_t)-1;
+		for (size_t k = 0; k < t->nparts; k++)
+			if (t->parts[k].id == r->parts[i].id) {
+				part_of[i] = k;
+				break;
+			}
+	}
+	for (size_t i = 0; i < r->ngroups; i++) {
+		const struct results_group *g = &r->groups[i];
+		if (part_of[g->part] == (size_t)-1 || g->n == 0)
+			continue;
+		struct results_trend_point k = {.part = part_of[g->part], .run = run_of[g->run],
+						.workload = tr_intern(tp, g->workload),
+						.metric = tr_intern(tp, g->metric),
+						.unit = tr_intern(tp, g->unit), .mode = tr_intern(tp, g->mode)};
+		struct results_trend_point *p = tp_get(t, tp, &k);
+		for (size_t v = 0; v < g->n; v++) {
+			p->sum += g->v[v];
+			p->n++;
+			if (!g->warm[v]) {
+				p->sum_kept += g->v[v];
+				p->n_kept++;
+			}
+		}
+	}
+	free(part_of);
+}
+
+static void trend_run(struct results_trend *t, const struct results_run *u)
+{
+	struct tpriv *tp = t->priv;
+	t->runs[t->nruns++] = (struct results_trend_run){u->id, spool_intern(&tp->pool, u->started_at)};
+}
+
+struct results_trend *results_trend_of(const struct results *r, size_t max_parts)
+{
+	struct results_trend *t = trend_new();
+	trend_parts(t, r, max_parts);
+	t->runs = xcalloc(r->nruns + 1, sizeof *t->runs);
+	size_t *run_of = xcalloc(r->nruns + 1, sizeof *run_of);
+	for (size_t i = 0; i < r->nruns; i++) {
+		run_of[i] = i;
+		trend_run(t, &r->runs[i]);
+	}
+	trend_add(t, r, run_of);
+	free(run_of);
+	return t;
+}
+
+int results_trend_load(struct store *s, const struct results_filter *f, const struct results *cur,
+		       size_t max_parts, struct results_trend **out, struct lab_err *e)
+{
+	/* the nights: load_runs alone (no samples) */
+	struct results *nights = xcalloc(1, sizeof *nights);
+	struct priv *npv = xcalloc(1, sizeof *npv);
+	nights->priv = npv;
+	int rc = load_runs(nights, npv, store_sqlite(s), f, e);
+	if (rc) {
+		results_free(nights);
+		return rc;
+	}
+	struct results_trend *t = trend_new();
+	trend_parts(t, cur, max_parts);
+	t->runs = xcalloc(nights->nruns + 1, sizeof *t->runs);
+	for (size_t i = 0; i < nights->nruns && !rc; i++) {
+		const struct results_run *u = &nights->runs[i];
+		size_t at = t->nruns;
+		trend_run(t, u);
+		if (t->nparts == 0)
+			continue;
+		if (cur->nruns == 1 && cur->runs[0].id == u->id) {
+			trend_add(t, cur, &at);
+			continue;
+		}
+		struct results_filter one = *f;
+		one.run_id = u->id;
+		one.run_ids = NULL;
+		one.nrun_ids = 0;
+		one.upto_run = 0;
+		one.last_runs = 0;
+		struct results *r;
+		if ((rc = results_load(s, &one, &r, e)))
+			break;
+		size_t *run_of = xcalloc(r->nruns + 1, sizeof *run_of);
+		for (size_t k = 0; k < r->nruns; k++)
+			run_of[k] = at;
+		trend_add(t, r, run_of);
+		free(run_of);
+		results_free(r);
+	}
+	results_free(nights);
+	if (rc) {
+		results_trend_free(t);
+		return rc;
+	}
+	*out = t;
+	return LAB_OK;
+}
+
+void results_trend_free(struct results_trend *t)
+{
+	if (!t)
+		return;
+	struct tpriv *tp = t->priv;
+	spool_free(&tp->pool);
+	free(tp->slot);
+	free(tp);
+	free(t->runs);
+	free(t->parts);
+	free(t->pts);
+	free(t);
+}

@@ -122,6 +122,48 @@ const char *results_provenance(const struct results *r, const char *kind, size_t
 const struct results_origin *results_value_origin(const struct results *r,
 						  const struct results_group *g, size_t k);
 
+/*
+ * Trends over nights: per part, workload, metric, unit and mode, the sum and
+ * count of each night's values (boards, kernels and suites of the part
+ * pooled), for the first max_parts parts by label of the night under report.
+ * Accumulated one loaded night at a time, so a report over 90 nights of a
+ * large lab holds one night's samples at most (not all 90 at once).
+ */
+struct results_trend_run {
+	int64_t id;
+	const char *started_at;
+};
+struct results_trend_part {
+	int64_t id;
+	const char *label;
+};
+struct results_trend_point {
+	size_t part;          /* index into parts (label order) */
+	size_t run;           /* index into runs (date order) */
+	const char *workload, *metric, *unit, *mode;
+	double sum, sum_kept; /* every value; the values not flagged as warm-ups */
+	size_t n, n_kept;
+};
+struct results_trend {
+	struct results_trend_run *runs;
+	size_t nruns;
+	struct results_trend_part *parts;
+	size_t nparts;
+	size_t nparts_seen;   /* parts of the night under report (parts holds the first max_parts) */
+	struct results_trend_point *pts; /* unordered */
+	size_t npts;
+	void *priv;
+};
+/* The nights f selects (f->upto_run, f->last_runs, f->source; the
+ * sample filters apply to every night), loaded one at a time; cur is the
+ * night under report already loaded (its parts are the ones trended; reused
+ * instead of loaded again). */
+int results_trend_load(struct store *s, const struct results_filter *f, const struct results *cur,
+		       size_t max_parts, struct results_trend **out, struct lab_err *e);
+/* The same from data already loaded (every run of r). */
+struct results_trend *results_trend_of(const struct results *r, size_t max_parts);
+void results_trend_free(struct results_trend *t);
+
 /* The mode's row in the mode table (mode.h); other modes sort after them. */
 int results_mode_rank(const char *mode);
 /* Modes in that order, other modes by name after them. */

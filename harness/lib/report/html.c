@@ -467,45 +467,39 @@ static int cmp_istr(const char *a, const char *b)
 
 static int cmp_trend(const void *x, const void *y, void *ctx)
 {
-	const struct results *r = ctx;
-	const struct results_group *a = &r->groups[*(const size_t *)x], *b = &r->groups[*(const size_t *)y];
+	const struct results_trend *t = ctx;
+	const struct results_trend_point *a = &t->pts[*(const size_t *)x], *b = &t->pts[*(const size_t *)y];
 	int c;
-	if (a->part != b->part) {
-		if ((c = strcmp(r->parts[a->part].label, r->parts[b->part].label)))
-			return c;
+	if (a->part != b->part) /* parts[] is in label order */
 		return a->part < b->part ? -1 : 1;
-	}
-	if ((c = cmp_istr(a->workload, b->workload)) || (c = cmp_istr(a->metric, b->metric)))
+	if ((c = cmp_istr(a->workload, b->workload)) || (c = cmp_istr(a->metric, b->metric)) ||
+	    (c = cmp_istr(a->unit, b->unit)))
 		return c;
 	if ((c = results_mode_cmp(a->mode, b->mode)))
 		return c;
 	return a->run < b->run ? -1 : a->run > b->run;
 }
 
-static void trend_chart(FILE *f, const struct results *r, const size_t *ix, size_t n, bool exclude)
+static void trend_chart(FILE *f, const struct results_trend *t, const size_t *ix, size_t n, bool exclude)
 {
 	/* Per mode: the mean of each run's values (boards and kernels pooled per night). */
-	size_t nruns = r->nruns;
+	size_t nruns = t->nruns;
 	const char *modes[8];
 	size_t nm = 0;
 	double *mean = xcalloc(8 * nruns, sizeof *mean);
 	size_t *cnt = xcalloc(8 * nruns, sizeof *cnt);
 	for (size_t i = 0; i < n; i++) {
-		const struct results_group *g = &r->groups[ix[i]];
+		const struct results_trend_point *p = &t->pts[ix[i]];
 		size_t m;
-		for (m = 0; m < nm && strcmp(modes[m], g->mode); m++)
+		for (m = 0; m < nm && strcmp(modes[m], p->mode); m++)
 			;
 		if (m == nm) {
 			if (nm == 8)
 				continue;
-			modes[nm++] = g->mode;
+			modes[nm++] = p->mode;
 		}
-		for (size_t k = 0; k < g->n; k++) {
-			if (exclude && g->warm[k])
-				continue;
-			mean[m * nruns + g->run] += g->v[k];
-			cnt[m * nruns + g->run]++;
-		}
+		mean[m * nruns + p->run] += exclude ? p->sum_kept : p->sum;
+		cnt[m * nruns + p->run] += exclude ? p->n_kept : p->n;
 	}
 	double lo = INFINITY, hi = -INFINITY;
 	size_t first = nruns, last = 0, points = 0;
@@ -531,12 +525,12 @@ static void trend_chart(FILE *f, const struct results *r, const size_t *ix, size
 	const double x0 = 60, x1 = PLOT_W - 16, y0 = 10, y1 = 170;
 	svgf(f, "<svg class='plot' width='%d' height='215' viewBox='0 0 %d 215' role='img'>", PLOT_W, PLOT_W);
 	double step = tick_step(hi - lo, 4);
-	for (double t = ceil(lo / step) * step; t <= hi; t += step) {
-		double y = y1 - (t - lo) / (hi - lo) * (y1 - y0);
+	for (double tick = ceil(lo / step) * step; tick <= hi; tick += step) {
+		double y = y1 - (tick - lo) / (hi - lo) * (y1 - y0);
 		char b[32];
 		svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='grid'/>"
 			   "<text x='%.1f' y='%.1f' class='tl' text-anchor='end'>%s</text>",
-			x0, y, x1, y, x0 - 4, y + 3, report_num(b, sizeof b, t));
+			x0, y, x1, y, x0 - 4, y + 3, report_num(b, sizeof b, tick));
 	}
 	svgf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='ax'/>", x0, y1, x1, y1);
 #define TX(u) (x0 + (double)((u) - first) / (double)(last - first) * (x1 - x0))
@@ -552,8 +546,8 @@ static void trend_chart(FILE *f, const struct results *r, const size_t *ix, size
 				if (cnt[m * nruns + u]) {
 					svgf(f, "<circle cx='%.1f' cy='%.1f' r='2.5' fill='%s'><title>run %lld ",
 						TX(u), TY(mean[m * nruns + u]), mode_color(modes[m]),
-						(long long)r->runs[u].id);
-					esc(f, r->runs[u].started_at);
+						(long long)t->runs[u].id);
+					esc(f, t->runs[u].started_at);
 					svgf(f, ": %.6g</title></circle>", mean[m * nruns + u]);
 				}
 		svgf(f, "<rect x='%.1f' y='196' width='10' height='10' fill='%s'/><text x='%.1f' y='205' class='tl'>",
@@ -564,44 +558,48 @@ static void trend_chart(FILE *f, const struct results *r, const size_t *ix, size
 #undef TX
 #undef TY
 	svgf(f, "<text x='%.1f' y='184' class='tl'>", x0);
-	esc(f, r->runs[first].started_at);
+	esc(f, t->runs[first].started_at);
 	svgf(f, "</text><text x='%.1f' y='184' class='tl' text-anchor='end'>", x1);
-	esc(f, r->runs[last].started_at);
+	esc(f, t->runs[last].started_at);
 	fputs("</text></svg>\n", f);
 out:
 	free(mean);
 	free(cnt);
 }
 
-static void trends(FILE *f, const struct results *r, bool exclude)
+static void trends(FILE *f, const struct results_trend *t, bool exclude)
 {
-	if (r->nruns < 2) {
+	if (!t || t->nruns < 2) {
 		fputs("<p class='note'>Trends need at least two nights in the store.</p>\n", f);
 		return;
 	}
-	size_t *ix = xmalloc((r->ngroups + 1) * sizeof *ix);
-	for (size_t i = 0; i < r->ngroups; i++)
+	if (t->nparts < t->nparts_seen)
+		svgf(f, "<p class='note'>Trends of the first %zu of %zu parts (<code>--dut-detail</code>, "
+			"<code>--filter part=NAME</code>).</p>\n", t->nparts, t->nparts_seen);
+	size_t *ix = xmalloc((t->npts + 1) * sizeof *ix);
+	for (size_t i = 0; i < t->npts; i++)
 		ix[i] = i;
-	qsort_r(ix, r->ngroups, sizeof *ix, cmp_trend, (void *)r);
-	for (size_t i = 0; i < r->ngroups;) {
-		const struct results_group *g = &r->groups[ix[i]];
+	qsort_r(ix, t->npts, sizeof *ix, cmp_trend, (void *)t);
+	for (size_t i = 0; i < t->npts;) {
+		const struct results_trend_point *p = &t->pts[ix[i]];
 		size_t j = i;
-		while (j < r->ngroups) {
-			const struct results_group *h = &r->groups[ix[j]];
-			if (h->part != g->part || strcmp(h->workload, g->workload) || strcmp(h->metric, g->metric))
+		while (j < t->npts) {
+			const struct results_trend_point *q = &t->pts[ix[j]];
+			if (q->part != p->part || strcmp(q->workload, p->workload) ||
+			    strcmp(q->metric, p->metric) || strcmp(q->unit, p->unit))
 				break;
 			j++;
 		}
 		fputs("<h4>", f);
-		esc(f, r->parts[g->part].label);
+		esc(f, t->parts[p->part].label);
 		fputs(" &mdash; ", f);
-		esc(f, g->workload);
+		esc(f, p->workload);
 		fputs("/", f);
-		esc(f, g->metric);
+		esc(f, p->metric);
 		fputs(" <small>(", f);
-		esc(f, g->unit);
+		esc(f, p->unit);
 		fputs(", mean per night)</small></h4>\n", f);
-		trend_chart(f, r, ix + i, j - i, exclude);
+		trend_chart(f, t, ix + i, j - i, exclude);
 		i = j;
 	}
 	free(ix);
@@ -959,7 +957,7 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	latency(f, m);
 
 	fputs("<h2>Trends over nights</h2>\n", f);
-	trends(f, m->hist ? m->hist : m->res, m->opts.exclude_warmup);
+	trends(f, m->trend, m->opts.exclude_warmup);
 
 	if (m->regress) {
 		fputs("<h2>Against baseline '", f);

@@ -89,4 +89,8 @@ set -e
 # Trends: the HTML report of night 5 draws the five nights.
 "$EMMCLAB" report --db "$db" --format html -o "$tmp/r.html"
 grep -q '<polyline' "$tmp/r.html" || fail "no trend lines"
+# ... for the first --dut-detail parts only, loaded night by night; a note says so
+"$EMMCLAB" report --db "$db" --format html --dut-detail 0 -o "$tmp/r0.html"
+grep -q "Trends of the first 0 of [1-9][0-9]* parts" "$tmp/r0.html" || fail "no trend cap note"
+sed -n '/Trends over nights/,$p' "$tmp/r0.html" | grep -q '<polyline' && fail "trends drawn past the cap"
 echo "PASS"

@@ -159,6 +159,93 @@ static void check_paths(struct store *s, const int64_t *runs, const char *filter
 	results_free(some);
 }
 
+/* Trends: nights loaded one at a time (the night under report reused) give
+ * the same sums per part, workload, metric, unit, mode and night as one load
+ * of all those nights; parts are the first max_parts by label. */
+static const struct results_trend_point *find_pt(const struct results_trend *t, int64_t part_id,
+						 int64_t run_id, const struct results_group *g)
+{
+	for (size_t i = 0; i < t->npts; i++) {
+		const struct results_trend_point *p = &t->pts[i];
+		if (t->parts[p->part].id == part_id && t->runs[p->run].id == run_id &&
+		    !strcmp(p->workload, g->workload) && !strcmp(p->metric, g->metric) &&
+		    !strcmp(p->unit, g->unit) && !strcmp(p->mode, g->mode))
+			return p;
+	}
+	return NULL;
+}
+
+static void check_trend_sums(const struct results_trend *t, const struct results *all, size_t max_parts,
+			     const char *what)
+{
+	size_t expect_pts = 0, bad = 0, seen = 0;
+	for (size_t i = 0; i < all->ngroups; i++) {
+		const struct results_group *g = &all->groups[i];
+		/* parts[] is in label order: p-a, p-b, p-c */
+		if (g->part >= max_parts)
+			continue;
+		expect_pts++;
+		const struct results_trend_point *p =
+			find_pt(t, all->parts[g->part].id, all->runs[g->run].id, g);
+		if (!p) {
+			bad++;
+			continue;
+		}
+		double sum = 0, kept = 0;
+		size_t nk = 0;
+		for (size_t k = 0; k < g->n; k++) {
+			sum += g->v[k];
+			if (!g->warm[k]) {
+				kept += g->v[k];
+				nk++;
+			}
+		}
+		seen += nk < g->n;
+		if (p->n != g->n || p->n_kept != nk || fabs(p->sum - sum) > 1e-9 * fabs(sum) ||
+		    fabs(p->sum_kept - kept) > 1e-9 * fabs(kept))
+			bad++;
+	}
+	ok(bad == 0 && t->npts == expect_pts && expect_pts > 0,
+	   "trend %s: %zu points match one joint load (%zu wrong, %zu points)", what, expect_pts, bad,
+	   t->npts);
+	ok(seen > 0, "trend %s: warm-ups are left out of the kept sums", what);
+}
+
+static void check_trend(struct store *s, const int64_t *runs)
+{
+	struct lab_err e = {0};
+	struct results_filter hf = {.upto_run = runs[NRUNS - 1], .last_runs = 3};
+	struct results_filter cf = {.run_id = runs[NRUNS - 1]};
+	struct results *all = NULL, *cur = NULL;
+	struct results_trend *t = NULL;
+	if (results_load(s, &hf, &all, &e) || results_load(s, &cf, &cur, &e) ||
+	    results_trend_load(s, &hf, cur, 2, &t, &e)) {
+		ok(0, "trend load: %s", e.msg);
+		results_free(all);
+		results_free(cur);
+		return;
+	}
+	ok(t->nruns == 3 && t->runs[0].id == runs[1] && t->runs[2].id == runs[NRUNS - 1],
+	   "trend: the last 3 nights up to the one under report, in date order");
+	ok(t->nparts == 2 && t->nparts_seen == 3 && !strcmp(t->parts[0].label, "p-a") &&
+	   !strcmp(t->parts[1].label, "p-b"),
+	   "trend: the first 2 of 3 parts by label");
+	check_trend_sums(t, all, 2, "night by night");
+	results_trend_free(t);
+	t = results_trend_of(all, SIZE_MAX);
+	ok(t->nruns == 3 && t->nparts == 3, "trend of loaded data: every night and part");
+	check_trend_sums(t, all, 3, "of loaded data");
+	results_trend_free(t);
+	t = NULL;
+	if (results_trend_load(s, &hf, cur, 0, &t, &e) == LAB_OK)
+		ok(t->npts == 0 && t->nparts == 0 && t->nparts_seen == 3, "trend of 0 parts: none drawn");
+	else
+		ok(0, "trend of 0 parts: %s", e.msg);
+	results_trend_free(t);
+	results_free(all);
+	results_free(cur);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/emmclab-test-paths-XXXXXX";
@@ -186,6 +273,7 @@ int main(void)
 	check_paths(s, runs, "workload=fio", per_run / 2 * NRUNS);
 	check_paths(s, runs, "metric=lat", per_run / 2 * NRUNS);
 	check_paths(s, runs, "suite=none", 0);
+	check_trend(s, runs);
 	store_close(s);
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

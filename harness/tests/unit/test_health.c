@@ -4,6 +4,7 @@
  * debugfs (--sysroot): a fresh EXT_CSD wins over sysfs's values from boot. */
 #include "collect.h"
 #include "health.h"
+#include "results.h"
 #include "test_agent.h"
 
 #include <stdint.h>
@@ -171,9 +172,29 @@ static void test_agent_health(void)
 	run_free(&r);
 }
 
+/* A part is listed when it has readings and values in scope; groups are
+ * ordered by part, which health_part_shown bisects. */
+static void test_part_shown(void)
+{
+	struct results_part parts[5] = {{0}};
+	struct results_group groups[6] = {{0}};
+	size_t gp[6] = {0, 0, 2, 2, 2, 4};
+	for (size_t i = 0; i < 5; i++)
+		parts[i].health.n = i == 4 ? 0 : 1;
+	for (size_t i = 0; i < 6; i++)
+		groups[i].part = gp[i];
+	struct results r = {.parts = parts, .nparts = 5, .groups = groups, .ngroups = 6};
+	ok(health_part_shown(&r, 0) && health_part_shown(&r, 2), "parts with readings and values shown");
+	ok(!health_part_shown(&r, 1) && !health_part_shown(&r, 3), "parts without values not shown");
+	ok(!health_part_shown(&r, 4), "a part without readings not shown");
+	r.ngroups = 0;
+	ok(!health_part_shown(&r, 0), "no values: nothing shown");
+}
+
 int main(void)
 {
 	test_values();
+	test_part_shown();
 	test_threshold();
 	test_collect();
 	agent_setup();

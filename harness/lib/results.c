@@ -1056,9 +1056,9 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 		rc = load_samples_join(r, pv, db, f, rix, pix, lab_buf_cstr(&runs_sql), e);
 	else
 		rc = load_samples_scan(r, pv, db, f, rix, pix, e);
-	if (!rc)
+	if (!rc && !f->values_only)
 		rc = mark_sysfs_only(r, db, e);
-	if (!rc)
+	if (!rc && !f->values_only)
 		rc = mark_worn(r, s, db, e);
 	if (rc)
 		goto fail;
@@ -1347,6 +1347,7 @@ int results_trend_load(struct store *s, const struct results_filter *f, const st
 		one.nrun_ids = 0;
 		one.upto_run = 0;
 		one.last_runs = 0;
+		one.values_only = true; /* a part's health readings 90 times over: not drawn here */
 		struct results *r;
 		if ((rc = results_load(s, &one, &r, e)))
 			break;

@@ -95,6 +95,7 @@ struct results_filter {
 	size_t last_runs;      /* 0: no limit */
 	bool complete_only;    /* only runs with status complete (and imports) */
 	const char *part, *board, *kernel, *mode, *suite, *workload, *metric, *source; /* source: as stored or its kind */
+	bool values_only;      /* no part health readings, no worn or sysfs-only flags (trends) */
 };
 
 /* Parse "FIELD=VALUE" (field: run, part, board, kernel, mode, suite, workload,

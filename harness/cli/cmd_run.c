@@ -13,6 +13,9 @@
 #include "schedule.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdarg.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -292,6 +295,12 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 
 	/* Warm-up outliers leave the statistics when a suite of the plan says so
 	 * (they stay visible in every report). */
+	/* The boards' memory is free now; give its pages back before the
+	 * end-of-night report loads every sample of the night, so the two do not
+	 * add up in the run's peak (glibc keeps freed heap pages resident). */
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 	struct report_opts ro;
 	report_opts_init(&ro);
 	for (size_t i = 0; i < lab->plan->suites.n; i++) {

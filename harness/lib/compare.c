@@ -43,6 +43,8 @@ struct cpriv {
 	char **labels; /* owned strings ("run 12") */
 	size_t nlabels;
 	struct stats_memo memo; /* most sides have the same n: one t quantile */
+	double **vals; /* after the build: the cells' value arrays the rows point into */
+	size_t nvals;
 };
 
 static const char *const by_names[] = {"mode", "part", "kernel", "run", "baseline"};
@@ -583,9 +585,26 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 		}
 		if (by == COMPARE_BY_MODE && !o->a)
 			interactions(res, &icap, first);
+		for (size_t k = i; k < j; k++) { /* the context's rows are made */
+			free(p->cells[k].sorted);
+			p->cells[k].sorted = NULL;
+		}
 		i = j;
 	}
 	free(run_label);
+	/* The rows are built: of the cells only their values stay (the rows'
+	 * sides point into them); the cells and their index go (19 MB at 1,024
+	 * boards, which the latency histograms loaded next can reuse). */
+	p->vals = xreallocarray(NULL, p->ncells + 1, sizeof *p->vals);
+	for (size_t i = 0; i < p->ncells; i++)
+		if (p->cells[i].v)
+			p->vals[p->nvals++] = p->cells[i].v;
+	free(p->cells);
+	p->cells = NULL;
+	p->ncells = p->cap = 0;
+	free(p->slot);
+	p->slot = NULL;
+	p->nslot = 0;
 	*out = res;
 	return LAB_OK;
 }
@@ -596,11 +615,14 @@ void compare_free(struct compare_result *c)
 		return;
 	struct cpriv *p = c->priv;
 	if (p) {
-		for (size_t i = 0; i < p->ncells; i++) {
+		for (size_t i = 0; i < p->ncells; i++) { /* a build that failed half-way */
 			free(p->cells[i].v);
 			free(p->cells[i].sorted);
 		}
 		free(p->cells);
+		for (size_t i = 0; i < p->nvals; i++)
+			free(p->vals[i]);
+		free(p->vals);
 		free(p->slot);
 		for (size_t i = 0; i < p->nlabels; i++)
 			free(p->labels[i]);

@@ -1069,10 +1069,6 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 	free(pv->gslot); /* the index is invalid after sorting */
 	pv->gslot = NULL;
 	pv->gcap = 0;
-	if (r->ngroups && r->ngroups < pv->galloc) { /* grown by doubling: give the rest back */
-		r->groups = xreallocarray(r->groups, r->ngroups, sizeof *r->groups);
-		pv->galloc = r->ngroups;
-	}
 	free(rix);
 	free(pix);
 	lab_buf_free(&runs_sql);

@@ -114,19 +114,24 @@ struct priv {
 	bool has_origin; /* schema 8: iterations say where they ran */
 };
 
-static uint64_t gkey_hash(const struct gkey *k)
+/* Word-wise mixing of keys whose fields are size_t or interned pointers. */
+static uint64_t hash_words(const uint64_t *w, size_t n)
 {
-	/* Word-wise mixing: every field is a size_t or an interned pointer. */
-	uint64_t w[9] = {k->run, k->part, (uintptr_t)k->board, (uintptr_t)k->kernel,
-			 (uintptr_t)k->mode, (uintptr_t)k->suite, (uintptr_t)k->workload,
-			 (uintptr_t)k->metric, (uintptr_t)k->unit};
 	uint64_t h = 0x9e3779b97f4a7c15ULL;
-	for (int i = 0; i < 9; i++) {
+	for (size_t i = 0; i < n; i++) {
 		h ^= w[i];
 		h *= 0xff51afd7ed558ccdULL;
 		h ^= h >> 33;
 	}
 	return h;
+}
+
+static uint64_t gkey_hash(const struct gkey *k)
+{
+	uint64_t w[9] = {k->run, k->part, (uintptr_t)k->board, (uintptr_t)k->kernel,
+			 (uintptr_t)k->mode, (uintptr_t)k->suite, (uintptr_t)k->workload,
+			 (uintptr_t)k->metric, (uintptr_t)k->unit};
+	return hash_words(w, 9);
 }
 
 static bool gkey_eq(const struct results_group *g, const struct gkey *k)
@@ -1185,13 +1190,7 @@ static uint64_t tp_hash(const struct results_trend_point *p)
 {
 	uint64_t w[6] = {p->part, p->run, (uintptr_t)p->workload, (uintptr_t)p->metric,
 			 (uintptr_t)p->unit, (uintptr_t)p->mode};
-	uint64_t h = 0x9e3779b97f4a7c15ULL;
-	for (int i = 0; i < 6; i++) {
-		h ^= w[i];
-		h *= 0xff51afd7ed558ccdULL;
-		h ^= h >> 33;
-	}
-	return h;
+	return hash_words(w, 6);
 }
 
 static bool tp_eq(const struct results_trend_point *a, const struct results_trend_point *b)

@@ -1166,25 +1166,11 @@ const char *results_provenance(const struct results *r, const char *kind, size_t
 
 struct tpriv {
 	struct spool pool;
-	size_t *slot; /* point index + 1; 0 = empty */
+	struct mru mru; /* the names repeat on every group, as on every loaded row */
+	size_t *slot;   /* point index + 1; 0 = empty */
 	size_t cap;
-	size_t alloc; /* allocated entries of pts */
-	/* the last strings of a load, mapped to the pool (pointer-equal in a load) */
-	const char *from[32], *to[32];
-	size_t nmap;
+	size_t alloc;   /* allocated entries of pts */
 };
-
-static const char *tr_intern(struct tpriv *tp, const char *s)
-{
-	for (size_t i = 0; i < tp->nmap; i++)
-		if (tp->from[i] == s)
-			return tp->to[i];
-	const char *t = spool_intern(&tp->pool, s);
-	size_t k = tp->nmap < LAB_ARRAY_SIZE(tp->from) ? tp->nmap++ : (uintptr_t)s % LAB_ARRAY_SIZE(tp->from);
-	tp->from[k] = s;
-	tp->to[k] = t;
-	return t;
-}
 
 static uint64_t tp_hash(const struct results_trend_point *p)
 {
@@ -1263,7 +1249,6 @@ static void trend_parts(struct results_trend *t, const struct results *r, size_t
 static void trend_add(struct results_trend *t, const struct results *r, const size_t *run_of)
 {
 	struct tpriv *tp = t->priv;
-	tp->nmap = 0; /* r's strings are not the last load's */
 	size_t *part_of = xmalloc((r->nparts + 1) * sizeof *part_of);
 	for (size_t i = 0; i < r->nparts; i++) {
 		part_of[i] = (size_t)-1;
@@ -1278,9 +1263,9 @@ static void trend_add(struct results_trend *t, const struct results *r, const si
 		if (part_of[g->part] == (size_t)-1 || g->n == 0)
 			continue;
 		struct results_trend_point k = {.part = part_of[g->part], .run = run_of[g->run],
-						.workload = tr_intern(tp, g->workload),
-						.metric = tr_intern(tp, g->metric),
-						.unit = tr_intern(tp, g->unit), .mode = tr_intern(tp, g->mode)};
+						.workload = mru_intern(&tp->mru, &tp->pool, g->workload),
+						.metric = mru_intern(&tp->mru, &tp->pool, g->metric),
+						.unit = mru_intern(&tp->mru, &tp->pool, g->unit), .mode = mru_intern(&tp->mru, &tp->pool, g->mode)};
 		struct results_trend_point *p = tp_get(t, tp, &k);
 		for (size_t v = 0; v < g->n; v++) {
 			p->sum += g->v[v];

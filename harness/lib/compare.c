@@ -33,6 +33,7 @@ struct cell {
 	bool mixed, excluded;
 	bool sysfs_only; /* a group's mode was proved by sysfs alone */
 	bool worn;       /* a group's part was past its wear thresholds */
+	bool borrowed;   /* v is the values of the cell's one group, not a copy */
 };
 
 struct cpriv {
@@ -136,7 +137,7 @@ static struct cell *cell_get(struct cpriv *p, const struct cell *k)
 	c->n = c->cap = c->nwarm = 0;
 	c->unit = NULL;
 	c->seen = NULL;
-	c->mixed = c->excluded = c->sysfs_only = c->worn = false;
+	c->mixed = c->excluded = c->sysfs_only = c->worn = c->borrowed = false;
 	p->slot[j] = ++p->ncells;
 	return c;
 }
@@ -150,6 +151,26 @@ static void cell_add(struct cell *c, const struct results_group *g, const char *
 		c->mixed = true;
 	c->sysfs_only |= g->sysfs_only;
 	c->worn |= g->worn;
+	size_t nwarm = 0;
+	for (size_t i = 0; i < g->n; i++)
+		nwarm += g->warm[i] != 0;
+	/* A cell's first group, nothing of it left out: its values are used
+	 * where they are (the results outlive the comparison), not copied; most
+	 * cells of one night have one group (9.8 MB at 1,024 boards). */
+	if (!c->v && g->n && (!exclude || !nwarm)) {
+		c->v = g->v;
+		c->n = g->n;
+		c->nwarm = nwarm;
+		c->borrowed = true;
+		return;
+	}
+	if (c->borrowed) { /* a second group: the cell needs values of its own */
+		double *own = xreallocarray(NULL, c->n + g->n + 8, sizeof *own);
+		memcpy(own, c->v, c->n * sizeof *own);
+		c->v = own;
+		c->cap = c->n + g->n + 8;
+		c->borrowed = false;
+	}
 	if (c->n + g->n > c->cap) {
 		c->cap = c->cap * 2 > c->n + g->n ? c->cap * 2 : c->n + g->n + 8;
 		c->v = xreallocarray(c->v, c->cap, sizeof *c->v);
@@ -288,7 +309,7 @@ static void row_emit(struct compare_result *res, size_t *cap, const struct resul
 	so.direction = w->direction;
 	stats_compare_sorted(w->a.v, w->a.n, w->b.v, w->b.n, cell_sorted(ca), cell_sorted(cb), &so,
 			     &w->cmp);
-	char note[96] = "";
+	char note[STATS_NOTE_MAX] = "";
 	if (!ca || !cb)
 		snprintf(note, sizeof note, "no %s data: no test", !ca ? la : lb);
 	else if (w->a.mixed_units || w->b.mixed_units)
@@ -303,23 +324,15 @@ static void row_emit(struct compare_result *res, size_t *cap, const struct resul
 		blank.welch.t = blank.welch.df = blank.welch.p = NAN;
 		blank.mwu.u = blank.mwu.p = NAN;
 		blank.verdict = VERDICT_NO_TEST;
-		lab_strlcpy(blank.note, note, sizeof blank.note);
+		blank.note = stats_note(note);
 		w->cmp = blank;
 	}
 	/* The marker every report and `compare` show (docs/running.md, mode proof). */
-	if ((ca && ca->sysfs_only) || (cb && cb->sysfs_only)) {
-		char both[sizeof w->cmp.note];
-		if (snprintf(both, sizeof both, "%s%sSYSFS-ONLY: mode not proved by tracepoints",
-			     w->cmp.note, w->cmp.note[0] ? "; " : "") > 0)
-			lab_strlcpy(w->cmp.note, both, sizeof w->cmp.note);
-	}
+	if ((ca && ca->sysfs_only) || (cb && cb->sysfs_only))
+		w->cmp.note = stats_note_join(w->cmp.note, "SYSFS-ONLY: mode not proved by tracepoints");
 	/* A worn part measures differently (docs/running.md, "Part health"). */
-	if ((ca && ca->worn) || (cb && cb->worn)) {
-		char both[sizeof w->cmp.note];
-		if (snprintf(both, sizeof both, "%s%sWORN: a part past its health thresholds",
-			     w->cmp.note, w->cmp.note[0] ? "; " : "") > 0)
-			lab_strlcpy(w->cmp.note, both, sizeof w->cmp.note);
-	}
+	if ((ca && ca->worn) || (cb && cb->worn))
+		w->cmp.note = stats_note_join(w->cmp.note, "WORN: a part past its health thresholds");
 	switch (w->cmp.verdict) {
 	case VERDICT_BETTER:
 		res->nbetter++;
@@ -557,7 +570,7 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 	}
 
 	/* At most one row per context and pair: allocated once at that size (the
-	 * rows are 552 bytes each; grown by doubling they took up to 2x that,
+	 * rows are 464 bytes each; grown by doubling they took up to 2x that,
 	 * 72 MB at 1024 boards). */
 	size_t ncontexts = 0;
 	for (size_t i = 0; i < p->ncells; ncontexts++) {
@@ -597,7 +610,7 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 	 * boards, which the latency histograms loaded next can reuse). */
 	p->vals = xreallocarray(NULL, p->ncells + 1, sizeof *p->vals);
 	for (size_t i = 0; i < p->ncells; i++)
-		if (p->cells[i].v)
+		if (p->cells[i].v && !p->cells[i].borrowed)
 			p->vals[p->nvals++] = p->cells[i].v;
 	free(p->cells);
 	p->cells = NULL;
@@ -616,7 +629,8 @@ void compare_free(struct compare_result *c)
 	struct cpriv *p = c->priv;
 	if (p) {
 		for (size_t i = 0; i < p->ncells; i++) { /* a build that failed half-way */
-			free(p->cells[i].v);
+			if (!p->cells[i].borrowed)
+				free(p->cells[i].v);
 			free(p->cells[i].sorted);
 		}
 		free(p->cells);

@@ -36,7 +36,7 @@ static void print_row(FILE *f, const struct compare_row *w)
 {
 	char ma[24], ca[24], mb[24], cb[24], ch[24], lo[24], hi[24], pw[16], pm[16];
 	char pair[80];
-	snprintf(pair, sizeof pair, "%s vs %s", w->b.label, w->a.label);
+	snprintf(pair, sizeof pair, "%s vs %s", w->b->label, w->a->label);
 	char wm[96];
 	snprintf(wm, sizeof wm, "%s%s%s/%s", w->mode, w->mode[0] ? " " : "", w->workload, w->metric);
 	if (isfinite(w->cmp.welch.p))
@@ -54,12 +54,12 @@ static void print_row(FILE *f, const struct compare_row *w)
 	else
 		snprintf(chg, sizeof chg, "%s", report_pct(ch, sizeof ch, w->cmp.change));
 	fprintf(f, "  %-26s %-30s %3zu %10s \xc2\xb1%-9s %3zu %10s \xc2\xb1%-9s %-28s %-9s %-9s %s",
-		wm, pair, w->a.n, report_num(ma, sizeof ma, w->a.d.mean), report_num(ca, sizeof ca, w->a.d.ci_half),
-		w->b.n, report_num(mb, sizeof mb, w->b.d.mean), report_num(cb, sizeof cb, w->b.d.ci_half), chg, pw,
+		wm, pair, w->a->n, report_num(ma, sizeof ma, w->a->d.mean), report_num(ca, sizeof ca, w->a->d.ci_half),
+		w->b->n, report_num(mb, sizeof mb, w->b->d.mean), report_num(cb, sizeof cb, w->b->d.ci_half), chg, pw,
 		pm, stats_verdict_name(w->cmp.verdict));
-	if (w->a.nwarmup || w->b.nwarmup)
-		fprintf(f, " [warm-up: %zu/%zu%s]", w->a.nwarmup, w->b.nwarmup,
-			w->a.warmup_excluded || w->b.warmup_excluded ? " excluded" : " kept");
+	if (w->a->nwarmup || w->b->nwarmup)
+		fprintf(f, " [warm-up: %zu/%zu%s]", w->a->nwarmup, w->b->nwarmup,
+			w->a->warmup_excluded || w->b->warmup_excluded ? " excluded" : " kept");
 	if (w->cmp.note[0])
 		fprintf(f, " (%s)", w->cmp.note);
 	if (w->provenance[0])
@@ -133,7 +133,7 @@ static void print_text(FILE *f, const struct results *res, const struct compare_
 			what = "not tested";
 		}
 		fprintf(f, "  %s%s%s%s %s/%s: %s vs %s %s, %s", ctx, ctx[0] ? ":" : "", w->mode[0] ? " " : "",
-			w->mode, w->workload, w->metric, w->b.label, w->a.label,
+			w->mode, w->workload, w->metric, w->b->label, w->a->label,
 			report_pct(ch, sizeof ch, w->cmp.change), what);
 		if (isfinite(w->cmp.welch.p))
 			fprintf(f, " (p=%.3g)", w->cmp.welch.p);

@@ -46,6 +46,12 @@ struct cpriv {
 	struct stats_memo memo; /* most sides have the same n: one t quantile */
 	double **vals; /* after the build: the cells' value arrays the rows point into */
 	size_t nvals;
+	/* The rows' sides: one per cell (the same cell is a side of up to three
+	 * rows; 12.8 MB less at 1,024 boards than a copy in every row), and one
+	 * per label for a side without data. */
+	struct compare_side *sides;
+	struct compare_side blanks[4 * MODE_COUNT];
+	size_t nblanks;
 };
 
 static const char *const by_names[] = {"mode", "part", "kernel", "run", "baseline"};
@@ -256,6 +262,27 @@ static void side_fill(struct compare_side *s, struct cell *c, const char *label,
 	stats_describe_sorted(s->v, cell_sorted(c), s->n, 0.95, memo, &s->d);
 }
 
+/* The side of cell c (NULL: no data for label), described once. */
+static const struct compare_side *side_of(struct cpriv *p, struct cell *c, const char *label)
+{
+	struct compare_side *s;
+	if (c) {
+		s = &p->sides[c - p->cells];
+		if (s->label)
+			return s;
+	} else {
+		for (size_t i = 0; i < p->nblanks; i++)
+			if (strcmp(p->blanks[i].label, label) == 0)
+				return &p->blanks[i];
+		/* at most two labels per pair, 2 * MODE_COUNT pairs */
+		if (p->nblanks == LAB_ARRAY_SIZE(p->blanks))
+			abort();
+		s = &p->blanks[p->nblanks++];
+	}
+	side_fill(s, c, label, &p->memo);
+	return s;
+}
+
 /* By part, a side is named by its label: the part of that label with a CID
  * (a simulated part has one), NONE when there is none. */
 static size_t part_named(const struct results *r, const char *label)
@@ -298,24 +325,24 @@ static void row_emit(struct compare_result *res, size_t *cap, const struct resul
 		w->provenance = strcmp(pa, fit) == 0 && strcmp(pb, fit) == 0 ? fit : "assumed (no published data)";
 	}
 	struct cpriv *p = res->priv;
-	side_fill(&w->a, ca, la, &p->memo);
-	side_fill(&w->b, cb, lb, &p->memo);
-	w->unit = w->a.unit ? w->a.unit : w->b.unit ? w->b.unit : "";
+	w->a = side_of(p, ca, la);
+	w->b = side_of(p, cb, lb);
+	w->unit = w->a->unit ? w->a->unit : w->b->unit ? w->b->unit : "";
 	w->direction = stats_direction(w->metric, w->unit);
 	struct stats_cmp_opts so;
 	stats_cmp_opts_init(&so);
 	so.alpha = res->opts.alpha;
 	so.min_effect = res->opts.min_effect;
 	so.direction = w->direction;
-	stats_compare_sorted(w->a.v, w->a.n, w->b.v, w->b.n, cell_sorted(ca), cell_sorted(cb), &so,
+	stats_compare_sorted(w->a->v, w->a->n, w->b->v, w->b->n, cell_sorted(ca), cell_sorted(cb), &so,
 			     &w->cmp);
 	char note[STATS_NOTE_MAX] = "";
 	if (!ca || !cb)
 		snprintf(note, sizeof note, "no %s data: no test", !ca ? la : lb);
-	else if (w->a.mixed_units || w->b.mixed_units)
+	else if (w->a->mixed_units || w->b->mixed_units)
 		snprintf(note, sizeof note, "mixed units: no test");
-	else if (strcmp(w->a.unit, w->b.unit) != 0)
-		snprintf(note, sizeof note, "mixed units (%s vs %s): no test", w->a.unit, w->b.unit);
+	else if (strcmp(w->a->unit, w->b->unit) != 0)
+		snprintf(note, sizeof note, "mixed units (%s vs %s): no test", w->a->unit, w->b->unit);
 	if (note[0]) {
 		/* Nothing computed from mismatched data may be shown as a result. */
 		struct stats_cmp blank;
@@ -381,8 +408,8 @@ size_t compare_mode_pairs(struct compare_mode_pair *out, size_t max)
 static size_t find_row(const struct compare_result *res, size_t from, int a, int b)
 {
 	for (size_t i = from; i < res->nrows; i++)
-		if (!strcmp(res->rows[i].a.label, lab_mode_names[a]) &&
-		    !strcmp(res->rows[i].b.label, lab_mode_names[b]))
+		if (!strcmp(res->rows[i].a->label, lab_mode_names[a]) &&
+		    !strcmp(res->rows[i].b->label, lab_mode_names[b]))
 			return i;
 	return NONE;
 }
@@ -411,7 +438,7 @@ static void interactions(struct compare_result *res, size_t *cap, size_t first)
 		if (r0 == NONE || r1 == NONE)
 			continue;
 		const struct compare_row *w0 = &res->rows[r0], *w1 = &res->rows[r1];
-		if (!w0->a.n || !w0->b.n || !w1->a.n || !w1->b.n)
+		if (!w0->a->n || !w0->b->n || !w1->a->n || !w1->b->n)
 			continue;
 		if (*cap == res->ninter) {
 			*cap = *cap ? *cap * 2 : 16;
@@ -421,7 +448,7 @@ static void interactions(struct compare_result *res, size_t *cap, size_t first)
 		x->row_off = r0;
 		x->row_on = r1;
 		x->ratio = x->lo = x->hi = x->diff = x->df = x->p = NAN;
-		const struct stats_desc *d[4] = {&w0->a.d, &w0->b.d, &w1->a.d, &w1->b.d};
+		const struct stats_desc *d[4] = {&w0->a->d, &w0->b->d, &w1->a->d, &w1->b->d};
 		double v = 0, ws = 0;
 		bool ok = !w0->cmp.note[0] && !w1->cmp.note[0] && !strcmp(w0->unit, w1->unit);
 		for (int k = 0; k < 4 && ok; k++) {
@@ -530,6 +557,7 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 	p->nslot = 0;
 	if (p->ncells > 1) /* cells is NULL when empty: qsort_r's pointer must not be */
 		qsort_r(p->cells, p->ncells, sizeof *p->cells, cmp_cell, (void *)r);
+	p->sides = xcalloc(p->ncells ? p->ncells : 1, sizeof *p->sides);
 
 	/* The pairs to emit per context. */
 	struct pair pairs[2 * MODE_COUNT];
@@ -575,8 +603,8 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 	}
 
 	/* At most one row per context and pair: allocated once at that size (the
-	 * rows are 464 bytes each; grown by doubling they took up to 2x that,
-	 * 72 MB at 1024 boards). */
+	 * rows are 192 bytes each; grown by doubling they took up to 2x that,
+	 * 72 MB at 1024 boards when they were 552). */
 	size_t ncontexts = 0;
 	for (size_t i = 0; i < p->ncells; ncontexts++) {
 		size_t j = i + 1;
@@ -643,6 +671,7 @@ void compare_free(struct compare_result *c)
 		for (size_t i = 0; i < p->nlabels; i++)
 			free(p->labels[i]);
 		free(p->labels);
+		free(p->sides);
 		free(p);
 	}
 	free(c->rows);

@@ -49,10 +49,10 @@ struct compare_side {
 	double *v;          /* values tested (warm-ups removed when excluded) */
 	size_t n;
 	size_t nwarmup;     /* flagged warm-up values seen (excluded or not) */
-	bool warmup_excluded;
 	const char *unit;
-	bool mixed_units;   /* groups with different units fell into this side */
 	struct stats_desc d;
+	bool warmup_excluded;
+	bool mixed_units;   /* groups with different units fell into this side */
 };
 
 struct compare_row {
@@ -63,7 +63,9 @@ struct compare_row {
 	int direction;      /* stats_direction */
 	const char *source; /* the runs' kind (results_source_kind), "pooled" when several */
 	const char *provenance; /* simulated: "fitted to published data" or "assumed (no published data)"; else "" */
-	struct compare_side a, b;
+	/* a and b: never NULL; shared by every row that compares the same data
+	 * (compare_free frees them) */
+	const struct compare_side *a, *b;
 	struct stats_cmp cmp;
 };
 

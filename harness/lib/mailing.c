@@ -177,7 +177,7 @@ struct ctx {
 
 static int slot_of(const struct compare_row *w)
 {
-	int a = lab_mode_parse(w->a.label), b = lab_mode_parse(w->b.label);
+	int a = lab_mode_parse(w->a->label), b = lab_mode_parse(w->b->label);
 	if (a < 0 || b < 0)
 		return -1;
 	if (lab_mode_fua(a) && lab_mode_without_fua(a) == b)
@@ -281,10 +281,10 @@ static void ctx_print(FILE *f, const struct ctx *c, const struct compare_result 
 	mline(f, "    %s", prov_tag(tag, sizeof tag, results_source_kind(c->source), any->provenance));
 	const struct compare_row *s0 = c->slot[SLOT_FUA_OFF], *s1 = c->slot[SLOT_FUA_ON],
 				 *q0 = c->slot[SLOT_CQE_FUA], *q1 = c->slot[SLOT_CQE_NOFUA];
-	const struct compare_side *fua = s0 ? &s0->a : q0 ? &q0->a : NULL;
-	const struct compare_side *nofua = s0 ? &s0->b : q1 ? &q1->a : NULL;
-	const struct compare_side *fcqe = s1 ? &s1->a : q0 ? &q0->b : NULL;
-	const struct compare_side *ncqe = s1 ? &s1->b : q1 ? &q1->b : NULL;
+	const struct compare_side *fua = s0 ? s0->a : q0 ? q0->a : NULL;
+	const struct compare_side *nofua = s0 ? s0->b : q1 ? q1->a : NULL;
+	const struct compare_side *fcqe = s1 ? s1->a : q0 ? q0->b : NULL;
+	const struct compare_side *ncqe = s1 ? s1->b : q1 ? q1->b : NULL;
 	char a[48], b[48];
 	mline(f, "    %-14s %-24s %s", "mean +-CI", "CQE off", fcqe || ncqe ? "CQE on" : "");
 	mline(f, "    %-14s %-24s %s", "FUA", cell(a, sizeof a, fua), fcqe ? cell(b, sizeof b, fcqe) : "");

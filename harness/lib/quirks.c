@@ -348,7 +348,7 @@ int quirks_build(struct store *s, const struct quirks_opts *o, struct quirks_res
 	}
 	for (size_t i = 0; i < q->cmp->nrows; i++) {
 		const struct compare_row *w = &q->cmp->rows[i];
-		int a = lab_mode_parse(w->a.label), b = lab_mode_parse(w->b.label);
+		int a = lab_mode_parse(w->a->label), b = lab_mode_parse(w->b->label);
 		if (a < 0 || b < 0 || !lab_mode_fua(a) || lab_mode_without_fua(a) != b)
 			continue; /* not a FUA-effect cell */
 		if (strcmp(w->workload, "powerfail") == 0 ||
@@ -361,9 +361,9 @@ int quirks_build(struct store *s, const struct quirks_opts *o, struct quirks_res
 		struct quirks_speed sp = {
 			.board = w->board, .kernel = w->kernel, .workload = w->workload,
 			.metric = w->metric, .unit = w->unit, .kind = results_source_kind(w->source),
-			.provenance = w->provenance, .fua_mode = w->a.label, .nofua_mode = w->b.label,
+			.provenance = w->provenance, .fua_mode = w->a->label, .nofua_mode = w->b->label,
 			.cqe = lab_mode_cqe(a), .change = w->cmp.change, .lo = w->cmp.change_lo,
-			.hi = w->cmp.change_hi, .p = w->cmp.welch.p, .na = w->a.n, .nb = w->b.n,
+			.hi = w->cmp.change_hi, .p = w->cmp.welch.p, .na = w->a->n, .nb = w->b->n,
 			.direction = w->direction, .verdict = w->cmp.verdict,
 		};
 		quirks_part_add_speed(p, &sp);

@@ -16,24 +16,24 @@ static void rows(FILE *f, const char *kind, const struct compare_result *cr)
 	for (size_t i = 0; i < cr->nrows; i++) {
 		const struct compare_row *w = &cr->rows[i];
 		const char *s[] = {kind, w->part_label, w->board, w->kernel, w->mode, w->workload,
-				   w->metric, w->unit, w->a.label, w->b.label};
+				   w->metric, w->unit, w->a->label, w->b->label};
 		for (size_t k = 0; k < LAB_ARRAY_SIZE(s); k++) {
 			if (k)
 				fputc(',', f);
 			report_csv_str(f, s[k]);
 		}
-		fprintf(f, ",%zu", w->a.n);
-		num(f, w->a.d.mean, 1);
-		num(f, w->a.d.ci_half, 1);
-		fprintf(f, ",%zu", w->b.n);
-		num(f, w->b.d.mean, 1);
-		num(f, w->b.d.ci_half, 1);
+		fprintf(f, ",%zu", w->a->n);
+		num(f, w->a->d.mean, 1);
+		num(f, w->a->d.ci_half, 1);
+		fprintf(f, ",%zu", w->b->n);
+		num(f, w->b->d.mean, 1);
+		num(f, w->b->d.ci_half, 1);
 		num(f, w->cmp.change, 100);
 		num(f, w->cmp.change_lo, 100);
 		num(f, w->cmp.change_hi, 100);
 		num(f, w->cmp.welch.p, 1);
 		num(f, w->cmp.mwu.p, 1);
-		fprintf(f, ",%s,%zu,%zu,", stats_verdict_name(w->cmp.verdict), w->a.nwarmup, w->b.nwarmup);
+		fprintf(f, ",%s,%zu,%zu,", stats_verdict_name(w->cmp.verdict), w->a->nwarmup, w->b->nwarmup);
 		report_csv_str(f, w->cmp.note);
 		fputc(',', f);
 		report_csv_str(f, w->source);

@@ -299,7 +299,7 @@ static void cmp_table(FILE *f, const struct compare_row *rows, size_t n, bool wi
 		fputs(" <small>(", f);
 		esc(f, w->unit);
 		fputs(")</small></td>", f);
-		const struct compare_side *sd[2] = {&w->a, &w->b};
+		const struct compare_side *sd[2] = {w->a, w->b};
 		for (int q = 0; q < 2; q++) {
 			fputs("<td>", f);
 			esc(f, sd[q]->label);
@@ -383,8 +383,8 @@ static void overview(FILE *f, const struct compare_result *cr)
 			const char *pa = lab_mode_names[mp[k0].a], *pb = lab_mode_names[mp[k0].b];
 			bool any = false;
 			for (size_t q = i; q < j; q++)
-				any |= !strcmp(cr->rows[q].a.label, pa) &&
-				       !strcmp(cr->rows[q].b.label, pb);
+				any |= !strcmp(cr->rows[q].a->label, pa) &&
+				       !strcmp(cr->rows[q].b->label, pb);
 			if (!any)
 				continue;
 			char ctx[256];
@@ -396,7 +396,7 @@ static void overview(FILE *f, const struct compare_result *cr)
 				for (size_t q = i; q < j; q++) {
 					const struct compare_row *w = &cr->rows[q];
 					if (!strcmp(w->workload, cols[k][0]) && !strcmp(w->metric, cols[k][1]) &&
-					    !strcmp(w->a.label, pa) && !strcmp(w->b.label, pb))
+					    !strcmp(w->a->label, pa) && !strcmp(w->b->label, pb))
 						hit = w;
 				}
 				if (hit)
@@ -930,7 +930,7 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 			struct series sr[8];
 			size_t ns = 0;
 			for (size_t q = k; q < l; q++) {
-				const struct compare_side *sd[2] = {&cr->rows[q].a, &cr->rows[q].b};
+				const struct compare_side *sd[2] = {cr->rows[q].a, cr->rows[q].b};
 				for (int z = 0; z < 2; z++) {
 					bool dup = false;
 					for (size_t y = 0; y < ns; y++)

@@ -67,9 +67,9 @@ void report_json_comparisons(FILE *f, const struct compare_result *cr)
 		kv_str(f, "metric", w->metric, true);
 		kv_str(f, "unit", w->unit, true);
 		fprintf(f, "\"direction\":%d,", w->direction);
-		side(f, "a", &w->a);
+		side(f, "a", w->a);
 		fputc(',', f);
-		side(f, "b", &w->b);
+		side(f, "b", w->b);
 		fputc(',', f);
 		kv_num(f, "change", w->cmp.change, true);
 		kv_num(f, "change_ci95_lo", w->cmp.change_lo, true);
@@ -101,10 +101,10 @@ void report_json_interactions(FILE *f, const struct compare_result *cr)
 		kv_str(f, "kernel", w0->kernel, true);
 		kv_str(f, "workload", w0->workload, true);
 		kv_str(f, "metric", w0->metric, true);
-		kv_str(f, "a_without_cqe", w0->a.label, true);
-		kv_str(f, "b_without_cqe", w0->b.label, true);
-		kv_str(f, "a_with_cqe", w1->a.label, true);
-		kv_str(f, "b_with_cqe", w1->b.label, true);
+		kv_str(f, "a_without_cqe", w0->a->label, true);
+		kv_str(f, "b_without_cqe", w0->b->label, true);
+		kv_str(f, "a_with_cqe", w1->a->label, true);
+		kv_str(f, "b_with_cqe", w1->b->label, true);
 		kv_num(f, "change_without_cqe", w0->cmp.change, true);
 		kv_num(f, "change_with_cqe", w1->cmp.change, true);
 		kv_num(f, "diff", x->diff, true);

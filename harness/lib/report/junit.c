@@ -25,11 +25,11 @@ static void cases(FILE *f, const char *suite, const struct compare_result *cr, b
 		char cls[512], name[512], ch[24], lo[24], hi[24], msg[640];
 		snprintf(cls, sizeof cls, "emmclab.%s.%s%s%s", suite, w->part_label[0] ? w->part_label : "all",
 			 w->mode[0] ? "." : "", w->mode);
-		snprintf(name, sizeof name, "%s/%s %s vs %s", w->workload, w->metric, w->b.label, w->a.label);
+		snprintf(name, sizeof name, "%s/%s %s vs %s", w->workload, w->metric, w->b->label, w->a->label);
 		snprintf(msg, sizeof msg, "%s %s [%s, %s] p(Welch)=%.3g p(MWU)=%.3g n=%zu/%zu %s%s%s",
 			 stats_verdict_name(w->cmp.verdict), report_pct(ch, sizeof ch, w->cmp.change),
 			 report_pct(lo, sizeof lo, w->cmp.change_lo), report_pct(hi, sizeof hi, w->cmp.change_hi),
-			 w->cmp.welch.p, w->cmp.mwu.p, w->a.n, w->b.n, w->unit, w->cmp.note[0] ? "; " : "",
+			 w->cmp.welch.p, w->cmp.mwu.p, w->a->n, w->b->n, w->unit, w->cmp.note[0] ? "; " : "",
 			 w->cmp.note);
 		if (w->source[0] && strcmp(w->source, "lab") != 0) { /* provenance */
 			size_t len = strlen(msg);
@@ -44,7 +44,7 @@ static void cases(FILE *f, const char *suite, const struct compare_result *cr, b
 			fputs("      <failure type=\"regression\"", f);
 			attr(f, "message", msg);
 			fputs("/>\n", f);
-		} else if (w->a.n == 0 || w->b.n == 0) {
+		} else if (w->a->n == 0 || w->b->n == 0) {
 			fputs("      <skipped", f);
 			attr(f, "message", msg);
 			fputs("/>\n", f);
@@ -63,11 +63,11 @@ static int render(const struct report_model *m, FILE *f, struct lab_err *e)
 	for (size_t i = 0; i < r->nevents; i++)
 		nev += strcmp(r->events[i].kind, "info") != 0;
 	for (size_t i = 0; i < m->modes->nrows; i++)
-		nskip_m += m->modes->rows[i].a.n == 0 || m->modes->rows[i].b.n == 0;
+		nskip_m += m->modes->rows[i].a->n == 0 || m->modes->rows[i].b->n == 0;
 	size_t nreg = m->regress ? m->regress->nrows : 0, nfail = m->regress ? m->regress->nworse : 0;
 	if (m->regress)
 		for (size_t i = 0; i < m->regress->nrows; i++)
-			nskip_r += (m->regress->rows[i].a.n == 0 || m->regress->rows[i].b.n == 0) &&
+			nskip_r += (m->regress->rows[i].a->n == 0 || m->regress->rows[i].b->n == 0) &&
 				   m->regress->rows[i].cmp.verdict != VERDICT_WORSE;
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites", f);
 	attr(f, "name", m->scope);

@@ -57,13 +57,13 @@ static void table(FILE *f, const struct compare_result *cr, bool with_mode)
 		fputs(" | ", f);
 		md(f, w->unit);
 		fputs(" | ", f);
-		md(f, w->a.label);
+		md(f, w->a->label);
 		fputs(" |", f);
-		side(f, &w->a);
+		side(f, w->a);
 		fputc(' ', f);
-		md(f, w->b.label);
+		md(f, w->b->label);
 		fputs(" |", f);
-		side(f, &w->b);
+		side(f, w->b);
 		fprintf(f, " %s", report_pct(ch, sizeof ch, w->cmp.change));
 		if (isfinite(w->cmp.change_lo))
 			fprintf(f, " [%s, %s]", report_pct(lo, sizeof lo, w->cmp.change_lo),

@@ -73,11 +73,11 @@ static void pair_lines(FILE *f, int width, const struct compare_row *w)
 	char ch[24], lo[24], hi[24];
 	const struct stats_cmp *c = &w->cmp;
 	if (isfinite(c->change) && isfinite(c->change_lo))
-		tline(f, width, "    %s vs %s: %s [%s, %s]", w->b.label, w->a.label,
+		tline(f, width, "    %s vs %s: %s [%s, %s]", w->b->label, w->a->label,
 		      report_pct(ch, sizeof ch, c->change), report_pct(lo, sizeof lo, c->change_lo),
 		      report_pct(hi, sizeof hi, c->change_hi));
 	else
-		tline(f, width, "    %s vs %s: %s", w->b.label, w->a.label,
+		tline(f, width, "    %s vs %s: %s", w->b->label, w->a->label,
 		      report_pct(ch, sizeof ch, c->change));
 	if (isfinite(c->welch.p))
 		tline(f, width, "      p(Welch)=%.3g p(MWU%s)=%.3g -> %s", c->welch.p,
@@ -113,7 +113,7 @@ static void rows_text(FILE *f, int width, const struct compare_result *cr, bool 
 			size_t nseen = 0;
 			while (k < cr->nrows && same_metric(x, &cr->rows[k]) &&
 			       strcmp(x->mode, cr->rows[k].mode) == 0) {
-				const struct compare_side *sides[2] = {&cr->rows[k].a, &cr->rows[k].b};
+				const struct compare_side *sides[2] = {cr->rows[k].a, cr->rows[k].b};
 				for (int q = 0; q < 2; q++) {
 					bool dup = false;
 					for (size_t z = 0; z < nseen; z++)
@@ -247,8 +247,8 @@ static void mode_table(const struct report_model *m, FILE *f)
 				if (strcmp(x->part_label, last_part) != 0 || strcmp(x->board, last_board) != 0 ||
 				    strcmp(x->source, last_src) != 0)
 					break;
-				if (!x->a.label || !x->b.label || strcmp(x->a.label, lab_mode_names[pa]) != 0 ||
-				    strcmp(x->b.label, lab_mode_names[pb]) != 0 || !report_headline_metric(x->workload, x->metric))
+				if (!x->a->label || !x->b->label || strcmp(x->a->label, lab_mode_names[pa]) != 0 ||
+				    strcmp(x->b->label, lab_mode_names[pb]) != 0 || !report_headline_metric(x->workload, x->metric))
 					continue;
 				if (!header) {
 					/* label, then board and kernel: long part labels
@@ -273,13 +273,13 @@ static void mode_table(const struct report_model *m, FILE *f)
 				}
 				char wm[64], ma[24], mb[24], ch[24];
 				snprintf(wm, sizeof wm, "%s/%s", x->workload, x->metric);
-				fmt_mean(ma, sizeof ma, &x->a);
-				fmt_mean(mb, sizeof mb, &x->b);
+				fmt_mean(ma, sizeof ma, x->a);
+				fmt_mean(mb, sizeof mb, x->b);
 				report_pct(ch, sizeof ch, x->cmp.change);
 				bool assumed = x->provenance[0] && strcmp(x->provenance, "fitted to published data");
 				nassumed += assumed;
 				fprintf(f, "  %-22s %-5s %2zu %9s %9s %8s %s%s\n", wm, x->unit ? x->unit : "",
-					x->a.n < x->b.n ? x->a.n : x->b.n, ma, mb, ch, short_verdict(x->cmp.verdict),
+					x->a->n < x->b->n ? x->a->n : x->b->n, ma, mb, ch, short_verdict(x->cmp.verdict),
 					assumed ? " *" : "");
 				shown++;
 			}

@@ -23,7 +23,7 @@ static const struct compare_row *find_row(const struct compare_result *c, const 
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct compare_row *w = &c->rows[i];
 		if (strcmp(w->part_label, part) == 0 && strcmp(w->metric, metric) == 0 &&
-		    strcmp(w->a.label, a) == 0 && strcmp(w->b.label, b) == 0)
+		    strcmp(w->a->label, a) == 0 && strcmp(w->b->label, b) == 0)
 			return w;
 	}
 	return NULL;
@@ -48,8 +48,8 @@ static void test_reference(struct store *s)
 	const struct compare_row *w = find_row(c, "sprd", "rand_write", "fua", "cache-nofua");
 	ok(w != NULL, "sprd rand_write row");
 	if (w) {
-		is_near(w->a.d.mean, 12.68, 1e-9, "rand_write fua mean");
-		is_near(w->b.d.mean, 70.32, 1e-9, "rand_write cache-nofua mean");
+		is_near(w->a->d.mean, 12.68, 1e-9, "rand_write fua mean");
+		is_near(w->b->d.mean, 70.32, 1e-9, "rand_write cache-nofua mean");
 		is_near(w->cmp.change * 100, 454.574132492, 1e-6, "+454.6%");
 		is_str(stats_verdict_name(w->cmp.verdict), "better", "rand_write better");
 	}
@@ -60,8 +60,8 @@ static void test_reference(struct store *s)
 	ok(w && fabs(w->cmp.welch.p - 0.0132496552201) < 1e-9, "DUT3 Welch p");
 	w = find_row(c, "DUT5", "wall_time", "fua-cqe", "cache-nofua-cqe");
 	ok(w && fabs(w->cmp.change - 0.00757622684843) < 1e-9, "DUT5 CQE pair change");
-	ok(w && w->a.nwarmup == 1 && w->b.nwarmup == 1, "DUT5 CQE: warm-up flagged on both sides");
-	ok(w && w->a.n == 5, "warm-up kept unless excluded");
+	ok(w && w->a->nwarmup == 1 && w->b->nwarmup == 1, "DUT5 CQE: warm-up flagged on both sides");
+	ok(w && w->a->n == 5, "warm-up kept unless excluded");
 	ok(find_row(c, "DUT5", "wall_time", "fua", "fua-cqe") != NULL, "DUT5 fua vs fua-cqe");
 	ok(find_row(c, "DUT1", "wall_time", "fua", "fua-cqe") == NULL, "no CQE row without CQE data");
 	w = find_row(c, "DUT5", "wall_time", "cache-nofua", "cache-nofua-cqe");
@@ -73,8 +73,8 @@ static void test_reference(struct store *s)
 	if (c->ninter == 1) {
 		const struct compare_interaction *x = &c->inter[0];
 		const struct compare_row *w0 = &c->rows[x->row_off], *w1 = &c->rows[x->row_on];
-		ok(strstr(w0->part_label, "DUT5") && !strcmp(w0->a.label, "fua") &&
-			   !strcmp(w1->a.label, "fua-cqe") && !strcmp(w1->b.label, "cache-nofua-cqe"),
+		ok(strstr(w0->part_label, "DUT5") && !strcmp(w0->a->label, "fua") &&
+			   !strcmp(w1->a->label, "fua-cqe") && !strcmp(w1->b->label, "cache-nofua-cqe"),
 		   "interaction rows: fua/cache-nofua and fua-cqe/cache-nofua-cqe");
 		is_near(x->ratio, (1 + w1->cmp.change) / (1 + w0->cmp.change), 1e-12,
 			"ratio of the two FUA ratios");
@@ -87,7 +87,7 @@ static void test_reference(struct store *s)
 	o.exclude_warmup = true;
 	rc = compare_build(r, &o, &c, &e);
 	w = find_row(c, "DUT5", "wall_time", "fua", "cache-nofua");
-	ok(w && w->a.n == 4 && w->b.n == 4 && w->a.warmup_excluded, "exclude warm-up: 4 per side");
+	ok(w && w->a->n == 4 && w->b->n == 4 && w->a->warmup_excluded, "exclude warm-up: 4 per side");
 	compare_free(c);
 	results_free(r);
 

@@ -92,6 +92,13 @@ static void group_add(struct group_index *x, const struct store_lathist *h, size
 	group_put(x, h, gi);
 }
 
+/* u as the signed value whose two's complement it is (no implementation-
+ * defined conversion) */
+static int64_t wrap_i64(uint64_t u)
+{
+	return u <= INT64_MAX ? (int64_t)u : -(int64_t)~u - 1;
+}
+
 int store_lathist_load(struct store *s, int64_t run_id, const struct results_filter *f,
                        bool exclude_warmup, struct store_lathist **out, size_t *n,
                        struct lab_err *e)
@@ -126,7 +133,6 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 				sqlite3_bind_text(q, i, text[i], -1, SQLITE_STATIC);
 	}
 	struct store_lathist *h = NULL;
-	int64_t (*sums)[LATHIST_BUCKETS] = NULL;
 	struct group_index gx = {0};
 	size_t nh = 0, cap = 0;
 	int r;
@@ -156,12 +162,10 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 			if (nh == cap) {
 				cap = cap ? 2 * cap : 16;
 				h = xreallocarray(h, cap, sizeof *h);
-				sums = xreallocarray(sums, cap, sizeof *sums);
 			}
 			gi = nh++;
 			struct store_lathist *g = &h[gi];
 			memset(g, 0, sizeof *g);
-			memset(sums[gi], 0, sizeof sums[gi]);
 			g->source = xstrdup(src);
 			g->part = xstrdup(part);
 			g->workload = xstrdup(wl);
@@ -169,18 +173,20 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 			g->op = xstrdup(op);
 			group_add(&gx, h, nh, gi);
 		}
-		sums[gi][k] += sqlite3_column_int64(q, 5);
+		/* summed in the counts themselves, modulo 2^64: the two's
+		 * complement of the signed sum (no array of sums beside them:
+		 * 8 MB at 1,024 boards) */
+		h[gi].counts[k] += (uint64_t)sqlite3_column_int64(q, 5);
 	}
 	sqlite3_finalize(q);
 	free(gx.slot);
 	/* a bucket's sum over the group's iterations counts when positive */
 	for (size_t i = 0; i < nh; i++)
-		for (unsigned k = 0; k < LATHIST_BUCKETS; k++)
-			if (sums[i][k] > 0) {
-				h[i].counts[k] = (uint64_t)sums[i][k];
-				h[i].n += (uint64_t)sums[i][k];
-			}
-	free(sums);
+		for (unsigned k = 0; k < LATHIST_BUCKETS; k++) {
+			int64_t sum = wrap_i64(h[i].counts[k]);
+			h[i].counts[k] = sum > 0 ? (uint64_t)sum : 0;
+			h[i].n += h[i].counts[k];
+		}
 	if (r != SQLITE_DONE) {
 		store_lathist_free(h, nh);
 		return store_fail_infra(s, e, "reading latency histograms");

@@ -3,6 +3,7 @@
  * corrupt and foreign files, disk full, mode mismatch. */
 #include "store.h"
 #include "store_internal.h" /* fault injection and row inspection */
+#include "store_latency.h"
 #include "tap.h"
 #include "util.h"
 
@@ -579,6 +580,50 @@ static void test_queries(void)
 	store_close(s);
 }
 
+/* Latency histograms: a bucket is the sum over a group's iterations, kept
+ * when positive; every op of every mode of a part is a group. */
+static void test_lathist(void)
+{
+	struct lab_err e = {0};
+	struct store *s;
+	char *path = tpath("lathist.db");
+	int orc = store_open(path, 0, &s, &e);
+	free(path);
+	if (orc != LAB_OK) {
+		ok(0, "open: %s", e.msg);
+		return;
+	}
+	int64_t job = make_job(s, "partL", "fua");
+	struct store_sample sm[1] = {{"rq_write_lat_p99", 80.0, "us"}};
+	struct store_counter c1[3] = {{"rq_write_lat_b3", 5}, {"rq_flush_lat_b2", 4}, {"rq_write_lat_b4", 1}};
+	struct store_counter c2[3] = {{"rq_write_lat_b3", 7}, {"rq_flush_lat_b2", 0}, {"rq_write_lat_b4", 0}};
+	int rc = store_iteration_write(s, job, "androbench", 1, 1.0, 0, sm, 1, c1, 3, NULL, &e);
+	rc |= store_iteration_write(s, job, "androbench", 2, 1.0, 0, sm, 1, c2, 3, NULL, &e);
+	rc |= store_job_finish(s, job, "ok", &e);
+	ok(rc == LAB_OK, "iterations with latency counters stored (%s)", e.msg);
+	/* the store refuses a negative counter; a database written otherwise may hold one */
+	is_int(sqlite3_exec(store_sqlite(s),
+			    "UPDATE counter SET value = -6 WHERE name = 'rq_flush_lat_b2' AND value = 0",
+			    NULL, NULL, NULL),
+	       SQLITE_OK, "a negative count planted");
+	struct store_lathist *h = NULL;
+	size_t n = 0;
+	is_int(store_lathist_load(s, 0, NULL, false, &h, &n, &e), LAB_OK, "histograms loaded");
+	ok(n == 2 && h && !strcmp(h[0].op, "flush") && !strcmp(h[1].op, "write"),
+	   "one histogram per op, flush before write (%zu)", n);
+	if (n == 2) {
+		is_int((long long)h[1].counts[3], 12, "write bucket 3: 5 + 7");
+		is_int((long long)h[1].counts[4], 1, "write bucket 4: 1 + 0");
+		is_int((long long)h[1].n, 13, "write requests: the buckets' sum");
+		is_int((long long)h[0].counts[2], 0, "flush bucket 2: 4 - 6 < 0 counts as 0");
+		is_int((long long)h[0].n, 0, "no flush requests");
+		ok(!strcmp(h[1].part, "partL") && !strcmp(h[1].mode, "fua") &&
+		   !strcmp(h[1].workload, "androbench"), "part, mode and workload kept");
+	}
+	store_lathist_free(h, n);
+	store_close(s);
+}
+
 /* ---- the run's journal ---- */
 
 static int fill_journal(struct store_jnl *j, int iter_from, int iter_to)
@@ -741,6 +786,7 @@ int main(void)
 	test_refusals();
 	test_merge();
 	test_queries();
+	test_lathist();
 	test_journal();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)

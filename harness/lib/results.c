@@ -16,67 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- string pool -------------------------------------------------------- */
-
-struct spool {
-	char **slot; /* open addressing, power of two */
-	size_t cap, n;
-};
-
-static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *c = p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= c[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
-static void spool_grow(struct spool *sp)
-{
-	size_t ncap = sp->cap ? sp->cap * 2 : 256;
-	char **ns = xcalloc(ncap, sizeof *ns);
-	for (size_t i = 0; i < sp->cap; i++) {
-		if (!sp->slot[i])
-			continue;
-		uint64_t h = hash_bytes(sp->slot[i], strlen(sp->slot[i]), 1469598103934665603ULL);
-		size_t j = h & (ncap - 1);
-		while (ns[j])
-			j = (j + 1) & (ncap - 1);
-		ns[j] = sp->slot[i];
-	}
-	free(sp->slot);
-	sp->slot = ns;
-	sp->cap = ncap;
-}
-
-static const char *spool_intern(struct spool *sp, const char *s)
-{
-	if (!s)
-		s = "";
-	if (sp->n * 2 >= sp->cap)
-		spool_grow(sp);
-	size_t len = strlen(s);
-	uint64_t h = hash_bytes(s, len, 1469598103934665603ULL);
-	size_t j = h & (sp->cap - 1);
-	while (sp->slot[j]) {
-		if (strcmp(sp->slot[j], s) == 0)
-			return sp->slot[j];
-		j = (j + 1) & (sp->cap - 1);
-	}
-	sp->slot[j] = xstrndup(s, len);
-	sp->n++;
-	return sp->slot[j];
-}
-
-static void spool_free(struct spool *sp)
-{
-	for (size_t i = 0; i < sp->cap; i++)
-		free(sp->slot[i]);
-	free(sp->slot);
-}
-
 /*
  * A small direct-mapped cache in front of the pool: metric, unit and
  * workload names repeat on every row, so nearly every lookup is one short
@@ -87,13 +26,13 @@ struct mru {
 	size_t len[64];
 };
 
-static const char *mru_intern(struct mru *m, struct spool *sp, const char *s)
+static const char *mru_intern(struct mru *m, struct lab_strpool *sp, const char *s)
 {
 	size_t len = strlen(s);
 	size_t h = len ? (len * 131 + (unsigned char)s[0] * 31 + (unsigned char)s[len - 1]) & 63 : 0;
 	if (m->s[h] && m->len[h] == len && memcmp(m->s[h], s, len) == 0)
 		return m->s[h];
-	m->s[h] = spool_intern(sp, s);
+	m->s[h] = lab_strpool_intern(sp, s);
 	m->len[h] = len;
 	return m->s[h];
 }
@@ -106,7 +45,7 @@ struct gkey {
 };
 
 struct priv {
-	struct spool pool;
+	struct lab_strpool pool;
 	size_t *gslot; /* group index + 1; 0 = empty */
 	size_t gcap;
 	size_t galloc; /* allocated entries of results.groups */
@@ -240,9 +179,9 @@ static uint32_t origin_add(struct results *r, struct priv *pv, const char *execu
 		r->origins = xreallocarray(r->origins, pv->ocap, sizeof *r->origins);
 	}
 	struct results_origin *o = &r->origins[r->norigins];
-	o->executor = spool_intern(&pv->pool, executor ? executor : "local");
-	o->job_url = job_url ? spool_intern(&pv->pool, job_url) : NULL;
-	o->worker = worker ? spool_intern(&pv->pool, worker) : NULL;
+	o->executor = lab_strpool_intern(&pv->pool, executor ? executor : "local");
+	o->job_url = job_url ? lab_strpool_intern(&pv->pool, job_url) : NULL;
+	o->worker = worker ? lab_strpool_intern(&pv->pool, worker) : NULL;
 	return (uint32_t)r->norigins++;
 }
 
@@ -413,14 +352,14 @@ static int load_runs(struct results *r, struct priv *pv, sqlite3 *db, const stru
 		struct results_run *u = &all[nall++];
 		memset(u, 0, sizeof *u);
 		u->id = sqlite3_column_int64(st, 0);
-		u->uuid = spool_intern(&pv->pool, col_text(st, 1));
-		u->plan = spool_intern(&pv->pool, col_text(st, 2));
-		u->lab = spool_intern(&pv->pool, col_text(st, 3));
-		u->source = spool_intern(&pv->pool, col_text(st, 4));
+		u->uuid = lab_strpool_intern(&pv->pool, col_text(st, 1));
+		u->plan = lab_strpool_intern(&pv->pool, col_text(st, 2));
+		u->lab = lab_strpool_intern(&pv->pool, col_text(st, 3));
+		u->source = lab_strpool_intern(&pv->pool, col_text(st, 4));
 		u->kind = results_source_kind(u->source);
-		u->started_at = spool_intern(&pv->pool, col_text(st, 5));
-		u->finished_at = spool_intern(&pv->pool, col_text(st, 6));
-		u->status = spool_intern(&pv->pool, col_text(st, 7));
+		u->started_at = lab_strpool_intern(&pv->pool, col_text(st, 5));
+		u->finished_at = lab_strpool_intern(&pv->pool, col_text(st, 6));
+		u->status = lab_strpool_intern(&pv->pool, col_text(st, 7));
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
@@ -513,8 +452,8 @@ static int load_parts(struct results *r, struct priv *pv, sqlite3 *db, struct la
 		}
 		struct results_part *p = &r->parts[r->nparts++];
 		p->id = sqlite3_column_int64(st, 0);
-		p->label = spool_intern(&pv->pool, col_text(st, 1));
-		p->cid = spool_intern(&pv->pool, col_text(st, 2));
+		p->label = lab_strpool_intern(&pv->pool, col_text(st, 1));
+		p->cid = lab_strpool_intern(&pv->pool, col_text(st, 2));
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -583,11 +522,11 @@ static int load_counts(struct results *r, struct priv *pv, sqlite3 *db, const st
 		struct results_event *ev = &r->events[r->nevents++];
 		ev->run_id = sqlite3_column_int64(st, 0);
 		ev->job_id = sqlite3_column_int64(st, 1);
-		ev->at = spool_intern(&pv->pool, col_text(st, 2));
-		ev->kind = spool_intern(&pv->pool, kind);
-		ev->stage = spool_intern(&pv->pool, col_text(st, 4));
-		ev->board = spool_intern(&pv->pool, col_text(st, 5));
-		ev->message = spool_intern(&pv->pool, col_text(st, 6));
+		ev->at = lab_strpool_intern(&pv->pool, col_text(st, 2));
+		ev->kind = lab_strpool_intern(&pv->pool, kind);
+		ev->stage = lab_strpool_intern(&pv->pool, col_text(st, 4));
+		ev->board = lab_strpool_intern(&pv->pool, col_text(st, 5));
+		ev->message = lab_strpool_intern(&pv->pool, col_text(st, 6));
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -744,10 +683,10 @@ static int load_samples_join(struct results *r, struct priv *pv, sqlite3 *db,
 			job_ok = idx_find(rix, r->nruns, sqlite3_column_int64(st, 0), &k->run) &&
 				 idx_find(pix, r->nparts, sqlite3_column_int64(st, 1), &k->part);
 			if (job_ok) {
-				k->board = spool_intern(&pv->pool, col_text(st, 2));
-				k->kernel = spool_intern(&pv->pool, col_text(st, 3));
-				k->mode = spool_intern(&pv->pool, col_text(st, 4));
-				k->suite = spool_intern(&pv->pool, col_text(st, 5));
+				k->board = lab_strpool_intern(&pv->pool, col_text(st, 2));
+				k->kernel = lab_strpool_intern(&pv->pool, col_text(st, 3));
+				k->mode = lab_strpool_intern(&pv->pool, col_text(st, 4));
+				k->suite = lab_strpool_intern(&pv->pool, col_text(st, 5));
 			}
 		}
 		if (!job_ok)
@@ -865,10 +804,10 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 		if (!idx_find(rix, r->nruns, sqlite3_column_int64(st, 1), &j.run) ||
 		    !idx_find(pix, r->nparts, sqlite3_column_int64(st, 2), &j.part))
 			continue;
-		j.board = spool_intern(&pv->pool, col_text(st, 3));
-		j.kernel = spool_intern(&pv->pool, col_text(st, 4));
-		j.mode = spool_intern(&pv->pool, col_text(st, 5));
-		j.suite = spool_intern(&pv->pool, col_text(st, 6));
+		j.board = lab_strpool_intern(&pv->pool, col_text(st, 3));
+		j.kernel = lab_strpool_intern(&pv->pool, col_text(st, 4));
+		j.mode = lab_strpool_intern(&pv->pool, col_text(st, 5));
+		j.suite = lab_strpool_intern(&pv->pool, col_text(st, 6));
 		if (njobs == jcap) {
 			jcap = jcap ? jcap * 2 : 256;
 			jobs = xreallocarray(jobs, jcap, sizeof *jobs);
@@ -1102,7 +1041,7 @@ void results_free(struct results *r)
 	free(r->events);
 	free(r->origins);
 	if (pv) {
-		spool_free(&pv->pool);
+		lab_strpool_free(&pv->pool);
 		free(pv->gslot);
 		free(pv);
 	}
@@ -1165,7 +1104,7 @@ const char *results_provenance(const struct results *r, const char *kind, size_t
 /* ---- trends over nights ------------------------------------------------- */
 
 struct tpriv {
-	struct spool pool;
+	struct lab_strpool pool;
 	struct mru mru; /* the names repeat on every group, as on every loaded row */
 	size_t *slot;   /* point index + 1; 0 = empty */
 	size_t cap;
@@ -1239,7 +1178,7 @@ static void trend_parts(struct results_trend *t, const struct results *r, size_t
 			continue;
 		if (t->nparts_seen++ < max_parts)
 			t->parts[t->nparts++] = (struct results_trend_part){
-				r->parts[i].id, spool_intern(&tp->pool, r->parts[i].label)};
+				r->parts[i].id, lab_strpool_intern(&tp->pool, r->parts[i].label)};
 	}
 	free(has);
 }
@@ -1282,7 +1221,7 @@ static void trend_add(struct results_trend *t, const struct results *r, const si
 static void trend_run(struct results_trend *t, const struct results_run *u)
 {
 	struct tpriv *tp = t->priv;
-	t->runs[t->nruns++] = (struct results_trend_run){u->id, spool_intern(&tp->pool, u->started_at)};
+	t->runs[t->nruns++] = (struct results_trend_run){u->id, lab_strpool_intern(&tp->pool, u->started_at)};
 }
 
 struct results_trend *results_trend_of(const struct results *r, size_t max_parts)
@@ -1356,7 +1295,7 @@ void results_trend_free(struct results_trend *t)
 	if (!t)
 		return;
 	struct tpriv *tp = t->priv;
-	spool_free(&tp->pool);
+	lab_strpool_free(&tp->pool);
 	free(tp->slot);
 	free(tp);
 	free(t->runs);

@@ -528,20 +528,9 @@ void stats_cmp_opts_init(struct stats_cmp_opts *o)
 	o->direction = 0;
 }
 
-/* The interned notes: an open-addressing set of strings, never freed (its
- * entries are the few texts stats_compare and the comparison write). */
-static struct {
-	char **slot;
-	size_t n, cap;
-} notes;
-
-static uint64_t note_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
+/* The interned notes, never freed: the few texts stats_compare and the
+ * comparison write. */
+static struct lab_strpool notes;
 
 const char *stats_note(const char *s)
 {
@@ -549,29 +538,7 @@ const char *stats_note(const char *s)
 		return "";
 	char cut[STATS_NOTE_MAX];
 	lab_strlcpy(cut, s, sizeof cut);
-	if (notes.n * 2 >= notes.cap) {
-		size_t ncap = notes.cap ? notes.cap * 2 : 64;
-		char **ns = xcalloc(ncap, sizeof *ns);
-		for (size_t i = 0; i < notes.cap; i++) {
-			if (!notes.slot[i])
-				continue;
-			size_t j = note_hash(notes.slot[i]) & (ncap - 1);
-			while (ns[j])
-				j = (j + 1) & (ncap - 1);
-			ns[j] = notes.slot[i];
-		}
-		free(notes.slot);
-		notes.slot = ns;
-		notes.cap = ncap;
-	}
-	size_t j = note_hash(cut) & (notes.cap - 1);
-	while (notes.slot[j]) {
-		if (strcmp(notes.slot[j], cut) == 0)
-			return notes.slot[j];
-		j = (j + 1) & (notes.cap - 1);
-	}
-	notes.n++;
-	return notes.slot[j] = xstrdup(cut);
+	return lab_strpool_intern(&notes, cut);
 }
 
 const char *stats_note_join(const char *a, const char *b)

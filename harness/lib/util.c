@@ -145,6 +145,62 @@ char *xasprintf(const char *fmt, ...)
 	return p;
 }
 
+/* ---- string pool ---- */
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static void strpool_grow(struct lab_strpool *sp)
+{
+	size_t ncap = sp->cap ? sp->cap * 2 : 256;
+	char **ns = xcalloc(ncap, sizeof *ns);
+	for (size_t i = 0; i < sp->cap; i++) {
+		if (!sp->slot[i])
+			continue;
+		size_t j = fnv1a(sp->slot[i], strlen(sp->slot[i])) & (ncap - 1);
+		while (ns[j])
+			j = (j + 1) & (ncap - 1);
+		ns[j] = sp->slot[i];
+	}
+	free(sp->slot);
+	sp->slot = ns;
+	sp->cap = ncap;
+}
+
+const char *lab_strpool_intern(struct lab_strpool *sp, const char *s)
+{
+	if (!s)
+		s = "";
+	if (sp->n * 2 >= sp->cap)
+		strpool_grow(sp);
+	size_t len = strlen(s);
+	size_t j = fnv1a(s, len) & (sp->cap - 1);
+	while (sp->slot[j]) {
+		if (strcmp(sp->slot[j], s) == 0)
+			return sp->slot[j];
+		j = (j + 1) & (sp->cap - 1);
+	}
+	sp->slot[j] = xstrndup(s, len);
+	sp->n++;
+	return sp->slot[j];
+}
+
+void lab_strpool_free(struct lab_strpool *sp)
+{
+	for (size_t i = 0; i < sp->cap; i++)
+		free(sp->slot[i]);
+	free(sp->slot);
+	sp->slot = NULL;
+	sp->cap = sp->n = 0;
+}
+
 size_t lab_strlcpy(char *dst, const char *src, size_t size)
 {
 	size_t n = strlen(src);

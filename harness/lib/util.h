@@ -58,6 +58,16 @@ char *xvasprintf(const char *fmt, va_list ap);
 size_t lab_strlcpy(char *dst, const char *src, size_t size);
 size_t lab_strlcat(char *dst, const char *src, size_t size);
 
+/* A pool of strings, each kept once: intern returns the pool's copy of s
+ * ("" for NULL), equal strings the same pointer, valid until the pool is
+ * freed.  Zero-initialised is empty. */
+struct lab_strpool {
+	char **slot; /* open addressing, a power of two */
+	size_t cap, n;
+};
+const char *lab_strpool_intern(struct lab_strpool *sp, const char *s);
+void lab_strpool_free(struct lab_strpool *sp);
+
 /* The shortest "%.*g" text that reads back as exactly v (at most 17 digits). */
 /* m / 10^k in fixed notation, k digits after the point (none, and no point,
  * for k = 0; at most 40), a '-' first when neg: 12345, 3 -> "12.345"; 5, 2 -> "0.05". */

@@ -167,6 +167,7 @@ const struct cli_opt cmd_compare_opts[] = {
 int cmd_compare(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
+	lab_mem_bulk_mapped(); /* every sample of the scope in memory */
 	const char *db = NULL, *format = "text", *baseline = NULL;
 	struct compare_opts o;
 	compare_opts_init(&o);

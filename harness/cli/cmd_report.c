@@ -47,6 +47,7 @@ const struct cli_opt cmd_report_opts[] = {
 int cmd_report(struct cli *cli, int argc, char **argv)
 {
 	LAB_UNUSED(cli);
+	lab_mem_bulk_mapped(); /* every sample of the scope in memory */
 	const char *db = NULL, *format = "text", *out = NULL;
 	struct report_opts o;
 	report_opts_init(&o);

@@ -297,10 +297,12 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	 * (they stay visible in every report). */
 	/* The boards' memory is free now; give its pages back before the
 	 * end-of-night report loads every sample of the night, so the two do not
-	 * add up in the run's peak (glibc keeps freed heap pages resident). */
+	 * add up in the run's peak (glibc keeps freed heap pages resident), and
+	 * let the report's large arrays be mappings of their own. */
 #ifdef __GLIBC__
 	malloc_trim(0);
 #endif
+	lab_mem_bulk_mapped();
 	struct report_opts ro;
 	report_opts_init(&ro);
 	for (size_t i = 0; i < lab->plan->suites.n; i++) {

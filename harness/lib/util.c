@@ -5,6 +5,9 @@
 #include <fcntl.h>
 #include <float.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +146,13 @@ char *xasprintf(const char *fmt, ...)
 	char *p = xvasprintf(fmt, ap);
 	va_end(ap);
 	return p;
+}
+
+void lab_mem_bulk_mapped(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
 }
 
 /* ---- string pool ---- */

@@ -58,6 +58,13 @@ char *xvasprintf(const char *fmt, va_list ap);
 size_t lab_strlcpy(char *dst, const char *src, size_t size);
 size_t lab_strlcat(char *dst, const char *src, size_t size);
 
+/* Before building a large in-memory model (reports, comparisons): from here
+ * on, blocks of 128 KiB and more are mappings of their own, unmapped when
+ * freed.  glibc otherwise raises that threshold as large blocks are freed,
+ * and then grows big arrays inside the heap, where doubling one keeps both
+ * copies and a freed one stays resident.  No-op without glibc. */
+void lab_mem_bulk_mapped(void);
+
 /* A pool of strings, each kept once: intern returns the pool's copy of s
  * ("" for NULL), equal strings the same pointer, valid until the pool is
  * freed.  Zero-initialised is empty. */

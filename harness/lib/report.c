@@ -119,6 +119,19 @@ static void summarize(struct report_model *m)
 	}
 }
 
+/* Count the parts with histograms (they come grouped by part); keep those
+ * of the first keep parts only (0: all). */
+static void lat_keep_parts(struct report_model *m, size_t keep)
+{
+	size_t cut = m->nlat;
+	m->nlat_parts = 0;
+	for (size_t i = 0; i < m->nlat; i++)
+		if (i == 0 || strcmp(m->lat[i - 1].part, m->lat[i].part) != 0)
+			if (++m->nlat_parts == keep + 1 && keep)
+				cut = i;
+	store_lathist_truncate(&m->lat, &m->nlat, cut);
+}
+
 int report_build(struct store *s, const struct report_opts *o, struct report_model **out,
 		 struct lab_err *e)
 {
@@ -154,6 +167,13 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 		snprintf(m->scope, sizeof m->scope, "run %lld (%s%s%s, %s)", (long long)m->run_id,
 			 u->started_at, u->plan[0] ? ", plan " : "", u->plan, u->source);
 	}
+	/* The latency histograms before the comparison is built: those past the
+	 * first lat_parts parts go again before the comparison's peak (11 MB at
+	 * 1,024 boards). */
+	if (!o->modes_only &&
+	    (rc = store_lathist_load(s, m->run_id, &o->filter, o->exclude_warmup, &m->lat, &m->nlat, e)))
+		goto fail;
+	lat_keep_parts(m, o->lat_parts);
 	if (m->run_id && !o->modes_only) {
 		const struct results_run *u = results_run_by_id(m->res, m->run_id);
 		/* Trends: this night and the ones before it. */
@@ -193,9 +213,6 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 					&m->base_runs, &m->nbase_runs, e)))
 			goto fail;
 	}
-	if (!o->modes_only &&
-	    (rc = store_lathist_load(s, m->run_id, &o->filter, o->exclude_warmup, &m->lat, &m->nlat, e)))
-		goto fail;
 	results_source_banner(m->res, m->provenance, sizeof m->provenance);
 	summarize(m);
 	*out = m;
@@ -266,6 +283,8 @@ int report_write_file(struct store *s, int64_t run_id, const char *format, const
 	oo.run_id = run_id;
 	if (run_id)
 		oo.all = false;
+	if (strcmp(format, "html") == 0)
+		oo.lat_parts = oo.dut_detail; /* what it draws */
 	struct report_model *m;
 	int rc = report_build(s, &oo, &m, e);
 	if (rc)
@@ -315,6 +334,8 @@ int report_run_outputs(struct store *s, int64_t run_id, const struct report_opts
 	 * last nights and the latency histograms were most of its cost
 	 * (callgrind); the HTML report needs them */
 	o.modes_only = !html_path;
+	if (html_path)
+		o.lat_parts = o.dut_detail; /* what the HTML draws */
 	struct report_model *m;
 	int rc = report_build(s, &o, &m, e);
 	if (rc)

@@ -37,6 +37,8 @@ struct report_opts {
 	bool modes_only;        /* only what the mode table needs: no trends, no latency histograms */
 	size_t dut_detail;      /* html: DUTs drawn in full (box plots, tables) and parts with
 				 * latency charts and trends, the first in report order; SIZE_MAX: all */
+	size_t lat_parts;       /* 0: every part's latency histograms; else those of the first
+				 * lat_parts parts only (what the HTML draws: its dut_detail) */
 };
 /* The HTML report's default dut_detail: 64 DUTs are about 10 MB of HTML; every
  * DUT of a 1,024-board night was 157 MB, which a browser does not open. */
@@ -68,6 +70,7 @@ struct report_model {
 	struct report_summary sum;
 	struct store_lathist *lat;   /* request latency histograms of res's scope (store_latency.h) */
 	size_t nlat;
+	size_t nlat_parts;           /* the parts with histograms, also those opts.lat_parts left out */
 };
 
 int report_build(struct store *s, const struct report_opts *o, struct report_model **out,

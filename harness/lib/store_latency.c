@@ -198,6 +198,26 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 	return LAB_OK;
 }
 
+void store_lathist_truncate(struct store_lathist **h, size_t *n, size_t keep)
+{
+	if (keep >= *n)
+		return;
+	for (size_t i = keep; i < *n; i++) {
+		free((*h)[i].source);
+		free((*h)[i].part);
+		free((*h)[i].workload);
+		free((*h)[i].mode);
+		free((*h)[i].op);
+	}
+	*n = keep;
+	if (!keep) {
+		free(*h);
+		*h = NULL;
+	} else {
+		*h = xreallocarray(*h, keep, sizeof **h);
+	}
+}
+
 void store_lathist_free(struct store_lathist *h, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

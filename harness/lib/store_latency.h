@@ -38,5 +38,7 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
                        bool exclude_warmup, struct store_lathist **out, size_t *n,
                        struct lab_err *e);
 void store_lathist_free(struct store_lathist *h, size_t n);
+/* Keep the first keep of the *n histograms, free the others. */
+void store_lathist_truncate(struct store_lathist **h, size_t *n, size_t keep);
 
 #endif

@@ -727,10 +727,8 @@ static void latency(FILE *f, const struct report_model *m)
 	fputs("<p class='note'>Per block request, from block_rq_issue to block_rq_complete on the DUT, "
 	      "all iterations pooled; solid: writes, dashed: flushes.  Percentiles per iteration are "
 	      "the rq_*_lat_* samples above.</p>\n", f);
-	/* the first dut_detail parts */
-	size_t nparts = 0, shown = 0;
-	for (size_t i = 0; i < m->nlat; i++)
-		nparts += lat_new_part(m, i);
+	/* the first dut_detail parts (the model may hold no more: opts.lat_parts) */
+	size_t nparts = m->nlat_parts, shown = 0;
 	if (nparts > m->opts.dut_detail)
 		svgf(f, "<p class='note'>Charts for the first %zu of %zu parts (<code>--dut-detail</code>, "
 			"<code>--filter part=NAME</code>).</p>\n", m->opts.dut_detail, nparts);

@@ -88,6 +88,24 @@ print("html: %d CDF charts" % len(charts))
 PY
 echo "ok 3 - the HTML report draws CDFs per mode, marked simulated"
 
+# 3b. --dut-detail 1: one part's charts, the note counts every part with
+# histograms (the model keeps only the drawn part's: report_opts.lat_parts)
+"$EMMCLAB" report --db "$db" --format html --dut-detail 1 -o "$T/one.html" >/dev/null || fail "report --dut-detail 1"
+python3 - "$T/report.html" "$T/one.html" <<'PY' || fail "HTML --dut-detail 1"
+import re, sys
+def sec(path):
+    h = open(path).read()
+    return h[h.index("<h2>Request latency</h2>"):h.index("<h2>Trends over nights</h2>")]
+full, one = sec(sys.argv[1]), sec(sys.argv[2])
+parts = sorted(set(re.findall(r"<svg class='plot cdf' data-part='([^']*)'", full)))
+drawn = set(re.findall(r"<svg class='plot cdf' data-part='([^']*)'", one))
+assert len(parts) >= 3 and drawn == {parts[0]}, (parts, drawn)
+note = "Charts for the first 1 of %d parts" % len(parts)
+assert note in one, note
+print("html --dut-detail 1: %s of %d parts" % (parts[0], len(parts)))
+PY
+echo "ok 3b - --dut-detail 1 draws the first part's latency charts and counts them all"
+
 # 4. text, markdown and json reports carry the percentiles
 for f in text markdown json; do
 	"$EMMCLAB" report --db "$db" --format $f -o "$T/rep.$f" >/dev/null

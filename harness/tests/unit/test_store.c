@@ -42,6 +42,22 @@ static int raw_exec(const char *path, const char *sql)
 	return r;
 }
 
+/* A new store in the test directory; NULL (and a failed test) when it
+ * cannot be opened. */
+static struct store *topen(const char *name)
+{
+	struct lab_err e = {0};
+	struct store *s = NULL;
+	char *path = tpath(name);
+	int rc = store_open(path, 0, &s, &e);
+	free(path);
+	if (rc != LAB_OK) {
+		ok(0, "open %s: %s", name, e.msg);
+		return NULL;
+	}
+	return s;
+}
+
 /* A run with one job, ready for iterations. */
 static int64_t make_job(struct store *s, const char *label, const char *mode)
 {
@@ -502,14 +518,9 @@ static void count_quarantine(const struct store_quarantine *q, void *arg)
 static void test_queries(void)
 {
 	struct lab_err e = {0};
-	struct store *s;
-	char *path = tpath("queries.db");
-	int orc = store_open(path, 0, &s, &e);
-	free(path);
-	if (orc != LAB_OK) {
-		ok(0, "open: %s", e.msg);
+	struct store *s = topen("queries.db");
+	if (!s)
 		return;
-	}
 	int64_t job = make_job(s, "partQ", "fua");
 	ok(job > 0, "job");
 	int64_t run = 0, board = 0, found = 0;
@@ -585,14 +596,9 @@ static void test_queries(void)
 static void test_lathist(void)
 {
 	struct lab_err e = {0};
-	struct store *s;
-	char *path = tpath("lathist.db");
-	int orc = store_open(path, 0, &s, &e);
-	free(path);
-	if (orc != LAB_OK) {
-		ok(0, "open: %s", e.msg);
+	struct store *s = topen("lathist.db");
+	if (!s)
 		return;
-	}
 	int64_t job = make_job(s, "partL", "fua");
 	struct store_sample sm[1] = {{"rq_write_lat_p99", 80.0, "us"}};
 	struct store_counter c1[3] = {{"rq_write_lat_b3", 5}, {"rq_flush_lat_b2", 4}, {"rq_write_lat_b4", 1}};

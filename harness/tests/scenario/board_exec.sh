@@ -53,7 +53,11 @@ uline() {
 	fi
 }
 while :; do
-	cur=$(command cat "$PW" 2>/dev/null || true)
+	# the power state, read with the builtin: a fork of cat for every
+	# character made this fake echo too slowly for the controller's typing
+	# on a loaded machine (CI, 2026-12-05: the U-Boot line retyped 5 times)
+	cur=
+	IFS= read -r cur 2>/dev/null < "$PW" || true
 	if [ "$cur" != "$state" ]; then
 		state=$cur line=
 		case $cur in

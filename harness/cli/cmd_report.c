@@ -141,8 +141,7 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 	if (store_open(store_default_path(db), STORE_READONLY, &s, &e))
 		return cli_error(&e);
 	struct report_model *m = NULL;
-	if (strcmp(format, "html") == 0)
-		o.lat_parts = o.dut_detail; /* what it draws */
+	report_opts_for_format(&o, format);
 	int rc = report_build(s, &o, &m, &e);
 	if (!rc) {
 		if (out) {

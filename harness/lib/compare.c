@@ -268,13 +268,18 @@ static int cmp_cell(const void *x, const void *y, void *ctx)
 	return strcmp(a.dim, b.dim);
 }
 
-/* Whether cells a and b have the same context. */
-static bool cells_same_context(const struct cpriv *p, const struct cell *a, const struct cell *b)
+/* The end of the context that starts at cell i (the cells are sorted), and
+ * that context's key in *ctx. */
+static size_t context_end(const struct cpriv *p, size_t i, struct ckey *ctx)
 {
-	struct ckey ka, kb;
-	key_of(p, a, &ka);
-	key_of(p, b, &kb);
-	return same_context(&ka, &kb);
+	key_of(p, &p->cells[i], ctx);
+	size_t j = i + 1;
+	for (struct ckey k; j < p->ncells; j++) {
+		key_of(p, &p->cells[j], &k);
+		if (!same_context(ctx, &k))
+			break;
+	}
+	return j;
 }
 
 struct pair {
@@ -647,21 +652,16 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 	 * 72 MB at 1024 boards when they were 552). */
 	size_t ncontexts = 0;
 	for (size_t i = 0; i < p->ncells; ncontexts++) {
-		size_t j = i + 1;
-		while (j < p->ncells && cells_same_context(p, &p->cells[i], &p->cells[j]))
-			j++;
-		i = j;
+		struct ckey ctx;
+		i = context_end(p, i, &ctx);
 	}
 	size_t cap = ncontexts * npairs, icap = 0;
 	if (cap)
 		res->rows = xreallocarray(NULL, cap, sizeof *res->rows);
 	for (size_t i = 0; i < p->ncells;) {
 		size_t first = res->nrows;
-		size_t j = i + 1;
-		while (j < p->ncells && cells_same_context(p, &p->cells[i], &p->cells[j]))
-			j++;
 		struct ckey ctx;
-		key_of(p, &p->cells[i], &ctx);
+		size_t j = context_end(p, i, &ctx);
 		for (size_t q = 0; q < npairs; q++) {
 			struct cell *ca = find_dim(&p->cells[i], j - i, pairs[q].a);
 			struct cell *cb = find_dim(&p->cells[i], j - i, pairs[q].b);

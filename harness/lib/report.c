@@ -94,6 +94,13 @@ void report_opts_init(struct report_opts *o)
 	o->dut_detail = REPORT_DUT_DETAIL;
 }
 
+void report_opts_for_format(struct report_opts *o, const char *format)
+{
+	/* the HTML draws the latency charts of the first dut_detail parts only */
+	if (strcmp(format, "html") == 0)
+		o->lat_parts = o->dut_detail;
+}
+
 static void summarize(struct report_model *m)
 {
 	struct report_summary *s = &m->sum;
@@ -283,8 +290,7 @@ int report_write_file(struct store *s, int64_t run_id, const char *format, const
 	oo.run_id = run_id;
 	if (run_id)
 		oo.all = false;
-	if (strcmp(format, "html") == 0)
-		oo.lat_parts = oo.dut_detail; /* what it draws */
+	report_opts_for_format(&oo, format);
 	struct report_model *m;
 	int rc = report_build(s, &oo, &m, e);
 	if (rc)
@@ -335,7 +341,7 @@ int report_run_outputs(struct store *s, int64_t run_id, const struct report_opts
 	 * (callgrind); the HTML report needs them */
 	o.modes_only = !html_path;
 	if (html_path)
-		o.lat_parts = o.dut_detail; /* what the HTML draws */
+		report_opts_for_format(&o, "html");
 	struct report_model *m;
 	int rc = report_build(s, &o, &m, e);
 	if (rc)

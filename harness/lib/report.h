@@ -44,6 +44,9 @@ struct report_opts {
  * DUT of a 1,024-board night was 157 MB, which a browser does not open. */
 #define REPORT_DUT_DETAIL 64
 void report_opts_init(struct report_opts *o);
+/* Narrow o to what FORMAT renders (set the other options first): the model
+ * then holds no more than that renderer shows. */
+void report_opts_for_format(struct report_opts *o, const char *format);
 
 struct report_summary {
 	int regressions;        /* -1: no baseline given */

@@ -1,7 +1,11 @@
 /*
  * sim_http.c - the simulated power plugs and the control API, one small
- * HTTP/1.1 server on the loop (non-blocking accept/read/write, one request
- * per connection, request size capped, 400 on garbage):
+ * HTTP/1.1 server on the loop (non-blocking accept/read/write, persistent
+ * connections as pdudaemon's aiohttp server keeps them: a connection serves
+ * requests one after another until the client asks for "Connection: close"
+ * (HTTP/1.0: unless it asks for keep-alive), stays idle HTTP_IDLE_MS or is
+ * the oldest idle one when HTTP_MAX_CONNS are open; request size capped,
+ * 400 on garbage, after which the connection closes):
  *   pdudaemon  GET /power/control/{on|off|reboot}?hostname=H&port=N | alias=A
  *   Tasmota    GET <prefix>/cm?cmnd=Power[N][ On|Off|Toggle]
  *   control    GET /sim/state, POST /sim/fault?board=B&fault=F[&value=V][&count=N],
@@ -31,7 +35,10 @@ struct conn {
 	int fd;
 	int port;
 	struct lab_buf in, out;
-	bool done;  /* response queued: close after writing */
+	size_t req_len; /* bytes of c->in the request being answered takes */
+	unsigned served; /* requests answered */
+	bool done;  /* response queued */
+	bool keep;  /* the connection stays open after it */
 	bool hold;  /* pdu-timeout: never answer */
 	struct loop_timer idle;
 	struct conn *next;
@@ -95,9 +102,13 @@ static void respond(struct conn *c, int code, const char *ctype, const char *bod
 	const char *reason = code == 200 ? "OK" : code == 400 ? "Bad Request" : code == 404 ? "Not Found" :
 			     code == 405 ? "Method Not Allowed" : code == 413 ? "Payload Too Large" :
 			     code == 500 ? "Internal Server Error" : "Error";
+	/* After garbage the rest of the stream cannot be trusted; at the
+	 * connection limit others may wait in the backlog for this one. */
+	if (code == 400 || code == 413 || c->h->nconns >= HTTP_MAX_CONNS)
+		c->keep = false;
 	lab_buf_printf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-				"Connection: close\r\nServer: emmclab-sim\r\n\r\n%s",
-		       code, reason, ctype, strlen(body), body);
+				"Connection: %s\r\nServer: emmclab-sim\r\n\r\n%s",
+		       code, reason, ctype, strlen(body), c->keep ? "keep-alive" : "close", body);
 	c->done = true;
 	loop_fd_mod(c->h->s->loop, c->fd, LOOP_WRITE);
 }
@@ -456,43 +467,30 @@ static void on_idle(struct loop *l, struct loop_timer *t, void *arg)
 	conn_close(arg);
 }
 
-static void on_conn(struct loop *l, int fd, unsigned ev, void *arg)
+/* Does the request (its header block, NUL-terminated) keep the connection? */
+static bool wants_keep(const char *req)
 {
-	struct conn *c = arg;
-	LAB_UNUSED(l);
-	if (ev & LOOP_WRITE) {
-		while (c->out.len) {
-			ssize_t w = send(fd, c->out.data, c->out.len, MSG_NOSIGNAL);
-			if (w > 0) {
-				lab_buf_consume(&c->out, (size_t)w);
-				continue;
-			}
-			if (w < 0 && (errno == EAGAIN || errno == EINTR))
-				return;
-			conn_close(c);
-			return;
-		}
-		if (c->done) {
-			shutdown(fd, SHUT_WR);
-			conn_close(c);
-		}
-		return;
+	const char *eol = strstr(req, "\r\n");
+	bool http10 = eol && eol - req >= 8 && strncmp(eol - 8, "HTTP/1.0", 8) == 0;
+	for (const char *h = eol; h && h[0] && h[2]; h = strstr(h + 2, "\r\n")) {
+		if (strncasecmp(h + 2, "Connection:", 11) != 0)
+			continue;
+		const char *v = h + 13;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (strncasecmp(v, "close", 5) == 0)
+			return false;
+		if (strncasecmp(v, "keep-alive", 10) == 0)
+			return true;
 	}
-	char buf[4096];
-	ssize_t r = recv(fd, buf, sizeof buf, 0);
-	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+	return !http10;
+}
+
+/* Answer the request at the head of c->in once it is whole. */
+static void try_request(struct conn *c)
+{
+	if (c->done || c->hold || c->in.len == 0)
 		return;
-	if (r <= 0) {
-		conn_close(c);
-		return;
-	}
-	if (c->done || c->hold)
-		return; /* one request per connection */
-	if (c->in.len + (size_t)r > HTTP_MAX_REQ) {
-		respond(c, 413, "text/plain", "Request Too Large\n");
-		return;
-	}
-	lab_buf_append(&c->in, buf, (size_t)r);
 	const char *s = lab_buf_cstr(&c->in);
 	const char *end = strstr(s, "\r\n\r\n");
 	if (!end) {
@@ -507,7 +505,7 @@ static void on_conn(struct loop *l, int fd, unsigned ev, void *arg)
 		return;
 	}
 	/* A body (POST) is read but unused: the control API takes its arguments in the query. */
-	size_t hdr = (size_t)(end - s) + 4;
+	size_t hdr = (size_t)(end - s) + 4, body = 0;
 	const char *cl = strcasestr(s, "\r\nContent-Length:");
 	if (cl && cl < end) {
 		int64_t n = 0;
@@ -523,10 +521,75 @@ static void on_conn(struct loop *l, int fd, unsigned ev, void *arg)
 		}
 		if (c->in.len < hdr + (size_t)n)
 			return;
+		body = (size_t)n;
 	}
 	char *req = xstrndup(s, hdr);
+	c->req_len = hdr + body;
+	c->keep = wants_keep(req);
+	loop_timer_stop(c->h->s->loop, &c->idle); /* answered (or held) from here */
 	handle(c, req);
 	free(req);
+}
+
+static void on_conn(struct loop *l, int fd, unsigned ev, void *arg)
+{
+	struct conn *c = arg;
+	if (ev & LOOP_WRITE) {
+		while (c->out.len) {
+			ssize_t w = send(fd, c->out.data, c->out.len, MSG_NOSIGNAL);
+			if (w > 0) {
+				lab_buf_consume(&c->out, (size_t)w);
+				continue;
+			}
+			if (w < 0 && (errno == EAGAIN || errno == EINTR))
+				return;
+			conn_close(c);
+			return;
+		}
+		if (c->done && !c->keep) {
+			shutdown(fd, SHUT_WR);
+			conn_close(c);
+		} else if (c->done) {
+			/* Answered: the connection waits for the next request. */
+			lab_buf_consume(&c->in, c->req_len);
+			c->req_len = 0;
+			c->served++;
+			c->done = false;
+			loop_fd_mod(l, fd, LOOP_READ);
+			loop_timer_start(l, &c->idle, HTTP_IDLE_MS);
+			try_request(c); /* one the client sent without waiting */
+		}
+		return;
+	}
+	char buf[4096];
+	ssize_t r = recv(fd, buf, sizeof buf, 0);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		conn_close(c);
+		return;
+	}
+	if (c->hold)
+		return; /* never answered */
+	if (c->in.len + (size_t)r > HTTP_MAX_REQ) {
+		if (!c->done)
+			respond(c, 413, "text/plain", "Request Too Large\n");
+		return;
+	}
+	lab_buf_append(&c->in, buf, (size_t)r);
+	try_request(c);
+}
+
+/* The oldest kept-alive connection that waits for its next request
+ * (connections are pushed at the head, so the last such one in the list); a
+ * new one whose first request has not arrived yet is not idle. */
+static struct conn *idle_conn(struct sim_http *h)
+{
+	struct conn *found = NULL;
+	for (struct conn *c = h->conns; c; c = c->next)
+		if (c->served && !c->done && !c->hold && c->in.len == 0)
+			found = c;
+	return found;
 }
 
 static void on_accept(struct loop *l, int fd, unsigned ev, void *arg)
@@ -535,6 +598,9 @@ static void on_accept(struct loop *l, int fd, unsigned ev, void *arg)
 	struct sim_http *h = ls->h;
 	LAB_UNUSED(ev);
 	for (int n = 0; n < 64; n++) {
+		struct conn *old = h->nconns >= HTTP_MAX_CONNS ? idle_conn(h) : NULL;
+		if (old)
+			conn_close(old); /* an idle kept-alive connection makes room */
 		if (h->nconns >= HTTP_MAX_CONNS) {
 			/* As a real server under load: connections beyond the limit wait
 			 * in the kernel's listen backlog (answered late, never dropped)

@@ -64,6 +64,8 @@ static struct http *shared_list;
 
 /* ---- curl <-> loop glue ---- */
 
+#define HTTP_MAX_IDLE_CONNS 32
+
 static void process_done(struct http *h);
 
 static void on_timer(struct loop *l, struct loop_timer *t, void *arg)
@@ -172,6 +174,10 @@ struct http *http_new(struct loop *l, struct lab_err *e)
 	curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
 	curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
 	curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+	/* Connections stay open for the next request to the same server (a
+	 * power request a boot to pdudaemon, whose aiohttp server keeps them):
+	 * this many idle ones at most, however many boards asked at once. */
+	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)HTTP_MAX_IDLE_CONNS);
 	return h;
 }
 

@@ -56,6 +56,36 @@ resp=$(timeout 2 python3 -c '
 import socket; s=socket.create_connection(("127.0.0.1",'$PORT')); s.sendall(b"HELLO\n"); print(s.recv(100).decode().split("\r\n")[0])')
 [ "$resp" = "HTTP/1.1 400 Bad Request" ] || fail "garbage line answered '$resp'"
 api /sim/state >/dev/null || fail "server died"
+# persistent connections, as pdudaemon's aiohttp server: HTTP/1.1 keeps the
+# connection for the next request (two sent back to back are both answered,
+# in order), "Connection: close" and HTTP/1.0 close it after the answer
+resp=$(timeout 5 python3 -c '
+import socket
+s = socket.create_connection(("127.0.0.1", '$PORT'))
+left = {}
+def rd(s):
+    d = left.pop(s, b"")
+    while b"\r\n\r\n" not in d:
+        d += s.recv(4096)
+    h, _, body = d.partition(b"\r\n\r\n")
+    n = int([l.split(b":")[1] for l in h.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    while len(body) < n: body += s.recv(4096)
+    left[s] = body[n:]
+    return h, False
+s.sendall(b"GET /power/control/off?hostname=pdu&port=5 HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"GET /power/control/on?hostname=pdu&port=5 HTTP/1.1\r\nHost: x\r\n\r\n")
+a, _ = rd(s); b, _ = rd(s)
+s.sendall(b"GET /power/control/off?hostname=pdu&port=5 HTTP/1.1\r\nConnection: close\r\n\r\n")
+c, _ = rd(s); eof = s.recv(10) == b""
+t = socket.create_connection(("127.0.0.1", '$PORT'))
+t.sendall(b"GET /power/control/on?hostname=pdu&port=5 HTTP/1.0\r\n\r\n")
+d, _ = rd(t); eof10 = t.recv(10) == b""
+ka = lambda h: b"connection: keep-alive" in h.lower()
+print(a.split(b"\r\n")[0].decode(), ka(a), b.split(b"\r\n")[0].decode(), ka(b), ka(c), eof, ka(d), eof10)
+')
+[ "$resp" = "HTTP/1.1 200 OK True HTTP/1.1 200 OK True False True False True" ] ||
+	fail "keep-alive: '$resp'"
+[ "$(state b5 power)" = on ] || fail "keep-alive: the last request not applied"
 
 # pdu-500 (once), then normal
 api '/sim/fault?board=b5&fault=pdu-500&count=1' >/dev/null

@@ -184,10 +184,6 @@ static void store_fail(struct runner *r, struct lab_err *e)
 	if (!r->err.msg[0])
 		lab_err_set(&r->err, LAB_EINFRA, "results store: %s", e->msg);
 	r->stopping = true;
-	/* No flush commits from here: what follows goes to the journal file at
-	 * once, for the next run or `run --resume` to replay. */
-	struct lab_err we = {0};
-	store_jnl_write_through(r->jnl, true, &we);
 }
 
 static void record_event(struct rboard *rb, const char *kind, const char *stage, const char *msg)
@@ -1141,9 +1137,6 @@ static void on_lava_submitted(struct lava_job *lj, int64_t id, const char *url, 
 			    cur_slot(rb)->iteration, url);
 	record_event(rb, "info", "lava", m);
 	free(m);
-	struct lab_err e = {0};
-	if (store_jnl_sync(rb->r->jnl, &e))
-		store_fail(rb->r, &e);
 }
 
 static void on_lava_done(struct lava_job *lj, const struct lava_outcome *o, void *arg)
@@ -1420,15 +1413,12 @@ static void next_slot(struct rboard *rb)
  * journal file meanwhile, so neither the loop nor the night is lost. */
 
 #define RUN_BUSY_TIMEOUT_MS 20
-/* The database gets the entries at most this much later, many boards'
- * iterations in one transaction (a commit per loop pass was most of the
- * store's WAL writes and locks at hundreds of boards).  The journal file gets
- * only what a flush could not commit (store_journal.c): a controller killed
- * before the flush loses what those entries record, as if killed that much
- * earlier (a resumed run runs the interrupted iteration again); once a flush
- * found the database busy or failed, every entry is in the file at once and
- * the next run, or `run --resume`, replays it. */
-#define FLUSH_TICK_MS 200
+/* Entries are safe in the journal file when written; the database gets them
+ * at most this much later, many boards' iterations in one transaction (a
+ * commit per loop pass was most of the store's WAL writes and locks at
+ * hundreds of boards).  A controller killed meanwhile loses nothing: the
+ * next run, or `run --resume`, replays the journal. */
+#define FLUSH_TICK_MS 50
 #define FLUSH_BACKOFF_MIN_MS 50
 #define FLUSH_BACKOFF_MAX_MS 2000
 
@@ -1470,11 +1460,6 @@ static void flush_now(struct runner *r)
 	}
 	uint64_t now = loop_now_ms(r->loop);
 	if (busy) {
-		/* The entries wait in the journal file; new ones go there at once. */
-		if (store_jnl_write_through(r->jnl, true, &e)) {
-			store_fail(r, &e);
-			return;
-		}
 		if (!r->backoff_ms) {
 			r->busy_since_ms = now;
 			r->backoff_ms = FLUSH_BACKOFF_MIN_MS;
@@ -1499,7 +1484,6 @@ static void flush_now(struct runner *r)
 	if (!r->res->run_id)
 		r->res->run_id = store_jnl_run_id(r->jnl);
 	if (r->backoff_ms) {
-		store_jnl_write_through(r->jnl, false, &e);
 		uint64_t waited = now - r->busy_since_ms;
 		r->busy_total_ms += waited;
 		r->backoff_ms = 0;

@@ -208,9 +208,8 @@ bool store_busy(struct store *s);
 void store_set_clock(struct store *s, const char *at);
 
 /* ---- the run's journal (store_journal.c) ----
- * Every write of a run is an entry: held in memory until a flush commits it,
- * and in <db>.pending/<uuid>.jnl (flock'ed by its run) from when a flush
- * could not commit it (or store_jnl_sync, store_jnl_write_through).  A
+ * Every write of a run is an entry: appended to <db>.pending/<uuid>.jnl
+ * (flock'ed by its run) and held in memory until a flush commits it.  A
  * flush takes the lock or gives up at once (*busy; the caller retries from a
  * timer); every pending entry commits in one transaction, with the run's
  * journal_seq, so a journal replayed after a crash applies nothing twice.
@@ -222,13 +221,6 @@ int store_jnl_open(struct store *s, const char *uuid, struct store_jnl **out, st
 /* Close; the file goes only when nothing is pending. */
 void store_jnl_close(struct store_jnl *j);
 int store_jnl_flush(struct store_jnl *j, bool *busy, struct lab_err *e);
-/* Entries go to the file when a flush cannot commit them and at close; this
- * writes the ones not yet there now (an entry a resume must find even if the
- * controller dies before the next flush). */
-int store_jnl_sync(struct store_jnl *j, struct lab_err *e);
-/* While on (the database is busy, the store failed), every entry is written
- * to the file at once; turning it on writes what waits. */
-int store_jnl_write_through(struct store_jnl *j, bool on, struct lab_err *e);
 size_t store_jnl_pending(const struct store_jnl *j);
 /* The run row's id once committed, else 0. */
 int64_t store_jnl_run_id(struct store_jnl *j);

@@ -81,8 +81,6 @@ struct store_jnl {
 	size_t njob_ids;
 	sqlite3_stmt *q[JQ_COUNT];
 	struct lab_buf line;
-	struct lab_buf unwritten; /* entries not yet in the file (all pending) */
-	bool write_through;       /* every entry to the file at once */
 };
 
 /* ---- encoding ---- */
@@ -529,13 +527,7 @@ static int end(struct store_jnl *j, struct lab_err *e)
 {
 	struct lab_buf *b = &j->line;
 	lab_buf_printf(b, " %08x\n", crc32_ieee(b->data, b->len));
-	int rc = LAB_OK;
-	if (j->write_through) {
-		if ((rc = store_jnl_sync(j, e)) == LAB_OK)
-			rc = jnl_write(j, b->data, b->len, e);
-	} else if (j->fd >= 0) {
-		lab_buf_append(&j->unwritten, b->data, b->len);
-	}
+	int rc = jnl_write(j, b->data, b->len, e);
 	if (rc)
 		return rc;
 	if (j->n == j->cap) {
@@ -736,7 +728,6 @@ static struct store_jnl *jnl_new(struct store *s, const char *uuid)
 	j->mark = -1;
 	lab_strlcpy(j->uuid, uuid, sizeof j->uuid);
 	lab_buf_init(&j->line, 0);
-	lab_buf_init(&j->unwritten, 0);
 	return j;
 }
 
@@ -744,10 +735,6 @@ void store_jnl_close(struct store_jnl *j)
 {
 	if (!j)
 		return;
-	if (j->n) {
-		struct lab_err e = {0};
-		store_jnl_sync(j, &e); /* best effort: what cannot be written is lost as at a crash */
-	}
 	/* Nothing pending: the file has served; else it waits for a replay. */
 	if (j->fd >= 0 && j->n == 0 && j->path) {
 		unlink(j->path);
@@ -765,7 +752,6 @@ void store_jnl_close(struct store_jnl *j)
 	free_lines(j->lines, j->n);
 	free(j->job_ids);
 	lab_buf_free(&j->line);
-	lab_buf_free(&j->unwritten);
 	free(j->path);
 	free(j);
 }
@@ -846,37 +832,13 @@ int store_jnl_flush(struct store_jnl *j, bool *busy, struct lab_err *e)
 		return LAB_OK;
 	int64_t mark = j->mark >= 0 ? j->mark : run_mark(j);
 	int rc = apply_lines(j, j->lines, j->n, mark, busy, NULL, e);
-	if (rc || *busy) {
-		/* They wait: in the file, for a later flush or a replay. */
-		struct lab_err we = {0};
-		int wrc = store_jnl_sync(j, &we);
-		if (!rc && wrc)
-			rc = lab_err_set(e, wrc, "%s", we.msg);
+	if (rc || *busy)
 		return rc;
-	}
 	for (size_t i = 0; i < j->n; i++)
 		free(j->lines[i]);
 	j->n = 0;
-	j->unwritten.len = 0; /* committed: the file never needs them */
 	j->mark = j->next_seq - 1;
 	return j->bytes > JNL_RESET_BYTES ? jnl_reset_file(j, e) : LAB_OK;
-}
-
-int store_jnl_sync(struct store_jnl *j, struct lab_err *e)
-{
-	if (!j || j->unwritten.len == 0)
-		return LAB_OK;
-	int rc = jnl_write(j, j->unwritten.data, j->unwritten.len, e);
-	j->unwritten.len = 0; /* on a failure the entries stay pending in memory */
-	return rc;
-}
-
-int store_jnl_write_through(struct store_jnl *j, bool on, struct lab_err *e)
-{
-	if (!j || j->write_through == on)
-		return LAB_OK;
-	j->write_through = on;
-	return on ? store_jnl_sync(j, e) : LAB_OK;
 }
 
 size_t store_jnl_pending(const struct store_jnl *j)

@@ -90,12 +90,7 @@ static void emit_marks(struct transcript *t)
 	put(t, t->marks, t->mlen);
 	t->mlen = 0;
 	t->bol = true;
-	/* Visible within the flush timer, as the board's output: at once was a
-	 * write(2) a mark, five a boot. */
-	if (!t->loop)
-		tr_flush(t);
-	else if (!loop_timer_pending(&t->flush_timer))
-		loop_timer_start(t->loop, &t->flush_timer, TR_FLUSH_MS);
+	tr_flush(t); /* marks are rare and matter: make them visible at once */
 }
 
 static void on_flush(struct loop *l, struct loop_timer *tm, void *arg)
@@ -285,10 +280,10 @@ int transcript_close(struct transcript *t, char sha256[65], uint64_t *bytes, str
 {
 	if (!t)
 		return LAB_OK;
+	if (t->loop)
+		loop_timer_stop(t->loop, &t->flush_timer);
 	emit_marks(t);
 	tr_flush(t);
-	if (t->loop) /* after the marks: they start the timer */
-		loop_timer_stop(t->loop, &t->flush_timer);
 	int rc = LAB_OK;
 	if (t->fd >= 0 && close(t->fd) < 0)
 		LAB_ERR(&t->err, LAB_EINFRA, "%s: close: %s", t->path, strerror(errno));

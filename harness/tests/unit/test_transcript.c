@@ -158,16 +158,12 @@ int main(void)
 	transcript_open(path, 0, &t, &e);
 	transcript_set_loop(t, l);
 	transcript_write(t, "soon\n", 5);
-	transcript_mark(t, "== power on ==");
-	ok(stat(path, &st0) == 0 && st0.st_size == 0, "buffered at first, a mark too");
+	ok(stat(path, &st0) == 0 && st0.st_size == 0, "buffered at first");
 	uint64_t t0 = lab_now_ms();
 	while (lab_now_ms() - t0 < 400)
 		loop_run_once(l, 20);
 	ok(stat(path, &st0) == 0 && st0.st_size > 5, "flushed by the timer (%lld)",
 	   (long long)st0.st_size);
-	s = slurp(path, &n);
-	ok(s && strstr(s, "] soon\n") && strstr(s, "] == power on ==\n"), "the mark with it");
-	free(s);
 	transcript_close(t, NULL, NULL, &e);
 
 	/* a mark never splits a line of board output: it waits for the line's end,

@@ -526,7 +526,9 @@ static void try_request(struct conn *c)
 	char *req = xstrndup(s, hdr);
 	c->req_len = hdr + body;
 	c->keep = wants_keep(req);
-	loop_timer_stop(c->h->s->loop, &c->idle); /* answered (or held) from here */
+	/* From the request on: a client that never reads the answer is closed
+	 * as an idle one (pdu-timeout's hold sets its own, longer time). */
+	loop_timer_start(c->h->s->loop, &c->idle, HTTP_IDLE_MS);
 	handle(c, req);
 	free(req);
 }

@@ -71,15 +71,15 @@ def rd(s):
     n = int([l.split(b":")[1] for l in h.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
     while len(body) < n: body += s.recv(4096)
     left[s] = body[n:]
-    return h, False
+    return h
 s.sendall(b"GET /power/control/off?hostname=pdu&port=5 HTTP/1.1\r\nHost: x\r\n\r\n"
           b"GET /power/control/on?hostname=pdu&port=5 HTTP/1.1\r\nHost: x\r\n\r\n")
-a, _ = rd(s); b, _ = rd(s)
+a = rd(s); b = rd(s)
 s.sendall(b"GET /power/control/off?hostname=pdu&port=5 HTTP/1.1\r\nConnection: close\r\n\r\n")
-c, _ = rd(s); eof = s.recv(10) == b""
+c = rd(s); eof = s.recv(10) == b""
 t = socket.create_connection(("127.0.0.1", '$PORT'))
 t.sendall(b"GET /power/control/on?hostname=pdu&port=5 HTTP/1.0\r\n\r\n")
-d, _ = rd(t); eof10 = t.recv(10) == b""
+d = rd(t); eof10 = t.recv(10) == b""
 ka = lambda h: b"connection: keep-alive" in h.lower()
 print(a.split(b"\r\n")[0].decode(), ka(a), b.split(b"\r\n")[0].decode(), ka(b), ka(c), eof, ka(d), eof10)
 ')

@@ -109,10 +109,13 @@ static void on_master(struct loop *l, int fd, unsigned ev, void *arg)
 	if (r <= 0)
 		return; /* EAGAIN, or EIO while no slave is open (we hold one, so rare) */
 	/* A pty hands over in one read what arrived while we were not scheduled
-	 * (a loaded host): spread the batch over the time since the previous
-	 * read, at most SIM_RX_WINDOW, as the best estimate of when each byte
-	 * reached the "UART".  A paste still arrives far faster than the FIFO
-	 * drains; paced typing survives our scheduling delays. */
+	 * (a loaded host): all we know is that the bytes came since the previous
+	 * read.  They are taken as arriving at its time (at most SIM_RX_WINDOW
+	 * ago), each one later only when the FIFO has no room for it then
+	 * (sim_fifo_push_by, up to now): the earliest arrival the read allows,
+	 * so our scheduling delays never overflow the FIFO of a controller that
+	 * typed at its pace or on the echo, while a paste faster than the FIFO
+	 * drains still loses characters. */
 	uint64_t now = lab_now_ns();
 	uint64_t w = b->last_rx_ns && now > b->last_rx_ns ? now - b->last_rx_ns : 0;
 	/* While the simulator itself runs late (its timers fire late: not
@@ -125,8 +128,9 @@ static void on_master(struct loop *l, int fd, unsigned ev, void *arg)
 	if (w > cap)
 		w = cap;
 	b->last_rx_ns = now;
+	b->rx_by_ns = now;
 	for (ssize_t i = 0; i < r; i++) {
-		b->rx_ns = now - w + w * (uint64_t)(i + 1) / (uint64_t)r;
+		b->rx_ns = now - w;
 		if (!b->running)
 			continue; /* board off: input goes nowhere */
 		b->chars_in++;
@@ -411,6 +415,8 @@ void sim_sched_clear(struct sim_board *b)
 		free(b->q[i].text);
 	b->qhead = b->qn = 0;
 	loop_timer_stop(b->loop, &b->qtimer);
+	b->ub_nrxq = 0;
+	loop_timer_stop(b->loop, &b->rxq_timer);
 }
 
 bool sim_sched_idle(const struct sim_board *b)
@@ -629,6 +635,7 @@ struct sim_board *sim_board_new(struct sim *s, const struct board_cfg *bc, struc
 	lab_buf_init(&b->line, 4096); /* N_TTY canonical line limit */
 	loop_timer_init(&b->qtimer, q_fire, b);
 	loop_timer_init(&b->ptimer, on_ptimer, b);
+	loop_timer_init(&b->rxq_timer, sim_uboot_rxq_fire, b);
 	b->knob_cqe = -1;
 
 	if (opt_defaults(sim_cfg_opts, &b->cfg, e) != 0)

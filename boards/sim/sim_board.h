@@ -97,6 +97,7 @@ struct sim_board {
 	struct sim_kv env, env_saved;
 	struct sim_fifo fifo;
 	uint64_t rx_ns;       /* estimated arrival time of the character being processed */
+	uint64_t rx_by_ns;    /* ... and when it was read: it came by then */
 	uint64_t last_rx_ns;  /* when the previous batch was read */
 	int countdown;
 	bool early_key;
@@ -104,6 +105,11 @@ struct sim_board {
 	bool ub_polling;      /* the running line polls ctrlc() (tftp, dhcp, load, sleep...) */
 	unsigned char ub_pend[64]; /* typed ahead while a command ran: still in the FIFO */
 	size_t ub_npend;
+	/* At the prompt: characters in the FIFO that U-Boot reads (and echoes,
+	 * and acts on) when the modelled CPU gets to them, at rxq_timer */
+	unsigned char ub_rxq[256];
+	size_t ub_nrxq;
+	struct loop_timer rxq_timer;
 	uint64_t loaded[8];   /* addresses holding an image (tftp/load) */
 	size_t nloaded;
 
@@ -171,6 +177,7 @@ void sim_set_stage(struct sim_board *b, enum sim_stage s);
 /* sim_uboot.c */
 void sim_uboot_poweron(struct sim_board *b);
 void sim_uboot_input(struct sim_board *b, unsigned char c);
+void sim_uboot_rxq_fire(struct loop *l, struct loop_timer *t, void *arg);
 void sim_uboot_default_env(struct sim_board *b, struct sim_kv *env);
 const char *sim_host_node(const char *host);     /* U-Boot/DT node "mmc@fe330000" */
 const char *sim_host_linux(const char *host);    /* "fe330000.mmc" */

@@ -87,19 +87,34 @@ void sim_fifo_init(struct sim_fifo *f, unsigned depth, double cps)
 	f->lost = 0;
 }
 
-bool sim_fifo_push(struct sim_fifo *f, uint64_t now_ns)
+static void fifo_drain_to(struct sim_fifo *f, uint64_t t_ns)
 {
 	/* The CPU empties the FIFO at cps since the last arrival. */
-	if (f->last_ns && now_ns > f->last_ns) {
-		double drained = (double)(now_ns - f->last_ns) * 1e-9 * f->cps;
+	if (f->last_ns && t_ns > f->last_ns) {
+		double drained = (double)(t_ns - f->last_ns) * 1e-9 * f->cps;
 		f->level = f->level > drained ? f->level - drained : 0;
 	}
-	if (now_ns > f->last_ns)
-		f->last_ns = now_ns;
-	if (f->level + 1.0 > (double)f->depth + 1e-9) {
-		f->lost++;
-		return false;
+	if (t_ns > f->last_ns)
+		f->last_ns = t_ns;
+}
+
+bool sim_fifo_push_by(struct sim_fifo *f, uint64_t at_ns, uint64_t latest_ns)
+{
+	fifo_drain_to(f, at_ns);
+	double over = f->level + 1.0 - (double)f->depth;
+	if (over > 1e-9) {
+		uint64_t room_ns = f->last_ns + (uint64_t)(over / f->cps * 1e9) + 1;
+		if (room_ns > latest_ns) {
+			f->lost++;
+			return false;
+		}
+		fifo_drain_to(f, room_ns);
 	}
 	f->level += 1.0;
 	return true;
+}
+
+bool sim_fifo_push(struct sim_fifo *f, uint64_t now_ns)
+{
+	return sim_fifo_push_by(f, now_ns, now_ns);
 }

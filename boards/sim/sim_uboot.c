@@ -942,11 +942,46 @@ static void ub_run_line(struct sim_board *b, const char *line)
 		sim_emit_fn(b, 0, ub_prompt, 0);
 }
 
+static void ub_dispatch(struct sim_board *b, unsigned char c);
+
+/* The prompt's characters are read when the modelled CPU has emptied the
+ * FIFO up to them: echoed, edited and run then, not on arrival, so an echo
+ * says the FIFO has room again as on a real board (a controller that types
+ * the next characters on the echo must not overflow it). */
+void sim_uboot_rxq_fire(struct loop *l, struct loop_timer *t, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(t);
+	struct sim_board *b = arg;
+	unsigned char q[sizeof b->ub_rxq];
+	size_t n = b->ub_nrxq;
+	memcpy(q, b->ub_rxq, n);
+	b->ub_nrxq = 0;
+	for (size_t i = 0; i < n && b->running; i++)
+		ub_dispatch(b, q[i]);
+}
+
 void sim_uboot_input(struct sim_board *b, unsigned char c)
 {
 	/* Every U-Boot stage reads through the UART FIFO. */
-	if (!sim_fifo_push(&b->fifo, b->rx_ns ? b->rx_ns : lab_now_ns()))
+	uint64_t at = b->rx_ns ? b->rx_ns : lab_now_ns();
+	if (!sim_fifo_push_by(&b->fifo, at, b->rx_ns ? b->rx_by_ns : at))
 		return;
+	if (b->stage == SIM_UBOOT || b->ub_nrxq) {
+		if (b->ub_nrxq == sizeof b->ub_rxq)
+			sim_uboot_rxq_fire(b->loop, &b->rxq_timer, b);
+		b->ub_rxq[b->ub_nrxq++] = c;
+		/* read once the FIFO has drained down to it */
+		uint64_t read_ns = b->fifo.last_ns + (uint64_t)(b->fifo.level * 1e9 / b->fifo.cps);
+		uint64_t now = lab_now_ns();
+		loop_timer_start_ns(b->loop, &b->rxq_timer, read_ns > now ? read_ns - now : 0);
+		return;
+	}
+	ub_dispatch(b, c);
+}
+
+static void ub_dispatch(struct sim_board *b, unsigned char c)
+{
 	switch (b->stage) {
 	case SIM_ROM:
 		/* waits in the FIFO: the first key stops autoboot, the rest reach the CLI */

@@ -64,6 +64,11 @@ static const struct opt uboot_opts[] = {
 	 .def = "10ms", .min = 0, .max = 1000, .help = "delay between typed chunks (U-Boot drops pasted input)"},
 	{.key = "chunk", .type = OPT_INT, .offset = F(uboot_cfg, chunk), .def = "1", .min = 1,
 	 .max = 4096, .help = "characters typed per chunk before the delay"},
+	{.key = "echo_window", .type = OPT_INT, .offset = F(uboot_cfg, echo_window), .def = "0",
+	 .min = 0, .max = 256,
+	 .help = "the UART receive FIFO's depth: type this many characters at once and the next "
+		 "as soon as U-Boot has echoed them (it echoes what it reads), char_delay/chunk "
+		 "only if the echo is late; 0: char_delay/chunk alone"},
 	{.key = "boot_cmd", .type = OPT_STR, .offset = F(uboot_cfg, boot_cmd),
 	 .def = "booti ${kernel_addr_r} - ${fdt_addr_r}", .help = "command that starts the kernel"},
 	{.key = "bootargs", .type = OPT_STR, .offset = F(uboot_cfg, bootargs), .def = "",

@@ -32,6 +32,7 @@ struct uboot_cfg {
 	char *prompt;           /* literal, default "=> " */
 	uint64_t char_delay_ms; /* paced typing */
 	int64_t chunk;          /* characters per chunk before the delay (1 = per char) */
+	int64_t echo_window;    /* echo pacing: characters typed ahead of their echo (0 = off) */
 	char *boot_cmd;         /* e.g. "booti ${kernel_addr_r} - ${fdt_addr_r}" */
 	char *bootargs;         /* base bootargs, mode cmdline appended */
 	struct opt_strlist env; /* "name=value" set before boot */

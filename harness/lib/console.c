@@ -19,6 +19,7 @@
 
 #define CONSOLE_QUEUE_MAX (1024 * 1024)
 #define CONSOLE_READ_MAX 65536
+#define CONSOLE_ECHO_MAX 256 /* printable bytes awaited as echo (echo pacing) */
 #define CONSOLE_CONNECT_DEFAULT_MS 10000
 
 DRIVER_HEAD_ASSERT(struct console_driver);
@@ -125,6 +126,9 @@ struct console {
 	struct wqueue rawq; /* protocol replies: go first, unpaced */
 	size_t chunk_sent;
 	bool pace_wait;
+	unsigned char echo_exp[CONSOLE_ECHO_MAX]; /* ring: written, not yet echoed */
+	size_t echo_head, echo_len;
+	uint64_t echo_released, timer_released;
 	struct loop_timer pace_timer, reconnect_timer, connect_timer, window_timer;
 	uint64_t reconnect_window_ms;
 	bool gone;          /* lost for longer than the window: told the owner */
@@ -297,6 +301,7 @@ static void teardown(struct console *c)
 	c->watching = 0;
 	c->pace_wait = false;
 	c->chunk_sent = 0;
+	c->echo_len = 0;
 	c->connect_pending = false;
 	wq_reset(&c->q);
 	wq_reset(&c->rawq);
@@ -447,18 +452,40 @@ bool console_is_gone(const struct console *c)
 	return c->gone;
 }
 
+static void drain(struct console *c, bool from_loop);
+
+void console_echo_reset(struct console *c)
+{
+	c->echo_len = 0;
+	c->echo_head = 0;
+	if (c->pace_wait && c->pacing.echo_window) {
+		/* nothing is awaited any more: the wait was for it */
+		loop_timer_stop(c->loop, &c->pace_timer);
+		c->pace_wait = false;
+		if (c->st == C_UP)
+			drain(c, false);
+		else
+			update_watch(c);
+	}
+}
+
+void console_echo_stats(const struct console *c, uint64_t *by_echo, uint64_t *by_timer)
+{
+	*by_echo = c->echo_released;
+	*by_timer = c->timer_released;
+}
+
 void console_set_pacing(struct console *c, const struct console_pacing *p)
 {
 	c->pacing = *p;
 	c->chunk_sent = 0;
+	console_echo_reset(c);
 	if (c->pacing.chunk == 0 || c->pacing.char_delay_us == 0) {
 		c->pace_wait = false;
 		loop_timer_stop(c->loop, &c->pace_timer);
 		update_watch(c);
 	}
 }
-
-static void drain(struct console *c, bool from_loop);
 
 static int queue(struct console *c, struct wqueue *w, const void *buf, size_t n)
 {
@@ -560,9 +587,22 @@ static bool write_some(struct console *c, struct wqueue *w, size_t max, bool fro
 		lost(c, msg);
 		return false;
 	}
-	wq_pop(w, (size_t)r);
-	if (w == &c->q)
+	if (w == &c->q) {
 		c->chunk_sent += (size_t)r;
+		if (c->pacing.echo_window)
+			for (ssize_t i = 0; i < r; i++) {
+				unsigned char b = (unsigned char)w->data[w->off + (size_t)i];
+				if (b < 0x20 || b > 0x7e)
+					continue; /* control keys are not echoed as themselves */
+				if (c->echo_len == CONSOLE_ECHO_MAX) { /* forget the oldest */
+					c->echo_head = (c->echo_head + 1) % CONSOLE_ECHO_MAX;
+					c->echo_len--;
+				}
+				c->echo_exp[(c->echo_head + c->echo_len) % CONSOLE_ECHO_MAX] = b;
+				c->echo_len++;
+			}
+	}
+	wq_pop(w, (size_t)r);
 	return true;
 }
 
@@ -578,22 +618,27 @@ static void drain(struct console *c, bool from_loop)
 			update_watch(c);
 		return;
 	}
-	if (wq_len(&c->rawq) == 0 && !c->pace_wait && wq_len(&c->q)) {
+	while (wq_len(&c->rawq) == 0 && !c->pace_wait && wq_len(&c->q)) {
 		bool paced = c->pacing.chunk > 0 && c->pacing.char_delay_us > 0;
 		if (!paced)
 			c->chunk_sent = 0;
-		size_t max = paced && c->chunk_sent < c->pacing.chunk ? c->pacing.chunk - c->chunk_sent
-								    : SIZE_MAX;
+		size_t lim = c->pacing.echo_window ? c->pacing.echo_window : c->pacing.chunk;
+		size_t max = paced && c->chunk_sent < lim ? lim - c->chunk_sent : SIZE_MAX;
 		if (!write_some(c, &c->q, max, from_loop)) {
 			if (!from_loop)
 				update_watch(c);
 			return;
 		}
-		if (paced && c->chunk_sent >= c->pacing.chunk) {
-			c->chunk_sent = 0;
-			c->pace_wait = true;
-			loop_timer_start_ns(c->loop, &c->pace_timer, c->pacing.char_delay_us * 1000ull);
-		}
+		if (!paced || c->chunk_sent < lim)
+			break; /* all written, or the fd is full */
+		c->chunk_sent = 0;
+		if (c->pacing.echo_window && c->echo_len == 0)
+			continue; /* all echoed already: the FIFO is empty */
+		/* the time char_delay/chunk gives these bytes; with echo pacing
+		 * the echo usually ends the wait before it */
+		uint64_t chunks = (lim + c->pacing.chunk - 1) / c->pacing.chunk;
+		c->pace_wait = true;
+		loop_timer_start_ns(c->loop, &c->pace_timer, chunks * c->pacing.char_delay_us * 1000ull);
 	}
 	update_watch(c);
 }
@@ -604,6 +649,8 @@ static void on_pace(struct loop *l, struct loop_timer *t, void *arg)
 	LAB_UNUSED(t);
 	struct console *c = arg;
 	c->pace_wait = false;
+	if (c->pacing.echo_window)
+		c->timer_released++;
 	if (c->st == C_UP)
 		drain(c, false);
 	else
@@ -679,12 +726,33 @@ static void on_window(struct loop *l, struct loop_timer *t, void *arg)
 	leave(c);
 }
 
+/* Echo pacing: match what came back against the bytes awaited, in order
+ * (other output in between is skipped); all back ends the pace wait. */
+static void match_echo(struct console *c, const char *buf, size_t n)
+{
+	size_t matched = 0;
+	for (size_t i = 0; i < n && c->echo_len; i++)
+		if ((unsigned char)buf[i] == c->echo_exp[c->echo_head]) {
+			c->echo_head = (c->echo_head + 1) % CONSOLE_ECHO_MAX;
+			c->echo_len--;
+			matched++;
+		}
+	if (matched && c->echo_len == 0 && c->pace_wait && c->st == C_UP) {
+		loop_timer_stop(c->loop, &c->pace_timer);
+		c->pace_wait = false;
+		c->echo_released++;
+		drain(c, false);
+	}
+}
+
 static void deliver(struct console *c, char *buf, size_t n)
 {
 	if (c->drv->rx_filter)
 		n = c->drv->rx_filter(c, buf, n);
 	if (n == 0)
 		return;
+	if (c->echo_len)
+		match_echo(c, buf, n);
 	if (c->gone || loop_timer_pending(&c->window_timer)) {
 		/* bytes from the board: the link is back */
 		loop_timer_stop(c->loop, &c->window_timer);

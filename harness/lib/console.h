@@ -65,6 +65,12 @@ struct console_driver {
 struct console_pacing {
 	uint64_t char_delay_us; /* delay between chunks */
 	size_t chunk;           /* bytes per chunk (0 = no pacing) */
+	/* Echo pacing (0 = off): up to echo_window bytes are written at once,
+	 * and the next go as soon as every printable byte written so far has
+	 * come back in order (the board echoes what it has read, so its receive
+	 * FIFO is empty), or after the time char_delay/chunk gives that many
+	 * bytes, whichever is first.  For line editors that echo (U-Boot). */
+	size_t echo_window;
 };
 
 /* Create from a `console:` block. Does not open yet. */
@@ -80,6 +86,11 @@ void console_set_expect_down(struct console *c, bool expect);
 /* Lost for longer than the reconnect window (the gone event fired), not back yet. */
 bool console_is_gone(const struct console *c);
 void console_set_pacing(struct console *c, const struct console_pacing *p);
+/* Forget the bytes still awaited as echo (a new line starts: what was typed
+ * before has come back or never will, e.g. an interrupt key). */
+void console_echo_reset(struct console *c);
+/* Pace waits released by the echo and by the timer (echo pacing). */
+void console_echo_stats(const struct console *c, uint64_t *by_echo, uint64_t *by_timer);
 /* Queue bytes; paced. Returns LAB_EINFRA if the queue cap (1 MiB) would overflow. */
 int console_write(struct console *c, const void *buf, size_t n);
 int console_write_str(struct console *c, const char *s);

@@ -55,6 +55,7 @@ struct uboot {
 	unsigned retypes;
 	uint64_t slow_delay_ms;  /* learned pacing after dropped characters (0: none) */
 	size_t slow_chunk;
+	unsigned slow_window_n;  /* echo_window halved this often (dropped characters) */
 	int pats[6];
 	size_t npats;
 	struct loop_timer deadline; /* whole operation */
@@ -170,6 +171,15 @@ static void eff_pacing(const struct uboot *u, uint64_t *delay_ms, size_t *chunk)
 	*chunk = c;
 }
 
+/* The echo window in force: the type's, halved at each slow-down. */
+static size_t eff_window(const struct uboot *u)
+{
+	size_t w = u->cfg->echo_window > 0 ? (size_t)u->cfg->echo_window : 0;
+	for (unsigned i = 0; i < u->slow_window_n && w > 1; i++)
+		w /= 2;
+	return w > 1 ? w : 0;
+}
+
 static void set_pacing(struct uboot *u)
 {
 	struct console_pacing p = {0};
@@ -179,6 +189,7 @@ static void set_pacing(struct uboot *u)
 	if (d > 0) {
 		p.char_delay_us = d * 1000;
 		p.chunk = c;
+		p.echo_window = eff_window(u);
 	}
 	console_set_pacing(u->con, &p);
 }
@@ -199,6 +210,7 @@ static void slow_down(struct uboot *u)
 	}
 	u->slow_delay_ms = d;
 	u->slow_chunk = c;
+	u->slow_window_n++;
 	set_pacing(u);
 }
 
@@ -495,6 +507,7 @@ static void ub_type(struct uboot *u)
 {
 	expect_flush(u->x);
 	trace(u, "types", "%s", u->line);
+	console_echo_reset(u->con); /* an interrupt key or a mangled line is not echoed */
 	if (send(u, u->line))
 		return;
 	add_pat(u, EXPECT_LITERAL, u->line, on_echo);

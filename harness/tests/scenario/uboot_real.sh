@@ -8,7 +8,9 @@
 # autoboot is interrupted, dhcp + tftpboot + zboot start Linux, and a short
 # suite runs in two modes, each verified on the running kernel.  Then the
 # faults, each with its class and time to report:
-#   wrong TFTP file      deploy, U-Boot's "TFTP error: 'File not found'", < 15 s
+#   wrong TFTP file      deploy, U-Boot's "TFTP error: 'File not found'", < 15 s;
+#                        and typed on U-Boot's echo (uboot.echo_window 16 with a
+#                        fallback pace of 1 character a second) in < 25 s
 #   wrong boot address   deploy, U-Boot's "Invalid Boot Flag" / "## Kernel loading failed"
 #   autoboot not interruptible (bootdelay=-2 in a ROM copy's default environment:
 #                        this ROM keeps no environment, helpers/uboot_rom_env.py)
@@ -38,6 +40,12 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 sed -e 's/^  name: qemu-x86-uboot$/  name: qemu-x86-uboot-once/' -e 's/^  retries: 1$/  retries: 0/' \
 	"$SRC/boards/types/qemu-x86-uboot.yaml" > "$tmp/type-once.yaml"
 grep -q 'retries: 0' "$tmp/type-once.yaml" || fail "type-once: retries not set"
+# echo pacing against the real U-Boot's echo: the pace alone would take a
+# second a character
+sed -e 's/^  name: qemu-x86-uboot-once$/  name: qemu-x86-uboot-echo/' -e 's/^    char_delay: 0ms$/    char_delay: 1000ms/' \
+	-e 's/^    chunk: 64$/    chunk: 1\n    echo_window: 16/' "$tmp/type-once.yaml" > "$tmp/type-echo.yaml"
+grep -q 'echo_window: 16' "$tmp/type-echo.yaml" && grep -q 'char_delay: 1000ms' "$tmp/type-echo.yaml" \
+	|| fail "type-echo: pacing not set"
 
 # mklab FILE TYPE ROM QEMU_TFTP_ROOT DEPLOY
 mklab() {
@@ -45,6 +53,7 @@ mklab() {
 include:
   - $SRC/boards/types/qemu-x86-uboot.yaml
   - $tmp/type-once.yaml
+  - $tmp/type-echo.yaml
 lab:
   name: uboot-real
   results: $tmp/lab.db
@@ -132,6 +141,19 @@ mklab "$tmp/lab-wrongfile.yaml" qemu-x86-uboot-once "$ROM" "$tmp/empty" "$TFTP"
 boot_case wrong-tftp 15 3 "$tmp/lab-wrongfile.yaml"
 grep -q "deploy in deploy: .*tftp kernel failed: TFTP error: 'File not found'" "$tmp/wrong-tftp.err" \
 	|| { cat "$tmp/wrong-tftp.err"; fail "wrong TFTP file: not reported as deploy with U-Boot's text"; }
+
+# the same through the echo-paced type: each window of 16 characters goes on
+# the echo of the previous one; at the fallback pace (1 s a character) the
+# lines typed would take minutes
+mklab "$tmp/lab-echo.yaml" qemu-x86-uboot-echo "$ROM" "$tmp/empty" "$TFTP"
+boot_case wrong-tftp-echo 25 3 "$tmp/lab-echo.yaml"
+grep -q "deploy in deploy: .*tftp kernel failed: TFTP error: 'File not found'" "$tmp/wrong-tftp-echo.err" \
+	|| { cat "$tmp/wrong-tftp-echo.err"; fail "echo-paced typing: not the TFTP error"; }
+# the pace waits a full window would have cost: 16 s each
+waits=$(grep -ho '=> [^\r]*' "$tmp"/transcripts-wrong-tftp-echo/*.log \
+	| awk '{ n = length($0) - 3; w += int(n / 16) } END { print w + 0 }')
+echo "echo-paced: $waits full windows typed on the echo in $took ms (at the pace: $((waits * 16)) s)"
+[ "$waits" -ge 2 ] || fail "echo-paced: $waits full windows (under 2 the 25 s bound proves nothing)"
 
 # 3. wrong boot address: zboot of an address nothing was loaded to
 mklab "$tmp/lab-wrongaddr.yaml" qemu-x86-uboot-once "$ROM" "$tmp/tftp" \

@@ -178,8 +178,73 @@ int main(void)
 	uint64_t dt = lab_now_ms() - t0;
 	is_str(all, "abcdef", "all paced bytes arrived, in order");
 	ok(dt >= 55 && dt < 2000, "pacing took %llu ms (2 pauses of 30 ms)", (unsigned long long)dt);
+
+	/* echo pacing: 4 at once, the next on their echo; the timer (1 byte a
+	 * second: 4 s for 4) only when the echo does not come */
+	struct console_pacing ep = {.char_delay_us = 1000000, .chunk = 1, .echo_window = 4};
+	console_set_pacing(c, &ep);
+	run_for(l, 50); /* the previous pace wait lapses */
+	uint64_t e0, e1;
+	console_echo_stats(c, &e0, &e1);
+	t0 = lab_now_ms();
+	console_write_str(c, "0123456789ab\r");
+	got = 0;
+	memset(all, 0, sizeof all);
+	int reads = 0;
+	while (got < 13 && lab_now_ms() - t0 < 3000) {
+		loop_run_once(l, 5);
+		char one[64];
+		size_t k = master_read(m, one, sizeof one - 1);
+		if (k) {
+			reads++;
+			ok(k <= 4, "never more than the window unechoed (read %zu)", k);
+			/* the board echoes what it read, with noise before it */
+			ok(write(m, "~", 1) == 1 && write(m, one, k) == (ssize_t)k, "board echoes");
+			memcpy(all + got, one, k);
+			got += k;
+		}
+	}
+	dt = lab_now_ms() - t0;
+	is_str(all, "0123456789ab\r", "echo-paced bytes arrived, in order");
+	ok(dt < 2000, "on the echo: %llu ms, not the timer's 12 s", (unsigned long long)dt);
+	uint64_t by_echo, by_timer;
+	console_echo_stats(c, &by_echo, &by_timer);
+	ok(by_echo - e0 >= 3 && by_timer == e1, "released by the echo %llu times, by the timer %llu",
+	   (unsigned long long)(by_echo - e0), (unsigned long long)(by_timer - e1));
+	/* no echo: the timer releases at the type's pace (4 bytes: 4 s at 1/s,
+	 * so a 100 ms pace here) */
+	struct console_pacing ep2 = {.char_delay_us = 25000, .chunk = 1, .echo_window = 4};
+	console_set_pacing(c, &ep2);
+	t0 = lab_now_ms();
+	console_write_str(c, "ABCDEFGH");
+	got = 0;
+	memset(all, 0, sizeof all);
+	while (got < 8 && lab_now_ms() - t0 < 3000) {
+		loop_run_once(l, 5);
+		got += master_read(m, all + got, sizeof all - got);
+	}
+	dt = lab_now_ms() - t0;
+	is_str(all, "ABCDEFGH", "without an echo all bytes still arrive");
+	ok(dt >= 95, "paced by the timer: %llu ms (4 bytes at 25 ms a byte)", (unsigned long long)dt);
+	console_echo_stats(c, &by_echo, &by_timer);
+	ok(by_timer - e1 >= 1, "released by the timer");
+	/* other text does not release the wait: "wxyz" awaited, "xyzw" comes */
+	run_for(l, 150);
+	char tmp[16];
+	master_read(m, tmp, sizeof tmp);
+	console_write_str(c, "wxyz");
+	console_write_str(c, "ABCD");
+	ok(console_pending(c) == 4, "one window written (%zu queued)", console_pending(c));
+	ok(write(m, "xyzw", 4) == 4, "board prints something else");
+	run_for(l, 40);
+	ok(console_pending(c) == 4, "not released by text that is not the echo (%zu queued)",
+	   console_pending(c));
+	run_for(l, 150);
+	ok(console_pending(c) == 0, "released by the timer after all");
 	struct console_pacing nop = {0};
 	console_set_pacing(c, &nop);
+	run_for(l, 20);
+	master_read(m, tmp, sizeof tmp);
 
 	/* queue cap */
 	char *big = xcalloc(1, 1024 * 1024 + 1);

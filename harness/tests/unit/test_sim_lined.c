@@ -91,6 +91,30 @@ static void test_fifo(void)
 		for (int i = 0; i < 8; i++)
 			acc += sim_fifo_push(&f, t + (uint64_t)c * 5000000ULL);
 	is_int(acc, 800, "chunks of 8 every 5 ms: nothing lost");
+
+	/* A read of 16 that came a little after 16 more (the simulator read
+	 * the first late): spread over the window since that read, the first
+	 * would find the FIFO full, but they may have come by the read. */
+	sim_fifo_init(&f, 16, 2000);
+	acc = 0;
+	for (int i = 0; i < 16; i++)
+		acc += sim_fifo_push_by(&f, t, t);
+	uint64_t r2 = t + 9000000; /* read 9 ms later: 18 drained by then */
+	for (int i = 0; i < 16; i++)
+		acc += sim_fifo_push_by(&f, t + (uint64_t)(i + 1) * 9000000ULL / 16, r2);
+	is_int(acc, 32, "16 + 16 read 9 ms apart: nothing lost");
+	is_int((long long)f.lost, 0, "none counted lost");
+	/* a paste still loses what cannot have fitted by the read */
+	sim_fifo_init(&f, 16, 2000);
+	acc = 0;
+	for (int i = 0; i < 60; i++)
+		acc += sim_fifo_push_by(&f, t + (uint64_t)i * 10000000ULL / 60, t + 10000000ULL);
+	is_int(acc, 36, "60 in 10 ms: 16 + 20 drained fit, 24 lost");
+	sim_fifo_init(&f, 16, 2000);
+	acc = 0;
+	for (int i = 0; i < 20; i++)
+		acc += sim_fifo_push_by(&f, t, t);
+	is_int(acc, 16, "push_by with no slack is push");
 }
 
 int main(void)

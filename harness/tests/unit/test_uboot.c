@@ -184,6 +184,34 @@ static void test_configured_pacing(void)
 	rig_fini(&r);
 }
 
+static void test_echo_pacing(void)
+{
+	struct rig r;
+	rig_init(&r);
+	/* A FIFO of 16 and a pace of 1 character a second: typed on the echo,
+	 * 16 at a time, a line takes the echo's round trips, not a minute, and
+	 * no burst ever exceeds the FIFO. */
+	r.cfg.char_delay_ms = 1000;
+	r.cfg.chunk = 1;
+	r.cfg.echo_window = 16;
+	r.fb.fifo = 16;
+	fb_power_on(&r.fb);
+	uboot_interrupt(r.ub, 5000, on_ub, &r);
+	ok(wait_done(&r, 6000), "interrupted");
+	uint64_t t0 = lab_now_ms();
+	uboot_run(r.ub, "echo a-long-line-that-would-take-a-minute-at-the-timer-pace", 10000, on_ub, &r);
+	ok(wait_done(&r, 10000), "completed");
+	uint64_t dt = lab_now_ms() - t0;
+	is_int(r.rc, LAB_OK, "echo-paced typing works");
+	ok(strstr(r.out, "a-long-line-that-would-take-a-minute-at-the-timer-pace") != NULL, "output right");
+	ok(dt < 5000, "typed on the echo: %llu ms for a %d-character line", (unsigned long long)dt,
+	   (int)strlen("echo a-long-line-that-would-take-a-minute-at-the-timer-pace; echo @@UB-1-$?@@"));
+	is_int((int)uboot_retypes(r.ub), 0, "no retypes");
+	is_int(r.fb.fifo_overflows, 0, "the FIFO never overflowed");
+	ok(r.fb.max_burst <= 16, "no read longer than the window (%d)", r.fb.max_burst);
+	rig_fini(&r);
+}
+
 static void test_netboot(void)
 {
 	struct rig r;
@@ -371,6 +399,7 @@ int main(void)
 	test_interrupt_and_commands();
 	test_drops();
 	test_configured_pacing();
+	test_echo_pacing();
 	test_netboot();
 	test_faults();
 	return tap_done();

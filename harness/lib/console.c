@@ -458,6 +458,8 @@ void console_echo_reset(struct console *c)
 {
 	c->echo_len = 0;
 	c->echo_head = 0;
+	if (c->pacing.echo_window)
+		c->chunk_sent = 0; /* a fresh window: the FIFO is taken as empty */
 	if (c->pace_wait && c->pacing.echo_window) {
 		/* nothing is awaited any more: the wait was for it */
 		loop_timer_stop(c->loop, &c->pace_timer);

@@ -25,7 +25,10 @@
  * the typing for the rest of the session (adaptive pacing: from unpaced to
  * 16 characters per 5 ms, then half the chunk and twice the delay, down to
  * one character per 40 ms), so a type whose pacing is too optimistic still
- * gets through, a little slower.  Lines are at most
+ * gets through, a little slower.  With uboot_cfg.echo_window (the UART FIFO's
+ * depth) a window of characters goes at once and the next on its echo
+ * (console_pacing.echo_window): U-Boot echoes what it has read, so the FIFO
+ * is empty then; the pace is only the fallback.  Lines are at most
  * UBOOT_MAX_LINE characters (U-Boot's CONFIG_SYS_CBSIZE is 256..2048).
  *
  * Success of a command: commands are run as `CMD; echo @@UB-<n>-$?@@` and

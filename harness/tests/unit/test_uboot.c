@@ -161,6 +161,18 @@ static void test_drops(void)
 	rig_fini(&r);
 }
 
+/* The type's pacing, a 16-byte FIFO on the fake board, at the prompt. */
+static bool paced_at_prompt(struct rig *r, uint64_t delay_ms, int64_t chunk, int64_t window)
+{
+	r->cfg.char_delay_ms = delay_ms;
+	r->cfg.chunk = chunk;
+	r->cfg.echo_window = window;
+	r->fb.fifo = 16;
+	fb_power_on(&r->fb);
+	uboot_interrupt(r->ub, 5000, on_ub, r);
+	return wait_done(r, 6000);
+}
+
 static void test_configured_pacing(void)
 {
 	struct rig r;
@@ -170,12 +182,7 @@ static void test_configured_pacing(void)
 	 * of 4 every 10 ms overflow 16 bytes only if 5 coalesce (40 ms late); 8 every
 	 * 5 ms could after 10 ms (a retype was seen once in a loaded ASan run, before
 	 * the board counted overflows). */
-	r.cfg.char_delay_ms = 10;
-	r.cfg.chunk = 4;
-	r.fb.fifo = 16;
-	fb_power_on(&r.fb);
-	uboot_interrupt(r.ub, 5000, on_ub, &r);
-	wait_done(&r, 6000);
+	paced_at_prompt(&r, 10, 4, 0);
 	uboot_run(r.ub, "echo a-long-line-that-overflows-the-fifo", 3000, on_ub, &r);
 	ok(wait_done(&r, 8000), "completed");
 	is_int(r.rc, LAB_OK, "typing paced by the type's configuration works");
@@ -191,13 +198,7 @@ static void test_echo_pacing(void)
 	/* A FIFO of 16 and a pace of 1 character a second: typed on the echo,
 	 * 16 at a time, a line takes the echo's round trips, not a minute, and
 	 * no burst ever exceeds the FIFO. */
-	r.cfg.char_delay_ms = 1000;
-	r.cfg.chunk = 1;
-	r.cfg.echo_window = 16;
-	r.fb.fifo = 16;
-	fb_power_on(&r.fb);
-	uboot_interrupt(r.ub, 5000, on_ub, &r);
-	ok(wait_done(&r, 6000), "interrupted");
+	ok(paced_at_prompt(&r, 1000, 1, 16), "interrupted");
 	uint64_t t0 = lab_now_ms();
 	uboot_run(r.ub, "echo a-long-line-that-would-take-a-minute-at-the-timer-pace", 10000, on_ub, &r);
 	ok(wait_done(&r, 10000), "completed");

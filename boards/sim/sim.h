@@ -140,13 +140,11 @@ struct sim_fifo {
 	uint64_t lost;
 };
 void sim_fifo_init(struct sim_fifo *f, unsigned depth, double cps);
-/* One character arrives at now_ns; true if accepted. */
-bool sim_fifo_push(struct sim_fifo *f, uint64_t now_ns);
 /* One character that arrived at about at_ns but surely by latest_ns (a pty
  * read says only that bytes came since the previous read): if the FIFO is
  * full at at_ns, it is taken as arriving once there is room, if that is by
  * latest_ns.  The simulator's own scheduling delays never drop input that
- * could have fit; a paste faster than the FIFO drains still loses. */
+ * could have fit; a paste faster than the FIFO drains still loses.  True if accepted. */
 bool sim_fifo_push_by(struct sim_fifo *f, uint64_t at_ns, uint64_t latest_ns);
 
 /* ---- faults ---- */

@@ -128,7 +128,6 @@ static void on_master(struct loop *l, int fd, unsigned ev, void *arg)
 	if (w > cap)
 		w = cap;
 	b->last_rx_ns = now;
-	b->rx_by_ns = now;
 	for (ssize_t i = 0; i < r; i++) {
 		b->rx_ns = now - w;
 		if (!b->running)
@@ -159,6 +158,7 @@ static void on_master(struct loop *l, int fd, unsigned ev, void *arg)
 			break;
 		}
 	}
+	sim_uboot_rxq_arm(b); /* once a read, not once a character */
 }
 
 static void watch_master(struct sim_board *b)

@@ -97,8 +97,7 @@ struct sim_board {
 	struct sim_kv env, env_saved;
 	struct sim_fifo fifo;
 	uint64_t rx_ns;       /* estimated arrival time of the character being processed */
-	uint64_t rx_by_ns;    /* ... and when it was read: it came by then */
-	uint64_t last_rx_ns;  /* when the previous batch was read */
+	uint64_t last_rx_ns;  /* when the batch being processed (or the last) was read */
 	int countdown;
 	bool early_key;
 	int ub_status;
@@ -109,6 +108,7 @@ struct sim_board {
 	 * and acts on) when the modelled CPU gets to them, at rxq_timer */
 	unsigned char ub_rxq[256];
 	size_t ub_nrxq;
+	uint64_t ub_rxq_read_ns; /* when the last of them is read */
 	struct loop_timer rxq_timer;
 	uint64_t loaded[8];   /* addresses holding an image (tftp/load) */
 	size_t nloaded;
@@ -178,6 +178,7 @@ void sim_set_stage(struct sim_board *b, enum sim_stage s);
 void sim_uboot_poweron(struct sim_board *b);
 void sim_uboot_input(struct sim_board *b, unsigned char c);
 void sim_uboot_rxq_fire(struct loop *l, struct loop_timer *t, void *arg);
+void sim_uboot_rxq_arm(struct sim_board *b); /* after a read: the queue's timer */
 void sim_uboot_default_env(struct sim_board *b, struct sim_kv *env);
 const char *sim_host_node(const char *host);     /* U-Boot/DT node "mmc@fe330000" */
 const char *sim_host_linux(const char *host);    /* "fe330000.mmc" */

@@ -113,8 +113,3 @@ bool sim_fifo_push_by(struct sim_fifo *f, uint64_t at_ns, uint64_t latest_ns)
 	f->level += 1.0;
 	return true;
 }
-
-bool sim_fifo_push(struct sim_fifo *f, uint64_t now_ns)
-{
-	return sim_fifo_push_by(f, now_ns, now_ns);
-}

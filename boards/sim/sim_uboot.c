@@ -965,19 +965,26 @@ void sim_uboot_input(struct sim_board *b, unsigned char c)
 {
 	/* Every U-Boot stage reads through the UART FIFO. */
 	uint64_t at = b->rx_ns ? b->rx_ns : lab_now_ns();
-	if (!sim_fifo_push_by(&b->fifo, at, b->rx_ns ? b->rx_by_ns : at))
+	if (!sim_fifo_push_by(&b->fifo, at, b->rx_ns ? b->last_rx_ns : at))
 		return;
 	if (b->stage == SIM_UBOOT || b->ub_nrxq) {
 		if (b->ub_nrxq == sizeof b->ub_rxq)
 			sim_uboot_rxq_fire(b->loop, &b->rxq_timer, b);
 		b->ub_rxq[b->ub_nrxq++] = c;
 		/* read once the FIFO has drained down to it */
-		uint64_t read_ns = b->fifo.last_ns + (uint64_t)(b->fifo.level * 1e9 / b->fifo.cps);
-		uint64_t now = lab_now_ns();
-		loop_timer_start_ns(b->loop, &b->rxq_timer, read_ns > now ? read_ns - now : 0);
+		b->ub_rxq_read_ns = b->fifo.last_ns + (uint64_t)(b->fifo.level * 1e9 / b->fifo.cps);
 		return;
 	}
 	ub_dispatch(b, c);
+}
+
+void sim_uboot_rxq_arm(struct sim_board *b)
+{
+	if (!b->ub_nrxq)
+		return;
+	uint64_t now = lab_now_ns();
+	loop_timer_start_ns(b->loop, &b->rxq_timer,
+			    b->ub_rxq_read_ns > now ? b->ub_rxq_read_ns - now : 0);
 }
 
 static void ub_dispatch(struct sim_board *b, unsigned char c)

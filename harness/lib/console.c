@@ -454,21 +454,25 @@ bool console_is_gone(const struct console *c)
 
 static void drain(struct console *c, bool from_loop);
 
+/* The pace wait is over (timer, echo or reset): write what may go now. */
+static void end_pace_wait(struct console *c)
+{
+	loop_timer_stop(c->loop, &c->pace_timer);
+	c->pace_wait = false;
+	if (c->st == C_UP)
+		drain(c, false);
+	else
+		update_watch(c);
+}
+
 void console_echo_reset(struct console *c)
 {
 	c->echo_len = 0;
 	c->echo_head = 0;
 	if (c->pacing.echo_window)
 		c->chunk_sent = 0; /* a fresh window: the FIFO is taken as empty */
-	if (c->pace_wait && c->pacing.echo_window) {
-		/* nothing is awaited any more: the wait was for it */
-		loop_timer_stop(c->loop, &c->pace_timer);
-		c->pace_wait = false;
-		if (c->st == C_UP)
-			drain(c, false);
-		else
-			update_watch(c);
-	}
+	if (c->pace_wait && c->pacing.echo_window)
+		end_pace_wait(c); /* nothing is awaited any more: the wait was for it */
 }
 
 void console_echo_stats(const struct console *c, uint64_t *by_echo, uint64_t *by_timer)
@@ -650,13 +654,9 @@ static void on_pace(struct loop *l, struct loop_timer *t, void *arg)
 	LAB_UNUSED(l);
 	LAB_UNUSED(t);
 	struct console *c = arg;
-	c->pace_wait = false;
 	if (c->pacing.echo_window)
 		c->timer_released++;
-	if (c->st == C_UP)
-		drain(c, false);
-	else
-		update_watch(c);
+	end_pace_wait(c);
 }
 
 static void on_hold(struct loop *l, struct loop_timer *t, void *arg)
@@ -740,10 +740,8 @@ static void match_echo(struct console *c, const char *buf, size_t n)
 			matched++;
 		}
 	if (matched && c->echo_len == 0 && c->pace_wait && c->st == C_UP) {
-		loop_timer_stop(c->loop, &c->pace_timer);
-		c->pace_wait = false;
 		c->echo_released++;
-		drain(c, false);
+		end_pace_wait(c);
 	}
 }
 

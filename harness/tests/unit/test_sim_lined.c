@@ -57,6 +57,12 @@ static void test_editing(void)
 	lab_buf_free(&echo);
 }
 
+/* an arrival known exactly: no slack */
+static bool push_at(struct sim_fifo *f, uint64_t t)
+{
+	return sim_fifo_push_by(f, t, t);
+}
+
 static void test_fifo(void)
 {
 	struct sim_fifo f;
@@ -64,32 +70,32 @@ static void test_fifo(void)
 	uint64_t t = 1000000000ULL;
 	int acc = 0;
 	for (int i = 0; i < 20; i++)
-		acc += sim_fifo_push(&f, t);
+		acc += push_at(&f, t);
 	is_int(acc, 16, "a 20-char burst: 16 fit the FIFO");
 	is_int((long long)f.lost, 4, "4 lost");
 	t += 8000000; /* 8 ms at 2000 chars/s drains 16 */
 	acc = 0;
 	for (int i = 0; i < 16; i++)
-		acc += sim_fifo_push(&f, t);
+		acc += push_at(&f, t);
 	is_int(acc, 16, "after 8 ms the FIFO took 16 more");
 
 	sim_fifo_init(&f, 16, 2000);
 	acc = 0;
 	for (int i = 0; i < 1000; i++) /* 1000 chars/s, paced */
-		acc += sim_fifo_push(&f, t + (uint64_t)i * 1000000ULL);
+		acc += push_at(&f, t + (uint64_t)i * 1000000ULL);
 	is_int(acc, 1000, "paced at 1000 chars/s nothing is lost");
 
 	sim_fifo_init(&f, 16, 2000);
 	acc = 0;
 	for (int i = 0; i < 1000; i++) /* 4000 chars/s */
-		acc += sim_fifo_push(&f, t + (uint64_t)i * 250000ULL);
+		acc += push_at(&f, t + (uint64_t)i * 250000ULL);
 	ok(acc > 480 && acc < 540, "at 4000 chars/s about half is lost (%d of 1000 kept)", acc);
 
 	sim_fifo_init(&f, 16, 2000);
 	acc = 0;
 	for (int c = 0; c < 100; c++) /* chunks of 8 every 5 ms (1600 chars/s) */
 		for (int i = 0; i < 8; i++)
-			acc += sim_fifo_push(&f, t + (uint64_t)c * 5000000ULL);
+			acc += push_at(&f, t + (uint64_t)c * 5000000ULL);
 	is_int(acc, 800, "chunks of 8 every 5 ms: nothing lost");
 
 	/* A read of 16 that came a little after 16 more (the simulator read
@@ -98,7 +104,7 @@ static void test_fifo(void)
 	sim_fifo_init(&f, 16, 2000);
 	acc = 0;
 	for (int i = 0; i < 16; i++)
-		acc += sim_fifo_push_by(&f, t, t);
+		acc += push_at(&f, t);
 	uint64_t r2 = t + 9000000; /* read 9 ms later: 18 drained by then */
 	for (int i = 0; i < 16; i++)
 		acc += sim_fifo_push_by(&f, t + (uint64_t)(i + 1) * 9000000ULL / 16, r2);
@@ -113,7 +119,7 @@ static void test_fifo(void)
 	sim_fifo_init(&f, 16, 2000);
 	acc = 0;
 	for (int i = 0; i < 20; i++)
-		acc += sim_fifo_push_by(&f, t, t);
+		acc += push_at(&f, t);
 	is_int(acc, 16, "push_by with no slack is push");
 }
 

@@ -587,10 +587,28 @@ static bool looks_numeric(const char *s)
 	return (*p >= '0' && *p <= '9');
 }
 
+/* The UTF-8 length of a character libyaml will not read back from a printed
+ * file as it was, or 0: U+2028 and U+2029 are line breaks to it (a plain
+ * scalar ends there, a quoted one folds), U+FEFF at the start of a line is
+ * skipped as a byte order mark, and U+FFFE/U+FFFF are refused by its reader.
+ * Escapes ("\u2028") make all of them; printed, they must be escaped back
+ * (found by fuzz_config). */
+static size_t unreadable_char(const unsigned char *p)
+{
+	if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))
+		return 3;
+	if (p[0] == 0xef && ((p[1] == 0xbb && p[2] == 0xbf) || (p[1] == 0xbf && p[2] >= 0xbe)))
+		return 3;
+	return 0;
+}
+
 /* True when s can be written as a plain (unquoted) scalar without changing the syntax. */
 static bool cfg_plain_safe(const char *s)
 {
 	if (s == NULL || s[0] == '\0')
+		return false;
+	/* printed plain as a key, "<<" would become a merge (found by fuzz_config) */
+	if (strcmp(s, "<<") == 0)
 		return false;
 	if (strchr("-?:,[]{}#&*!|>'\"%@`", s[0]) && !(s[0] == '-' && s[1] != ' ' && s[1] != '\0'))
 		return false;
@@ -602,7 +620,7 @@ static bool cfg_plain_safe(const char *s)
 		return false;
 	for (const char *p = s; *p; p++) {
 		unsigned char c = (unsigned char)*p;
-		if (c < 0x20 || c == 0x7f)
+		if (c < 0x20 || c == 0x7f || unreadable_char((const unsigned char *)p))
 			return false;
 		if (c == ':' && (p[1] == ' ' || p[1] == '\0'))
 			return false;
@@ -625,10 +643,16 @@ static void print_quoted(FILE *f, const char *s)
 		case '\t': fputs("\\t", f); break;
 		case '\r': fputs("\\r", f); break;
 		default:
-			if (*p < 0x20 || *p == 0x7f)
+			if (*p < 0x20 || *p == 0x7f) {
 				fprintf(f, "\\x%02x", *p);
-			else
+			} else if (unreadable_char(p)) {
+				/* the code point of a 3-byte sequence */
+				fprintf(f, "\\u%04X",
+					(unsigned)((p[0] & 0x0f) << 12 | (p[1] & 0x3f) << 6 | (p[2] & 0x3f)));
+				p += 2;
+			} else {
 				fputc(*p, f);
+			}
 		}
 	}
 	fputc('"', f);
@@ -651,6 +675,25 @@ static void print_scalar(FILE *f, const struct cfg_node *n)
 	} else {
 		print_quoted(f, n->value); /* it was a string in the source: keep it one */
 	}
+}
+
+/* A map key and its ':'.  libyaml takes an implicit key ("k: v") only up to
+ * 1024 characters; a longer one (from "? k" in the source) is written in that
+ * explicit form, its ':' on the next line (found by fuzz_config). */
+static void print_key(FILE *f, const char *key, int indent)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	if (m == NULL)
+		abort();
+	cfg_print_string(m, key);
+	fclose(m);
+	if (len <= 1000)
+		fprintf(f, "%s:", buf);
+	else
+		fprintf(f, "? %s\n%*s:", buf, indent, "");
+	free(buf);
 }
 
 static bool is_compound(const struct cfg_node *n)
@@ -677,8 +720,8 @@ static void print_block(FILE *f, const struct cfg_node *n, int indent, bool firs
 			fprintf(f, "%*s", indent, "");
 		const struct cfg_node *v = n->items[i];
 		if (n->kind == CFG_MAP) {
-			cfg_print_string(f, n->keys[i]->value);
-			fputc(':', f);
+			/* after "- " the key's column is indent, as on the lines below */
+			print_key(f, n->keys[i]->value, indent);
 			if (is_compound(v)) {
 				fputc('\n', f);
 				print_block(f, v, indent + 2, false);
@@ -715,8 +758,7 @@ void cfg_print(FILE *f, const struct cfg_node *n, int indent)
 void cfg_print_value(FILE *f, const char *key, const struct cfg_node *n, int indent)
 {
 	fprintf(f, "%*s", indent, "");
-	cfg_print_string(f, key);
-	fputc(':', f);
+	print_key(f, key, indent);
 	if (n && is_compound(n)) {
 		fputc('\n', f);
 		print_block(f, n, indent + 2, false);

@@ -138,8 +138,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (memchr(data, '/', size) == NULL) {
 		if (tmpdir[0] == '\0') {
 			lab_strlcpy(tmpdir, "/tmp/emmclab-fuzz-XXXXXX", sizeof tmpdir);
-			if (mkdtemp(tmpdir) == NULL)
+			if (mkdtemp(tmpdir) == NULL) {
+				perror("fuzz_config: mkdtemp");
 				abort();
+			}
 			snprintf(tmpfile_path, sizeof tmpfile_path, "%s/fuzz.yaml", tmpdir);
 			atexit(cleanup);
 		}
@@ -158,8 +160,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			const char *s = cut + strlen(FUZZ_CUT);
 			cut = memmem(s, (size_t)(end - s), FUZZ_CUT, strlen(FUZZ_CUT));
 			size_t plen = cut ? (size_t)(cut - s) : (size_t)(end - s);
-			if (lab_write_file_atomic(p, s, plen, &e) != LAB_OK)
+			if (lab_write_file_atomic(p, s, plen, &e) != LAB_OK) {
+				/* the harness's own file, not the code under test: say so */
+				fprintf(stderr, "fuzz_config: cannot write an include piece: %s\n", e.msg);
 				abort();
+			}
 		}
 		if (lab_write_file_atomic(tmpfile_path, data, main_len, &e) == LAB_OK) {
 			const char *paths[] = {tmpfile_path};

@@ -645,8 +645,8 @@ static void print_quoted(FILE *f, const char *s)
 		default:
 			if (*p < 0x20 || *p == 0x7f) {
 				fprintf(f, "\\x%02x", *p);
-			} else if (unreadable_char(p)) {
-				/* the code point of a 3-byte sequence */
+			} else if (unreadable_char(p) == 3) {
+				/* all of them are 3-byte sequences: U+XXXX */
 				fprintf(f, "\\u%04X",
 					(unsigned)((p[0] & 0x0f) << 12 | (p[1] & 0x3f) << 6 | (p[2] & 0x3f)));
 				p += 2;

@@ -128,8 +128,8 @@ static void on_master(struct loop *l, int fd, unsigned ev, void *arg)
 	if (w > cap)
 		w = cap;
 	b->last_rx_ns = now;
+	b->rx_ns = now - w;
 	for (ssize_t i = 0; i < r; i++) {
-		b->rx_ns = now - w;
 		if (!b->running)
 			continue; /* board off: input goes nowhere */
 		b->chars_in++;

@@ -96,7 +96,7 @@ struct sim_board {
 	char lastcmd[SIM_CBSIZE];
 	struct sim_kv env, env_saved;
 	struct sim_fifo fifo;
-	uint64_t rx_ns;       /* estimated arrival time of the character being processed */
+	uint64_t rx_ns;       /* earliest arrival time of the batch being processed */
 	uint64_t last_rx_ns;  /* when the batch being processed (or the last) was read */
 	int countdown;
 	bool early_key;

@@ -963,9 +963,9 @@ void sim_uboot_rxq_fire(struct loop *l, struct loop_timer *t, void *arg)
 
 void sim_uboot_input(struct sim_board *b, unsigned char c)
 {
-	/* Every U-Boot stage reads through the UART FIFO. */
-	uint64_t at = b->rx_ns ? b->rx_ns : lab_now_ns();
-	if (!sim_fifo_push_by(&b->fifo, at, b->rx_ns ? b->last_rx_ns : at))
+	/* Every U-Boot stage reads through the UART FIFO (on_master, the only
+	 * caller, sets the batch's arrival and read times first). */
+	if (!sim_fifo_push_by(&b->fifo, b->rx_ns, b->last_rx_ns))
 		return;
 	if (b->stage == SIM_UBOOT || b->ub_nrxq) {
 		if (b->ub_nrxq == sizeof b->ub_rxq)

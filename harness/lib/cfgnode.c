@@ -682,6 +682,12 @@ static void print_scalar(FILE *f, const struct cfg_node *n)
  * explicit form, its ':' on the next line (found by fuzz_config). */
 static void print_key(FILE *f, const char *key, int indent)
 {
+	/* quoted, a byte takes at most 4 ("\x01"): a short key always fits */
+	if (strlen(key) < 249) {
+		cfg_print_string(f, key);
+		fputc(':', f);
+		return;
+	}
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);

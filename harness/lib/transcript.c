@@ -268,11 +268,12 @@ void transcript_mark(struct transcript *t, const char *fmt, ...)
 	size_t wl = w < 0 ? 0 : (size_t)w >= sizeof line ? sizeof line - 1 : (size_t)w;
 	if (t->mlen + wl > sizeof t->marks)
 		emit_marks(t);
+	bool first = t->mlen == 0;
 	memcpy(t->marks + t->mlen, line, wl);
 	t->mlen += wl;
 	if (t->bol || !t->loop)
 		emit_marks(t);
-	else if (!loop_timer_pending(&t->flush_timer))
+	else if (first) /* the full interval from now, not what a pending flush has left */
 		loop_timer_start(t->loop, &t->flush_timer, TR_FLUSH_MS);
 }
 

@@ -191,6 +191,33 @@ int main(void)
 	ok(s && regexec(&re, s, 0, NULL, 0) == 0, "marks on their own lines, board lines whole");
 	regfree(&re);
 	free(s);
+
+	/* the mark's wait is the full flush interval from the mark, also when a
+	 * flush of earlier output is about to fire: a line still being echoed 30 ms before that flush
+	 * (a command typed on U-Boot's echo) stays whole */
+	t = NULL;
+	transcript_open(path, 0, &t, &e);
+	transcript_set_loop(t, l);
+	transcript_write(t, "=> ", 3); /* starts the flush timer */
+	t0 = lab_now_ms();
+	while (lab_now_ms() - t0 < 170)
+		loop_run_once(l, 10);
+	transcript_write(t, "setenv autoload", 15);
+	transcript_mark(t, "== U-Boot prompt reached ==");
+	t0 = lab_now_ms();
+	while (lab_now_ms() - t0 < 80)
+		loop_run_once(l, 10);
+	transcript_write(t, " 'no'\r\n", 7);
+	transcript_close(t, NULL, NULL, &e);
+	s = slurp(path, &n);
+	regcomp(&re,
+		"^\\[ +0\\.[0-9]{6}\\] => setenv autoload 'no'\r\n"
+		"\\[ +0\\.[0-9]{6}\\] == U-Boot prompt reached ==\n$",
+		REG_EXTENDED);
+	ok(s && regexec(&re, s, 0, NULL, 0) == 0, "a mark waits its own interval for the line's end: %s",
+	   s ? s : "(unreadable)");
+	regfree(&re);
+	free(s);
 	loop_free(l);
 
 	/* open failure names the path */

@@ -193,20 +193,19 @@ int main(void)
 	free(s);
 
 	/* the mark's wait is the full flush interval from the mark, also when a
-	 * flush of earlier output is about to fire: a line still being echoed 30 ms before that flush
-	 * (a command typed on U-Boot's echo) stays whole */
+	 * flush of earlier output is about to fire: a line still being echoed
+	 * when that flush fires (a command typed on U-Boot's echo) stays whole */
 	t = NULL;
 	transcript_open(path, 0, &t, &e);
 	transcript_set_loop(t, l);
-	transcript_write(t, "=> ", 3); /* starts the flush timer */
+	transcript_write(t, "=> ", 3); /* starts the flush timer: due at 200 ms */
 	t0 = lab_now_ms();
-	while (lab_now_ms() - t0 < 170)
-		loop_run_once(l, 10);
+	while (lab_now_ms() - t0 < 190)
+		loop_run_once(l, 5);
 	transcript_write(t, "setenv autoload", 15);
-	transcript_mark(t, "== U-Boot prompt reached ==");
-	t0 = lab_now_ms();
-	while (lab_now_ms() - t0 < 80)
-		loop_run_once(l, 10);
+	transcript_mark(t, "== U-Boot prompt reached =="); /* its wait ends >= 390 ms */
+	while (lab_now_ms() - t0 < 225) /* past the earlier flush */
+		loop_run_once(l, 5);
 	transcript_write(t, " 'no'\r\n", 7);
 	transcript_close(t, NULL, NULL, &e);
 	s = slurp(path, &n);

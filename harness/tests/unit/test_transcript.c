@@ -20,6 +20,20 @@ static char *slurp(const char *path, size_t *len)
 	return s;
 }
 
+/* whether the file's whole text matches the extended regex; its text in *text
+ * (the caller frees it; NULL if unreadable) */
+static bool file_matches(const char *path, const char *ere, char **text)
+{
+	size_t n = 0;
+	regex_t re;
+	*text = slurp(path, &n);
+	if (!*text || regcomp(&re, ere, REG_EXTENDED) != 0)
+		return false;
+	bool m = regexec(&re, *text, 0, NULL, 0) == 0;
+	regfree(&re);
+	return m;
+}
+
 static int count_lines(const char *s, size_t n)
 {
 	int k = 0;
@@ -180,16 +194,14 @@ int main(void)
 		loop_run_once(l, 20);
 	transcript_write(t, "late\n", 5);
 	transcript_close(t, NULL, NULL, &e);
-	s = slurp(path, &n);
-	regcomp(&re,
-		"^\\[ +0\\.[0-9]{6}\\] U-Boot 2023\\.01 \\(Jan 01\\)\n"
-		"\\[ +0\\.[0-9]{6}\\] == power on ==\n"
-		"\\[ +0\\.[0-9]{6}\\] vboard# \n"
-		"\\[ +0\\.[0-9]{6}\\] == power off ==\n"
-		"\\[ +0\\.[0-9]{6}\\] late\n$",
-		REG_EXTENDED);
-	ok(s && regexec(&re, s, 0, NULL, 0) == 0, "marks on their own lines, board lines whole");
-	regfree(&re);
+	ok(file_matches(path,
+			"^\\[ +0\\.[0-9]{6}\\] U-Boot 2023\\.01 \\(Jan 01\\)\n"
+			"\\[ +0\\.[0-9]{6}\\] == power on ==\n"
+			"\\[ +0\\.[0-9]{6}\\] vboard# \n"
+			"\\[ +0\\.[0-9]{6}\\] == power off ==\n"
+			"\\[ +0\\.[0-9]{6}\\] late\n$",
+			&s),
+	   "marks on their own lines, board lines whole");
 	free(s);
 
 	/* the mark's wait is the full flush interval from the mark, also when a
@@ -208,14 +220,11 @@ int main(void)
 		loop_run_once(l, 5);
 	transcript_write(t, " 'no'\r\n", 7);
 	transcript_close(t, NULL, NULL, &e);
-	s = slurp(path, &n);
-	regcomp(&re,
-		"^\\[ +0\\.[0-9]{6}\\] => setenv autoload 'no'\r\n"
-		"\\[ +0\\.[0-9]{6}\\] == U-Boot prompt reached ==\n$",
-		REG_EXTENDED);
-	ok(s && regexec(&re, s, 0, NULL, 0) == 0, "a mark waits its own interval for the line's end: %s",
-	   s ? s : "(unreadable)");
-	regfree(&re);
+	bool whole = file_matches(path,
+				  "^\\[ +0\\.[0-9]{6}\\] => setenv autoload 'no'\r\n"
+				  "\\[ +0\\.[0-9]{6}\\] == U-Boot prompt reached ==\n$",
+				  &s);
+	ok(whole, "a mark waits its own interval for the line's end: %s", s ? s : "(unreadable)");
 	free(s);
 	loop_free(l);
 

@@ -157,8 +157,10 @@ waits=$(python3 - "$tmp"/transcripts-wrong-tftp-echo/*.log <<'PY'
 import re, sys
 lines, cur = [], None
 for path in sys.argv[1:]:
-    for raw in open(path, 'rb').read().decode('latin-1').split('\n'):
-        m = re.match(r'\[ *[0-9]+\.[0-9]{6}\] (.*)$', raw, re.S)
+    with open(path, 'rb') as f:
+        data = f.read().decode('latin-1')
+    for raw in data.split('\n'):
+        m = re.match(r'\[ *[0-9]+\.[0-9]{6}\] (.*)$', raw)
         if not m:
             continue
         text = m.group(1)

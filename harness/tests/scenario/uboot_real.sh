@@ -122,18 +122,33 @@ grep -q 'Kernel command line: "console=ttyS0,115200 panic=-1 quiet loglevel=4 mm
 grep -q 'Starting kernel' "$tr" || fail "no kernel start"
 
 # boot_case NAME MAX_S WANT_EXIT LAB [board boot args...]: runs `board boot`,
-# leaves its stderr in $tmp/NAME.err and the elapsed ms in $took
+# leaves its stderr in $tmp/NAME.err and the elapsed ms in $took.  A boot
+# whose U-Boot never printed its autoboot prompt (emmclab: bootloader-hang;
+# seen once in CI under load, U-Boot's output stopping after 568 bytes) is not
+# the fault under test: its transcript is shown and it runs once more.  Not
+# for a ROM without the prompt (unstarted=no).
 boot_case() {
 	local name=$1 max=$2 want=$3 labf=$4
 	shift 4
-	"$H" off "$tmp/q"
-	local t=$(now_ms) rc=0
-	timeout 300 "$EMMCLAB" board --lab "$labf" --transcripts "$tmp/transcripts-$name" ub1 boot "$@" \
-		> "$tmp/$name.out" 2> "$tmp/$name.err" || rc=$?
-	took=$(( $(now_ms) - t ))
-	echo "$name: exit $rc after $took ms: $(grep -v transcript "$tmp/$name.err" | tail -1)"
-	[ "$rc" = "$want" ] || { cat "$tmp/$name.err"; fail "$name: exit $rc, want $want"; }
-	[ "$took" -lt $((max * 1000)) ] || { cat "$tmp/$name.err"; fail "$name: $took ms, want < $max s"; }
+	local try rc t
+	for try in 1 2; do
+		"$H" off "$tmp/q"
+		rm -rf "$tmp/transcripts-$name"
+		t=$(now_ms) rc=0
+		timeout 300 "$EMMCLAB" board --lab "$labf" --transcripts "$tmp/transcripts-$name" ub1 boot "$@" \
+			> "$tmp/$name.out" 2> "$tmp/$name.err" || rc=$?
+		took=$(( $(now_ms) - t ))
+		echo "$name: exit $rc after $took ms: $(grep -v transcript "$tmp/$name.err" | tail -1)"
+		[ "${unstarted:-retry}" = retry ] && [ "$try" = 1 ] && [ "$rc" != "$want" ] \
+			&& grep -q '(bootloader-hang' "$tmp/$name.err" \
+			&& ! grep -q 'Hit any key to stop autoboot' "$tmp/transcripts-$name"/*.log || break
+		echo "$name: U-Boot never reached its autoboot prompt, not the fault under test; its transcript, then once more:"
+		cat -A "$tmp/transcripts-$name"/*.log | tail -30
+	done
+	[ "$rc" = "$want" ] || { cat "$tmp/$name.err"; tail -30 "$tmp/transcripts-$name"/*.log | cat -A
+		fail "$name: exit $rc, want $want"; }
+	[ "$took" -lt $((max * 1000)) ] || { cat "$tmp/$name.err"; tail -30 "$tmp/transcripts-$name"/*.log | cat -A
+		fail "$name: $took ms, want < $max s"; }
 }
 
 # 2. wrong TFTP file: QEMU serves another directory than the one staged into
@@ -196,13 +211,13 @@ kb=$(basename "$kernel")
 python3 "$SRC/harness/tests/helpers/uboot_rom_env.py" "$ROM" "$tmp/selfboot.rom" 'bootdelay=-2' \
 	"bootcmd=setenv autoload no; dhcp; tftpboot \${kernel_addr_r} ub1/$kb; tftpboot \${ramdisk_addr_r} ub1/initramfs.cpio.gz; setenv bootargs console=ttyS0,115200 panic=-1 quiet selfboot; zboot \${kernel_addr_r} 0 \${ramdisk_addr_r} \${filesize}"
 mklab "$tmp/lab-selfboot.yaml" qemu-x86-uboot-once "$tmp/selfboot.rom" "$tmp/tftp" "$TFTP"
-boot_case autoboot 30 3 "$tmp/lab-selfboot.yaml"
+unstarted=no boot_case autoboot 30 3 "$tmp/lab-selfboot.yaml"
 grep -q "ub1: autoboot in bootloader: attempt 1: ub1: U-Boot booted by itself: the kernel started .* with no autoboot prompt" \
 	"$tmp/autoboot.err" || { cat "$tmp/autoboot.err"; fail "self-booting U-Boot not classified autoboot"; }
 ! grep -q "bootloader-hang" "$tmp/autoboot.err" || fail "self-booting U-Boot called a bootloader hang"
 # without a deploy at the prompt the board carries on to its shell
 mklab "$tmp/lab-selfboot-none.yaml" qemu-x86-uboot-once "$tmp/selfboot.rom" "$tmp/tftp" "{driver: none}"
-boot_case carry-on 120 0 "$tmp/lab-selfboot-none.yaml" --run 'cat /proc/cmdline'
+unstarted=no boot_case carry-on 120 0 "$tmp/lab-selfboot-none.yaml" --run 'cat /proc/cmdline'
 grep -q "booted by itself.*carrying on" "$tmp/carry-on.err" || fail "carry-on not explained"
 grep -q "selfboot" "$tmp/carry-on.out" || { cat "$tmp/carry-on.out"; fail "not the self-booted kernel"; }
 

@@ -145,12 +145,15 @@ print('WTOKEN', ws['$WORKER'].token)
 	[ -s "$DIR/token" ] && [ -s "$DIR/worker-token" ] || die "no token from provisioning"
 }
 
-# run NAME CMD...: a daemon in the background, its PID recorded
+# run NAME CMD...: a daemon in the background, its PID recorded.  It runs in
+# $DIR, not the caller's directory: a daemon a later start reuses must not
+# hold a checkout that was deleted since (lava-run then fails every job with
+# "[Errno 2] No such file or directory").
 run() {
 	local name=$1
 	shift
 	alive "$(pid_of "$name")" && return 0
-	setsid "$@" >> "$DIR/$name.out" 2>&1 < /dev/null &
+	(cd "$DIR" && exec setsid "$@" >> "$DIR/$name.out" 2>&1 < /dev/null) &
 	echo "$name $!" >> "$DIR/pids"
 }
 

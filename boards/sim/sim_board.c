@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -95,6 +98,7 @@ static double scaled_real_ms(const struct sim_board *b, double model_ms, double 
 }
 
 static void tx_flush(struct sim_board *b);
+static void sock_client_gone(struct sim_board *b);
 
 static void on_master(struct loop *l, int fd, unsigned ev, void *arg)
 {
@@ -106,9 +110,14 @@ static void on_master(struct loop *l, int fd, unsigned ev, void *arg)
 		return;
 	unsigned char buf[4096];
 	ssize_t r = read(fd, buf, sizeof buf);
-	if (r <= 0)
-		return; /* EAGAIN, or EIO while no slave is open (we hold one, so rare) */
-	/* A pty hands over in one read what arrived while we were not scheduled
+	if (r <= 0) {
+		/* pty: EAGAIN, or EIO while no slave is open (we hold one, so rare).
+		 * Socket: EOF or a reset is the client gone; EAGAIN is nothing. */
+		if (b->listen_fd >= 0 && (r == 0 || (errno != EAGAIN && errno != EINTR)))
+			sock_client_gone(b);
+		return;
+	}
+	/* A console hands over in one read what arrived while we were not scheduled
 	 * (a loaded host): all we know is that the bytes came since the previous
 	 * read.  They are taken as arriving at its time (at most SIM_RX_WINDOW
 	 * ago), each one later only when the FIFO has no room for it then
@@ -249,6 +258,10 @@ static void tx_forget(struct sim_board *b)
 /* Queue console bytes: ONLCR like a tty/UART driver, garbage fault applied. */
 static void out_bytes(struct sim_board *b, const char *data, size_t len)
 {
+	if (b->listen_fd >= 0 && b->master < 0) {
+		b->tx_dropped += len; /* a socket console nobody is connected to */
+		return;
+	}
 	bool garbage = sim_board_fault_on(b, FAULT_GARBAGE);
 	/* The common case in spans (memchr for the newlines), not a byte at a
 	 * time: no garbage fault, and room for the worst case (every byte a
@@ -629,7 +642,7 @@ struct sim_board *sim_board_new(struct sim *s, const struct board_cfg *bc, struc
 	b->loop = s->loop;
 	b->name = xstrdup(bc->name);
 	b->bc = bc;
-	b->master = b->slave = -1;
+	b->master = b->slave = b->listen_fd = -1;
 	lab_buf_init(&b->txq, 1 << 20);
 	lab_buf_init(&b->klog, 256 * 1024);
 	lab_buf_init(&b->line, 4096); /* N_TTY canonical line limit */
@@ -703,18 +716,31 @@ struct sim_board *sim_board_new(struct sim *s, const struct board_cfg *bc, struc
 	if ((v = node_str(bc->power, "relay")))
 		lab_parse_i64(v, &b->pw.relay);
 
-	/* console */
+	/* console: a pty, or a Unix socket the controller's tcp driver connects to */
 	const char *cdrv = node_str(bc->console, "driver");
 	const char *path = node_str(bc->console, "path");
-	if (!cdrv || strcmp(cdrv, "pty") != 0 || !path || !path[0]) {
+	const char *proto = node_str(bc->console, "protocol");
+	bool is_pty = cdrv && strcmp(cdrv, "pty") == 0;
+	bool is_sock = cdrv && strcmp(cdrv, "tcp") == 0 && (!proto || strcmp(proto, "raw") == 0);
+	if (!(is_pty || is_sock) || !path || !path[0]) {
+		static const char need[] = "board %s: the simulator needs console {driver: pty, path: ...} "
+					   "or {driver: tcp, path: SOCKET} (raw protocol)";
 		if (bc->console)
-			cfg_error(e, bc->console, "board %s: the simulator needs console {driver: pty, path: ...}",
-				  bc->name);
+			cfg_error(e, bc->console, need, bc->name);
 		else
-			LAB_ERR(e, LAB_EUSAGE, "board %s: the simulator needs console {driver: pty, path: ...}",
-				bc->name);
+			LAB_ERR(e, LAB_EUSAGE, need, bc->name);
 		goto fail;
 	}
+	if (is_sock && b->cfg.ser2net_port > 0) {
+		cfg_error(e, bc->console, "board %s: sim.ser2net_port publishes a pty console; this console is "
+			  "already a socket", bc->name);
+		goto fail;
+	}
+	if (is_sock && strlen(path) >= sizeof ((struct sockaddr_un *)0)->sun_path) {
+		cfg_error(e, bc->console, "board %s: console path %s is too long for a socket", bc->name, path);
+		goto fail;
+	}
+	b->sock = is_sock;
 	b->link = xstrdup(path);
 	sim_uboot_default_env(b, &b->env_saved);
 	sim_kv_copy(&b->env, &b->env_saved);
@@ -726,9 +752,107 @@ fail:
 	return NULL;
 }
 
+/* ---- socket console: one client at a time, like QEMU's -chardev
+ * socket,server=on,wait=off.  While a client is connected the listening
+ * socket is not watched, so a second one waits in the backlog until the
+ * first has gone (the controller's board locks keep a second operator away
+ * before that). ---- */
+
+static void on_listen(struct loop *l, int fd, unsigned ev, void *arg);
+
+/* The console's directory (the link's or the socket's), made if missing. */
+static void mkdir_parent(const char *path)
+{
+	char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		lab_mkdir_p(dir, 0755);
+	}
+	free(dir);
+}
+
+static void sock_listen_watch(struct sim_board *b)
+{
+	if (b->listen_fd >= 0 && !loop_fd_watched(b->loop, b->listen_fd))
+		loop_fd_add(b->loop, b->listen_fd, LOOP_READ, on_listen, b);
+}
+
+static void on_listen(struct loop *l, int fd, unsigned ev, void *arg)
+{
+	struct sim_board *b = arg;
+	LAB_UNUSED(ev);
+	int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (c < 0)
+		return; /* EAGAIN (the client gave up), EMFILE: the backlog keeps it */
+	loop_fd_del(l, fd);
+	b->master = c;
+	b->txq.len = 0; /* nothing queued for nobody reaches the newcomer */
+	watch_master(b);
+}
+
+static void sock_client_gone(struct sim_board *b)
+{
+	tx_forget(b);
+	loop_fd_del(b->loop, b->master);
+	close(b->master);
+	b->master = -1;
+	b->txq.len = 0;
+	if (b->q_stalled) {
+		b->q_stalled = false; /* output now goes nowhere: the board runs on */
+		q_arm(b);
+	}
+	sock_listen_watch(b);
+}
+
+static int sock_start(struct sim_board *b, struct lab_err *e)
+{
+	struct sockaddr_un un = {.sun_family = AF_UNIX};
+	memcpy(un.sun_path, b->link, strlen(b->link) + 1); /* length checked at parse */
+	mkdir_parent(b->link);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return LAB_ERR(e, LAB_EINFRA, "board %s: socket: %s", b->name, strerror(errno));
+	struct stat st;
+	if (lstat(b->link, &st) == 0) {
+		/* Left by a simulator that died: replace it.  One that still serves
+		 * it answers a connect (or has a full backlog): leave it alone. */
+		if (!S_ISSOCK(st.st_mode)) {
+			close(fd);
+			return LAB_ERR(e, LAB_EUSAGE, "board %s: console path %s exists and is not a socket",
+				       b->name, b->link);
+		}
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		int cr = probe >= 0 ? connect(probe, (struct sockaddr *)&un, sizeof un) : -1;
+		int cerr = errno;
+		if (probe >= 0)
+			close(probe);
+		if (cr == 0 || cerr == EAGAIN) {
+			close(fd);
+			return LAB_ERR(e, LAB_EINFRA, "board %s: console socket %s is served by another process",
+				       b->name, b->link);
+		}
+		unlink(b->link);
+	}
+	if (bind(fd, (struct sockaddr *)&un, sizeof un) != 0 || listen(fd, 4) != 0) {
+		int err = errno;
+		close(fd);
+		return LAB_ERR(e, LAB_EINFRA, "board %s: listen on %s: %s", b->name, b->link, strerror(err));
+	}
+	if (stat(b->link, &st) == 0) {
+		b->sock_dev = st.st_dev;
+		b->sock_ino = st.st_ino;
+	}
+	b->listen_fd = fd;
+	sock_listen_watch(b);
+	return LAB_OK;
+}
+
 int sim_board_start(struct sim_board *b, const char *state_dir, struct lab_err *e)
 {
 	LAB_UNUSED(state_dir);
+	if (b->sock)
+		return sock_start(b, e);
 	b->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
 	if (b->master < 0)
 		return LAB_ERR(e, LAB_EINFRA, "board %s: posix_openpt: %s", b->name, strerror(errno));
@@ -750,13 +874,7 @@ int sim_board_start(struct sim_board *b, const char *state_dir, struct lab_err *
 		cfsetospeed(&t, B115200);
 		tcsetattr(b->slave, TCSANOW, &t);
 	}
-	char *dir = xstrdup(b->link);
-	char *slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		lab_mkdir_p(dir, 0755);
-	}
-	free(dir);
+	mkdir_parent(b->link);
 	char tmp[512];
 	snprintf(tmp, sizeof tmp, "%s.tmp.%d", b->link, (int)getpid());
 	unlink(tmp);
@@ -783,6 +901,15 @@ void sim_board_free(struct sim_board *b)
 	}
 	if (b->slave >= 0)
 		close(b->slave);
+	if (b->listen_fd >= 0) {
+		loop_fd_del(b->loop, b->listen_fd);
+		close(b->listen_fd);
+		/* Remove the socket file only if it is still the one we bound. */
+		struct stat st;
+		if (lstat(b->link, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == b->sock_dev &&
+		    st.st_ino == b->sock_ino)
+			unlink(b->link);
+	}
 	if (b->link && b->pts[0]) {
 		/* Remove the link only if it still points at our pty. */
 		char target[128];

@@ -1,14 +1,18 @@
 /*
  * sim_board.h - private to boards/sim: one simulated board.
  *
- * A board owns its pty pair (the simulator keeps the slave open so the
- * master never reports HUP while no controller is attached), an output queue
+ * A board owns its console: a pty pair (the simulator keeps the slave open so
+ * the master never reports HUP while no controller is attached), or a Unix
+ * stream socket it listens on, one client at a time (QEMU's -chardev
+ * socket,server=on; output while nobody is connected is lost, as on a UART
+ * nobody listens to).  Then an output queue
  * of timed items, its U-Boot and Linux state, and its fault settings.
  * Everything runs on the sim's loop.
  */
 #ifndef EMMCLAB_SIM_BOARD_H
 #define EMMCLAB_SIM_BOARD_H
 
+#include <sys/types.h>
 #include "sim.h"
 
 enum sim_stage {
@@ -66,10 +70,15 @@ struct sim_board {
 	const struct sim_part *part;
 	struct sim_power_cfg pw;
 
-	/* console */
+	/* console: master is the pty master, or the connected socket client (-1
+	 * while none); listen_fd the socket console's listening socket (-1: pty) */
 	int master, slave;
+	bool sock;            /* console {driver: tcp, path: SOCKET} */
+	int listen_fd;
+	dev_t sock_dev;
+	ino_t sock_ino;       /* the socket file we bound: removed at exit only if still ours */
 	char pts[64];
-	char *link;
+	char *link;           /* pty: the symlink to the slave; socket: its path */
 	struct lab_buf txq;
 	bool tx_dirty;        /* in sim.tx_dirty: written at the end of the loop pass */
 	uint64_t tx_dropped;

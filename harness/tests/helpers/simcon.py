@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""simcon.py - drive a simulated board's console (a pty or a TCP console) from tests.
+"""simcon.py - drive a simulated board's console (a pty, a TCP console or a Unix socket) from tests.
 
-usage: simcon.py (--tty PATH | --tcp HOST:PORT) [--timeout S] [--log FILE] STEP...
+usage: simcon.py (--tty PATH | --tcp HOST:PORT | --unix PATH) [--timeout S] [--log FILE] STEP...
 steps:
   send:TEXT       write TEXT (Python escapes: \\r \\n \\x03)
   slow:TEXT       write TEXT one character every 2 ms
@@ -18,18 +18,24 @@ import os, re, select, socket, subprocess, sys, termios, time, tty, zlib
 
 def main():
     args = sys.argv[1:]
-    path = tcp = log = None
+    path = tcp = unix = log = None
     timeout = 10.0
     while args and args[0].startswith('--'):
         o = args.pop(0)
         if o == '--tty': path = args.pop(0)
         elif o == '--tcp': tcp = args.pop(0)
+        elif o == '--unix': unix = args.pop(0)
         elif o == '--timeout': timeout = float(args.pop(0))
         elif o == '--log': log = args.pop(0)
         else: sys.exit('bad option ' + o)
-    if tcp:
-        host, port = tcp.rsplit(':', 1)
-        s = socket.create_connection((host, int(port)), timeout=5)
+    if tcp or unix:
+        if unix:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(5)
+            s.connect(unix)
+        else:
+            host, port = tcp.rsplit(':', 1)
+            s = socket.create_connection((host, int(port)), timeout=5)
         s.setblocking(False)
         fd = s.fileno()
         wr = lambda b: s.sendall(b)

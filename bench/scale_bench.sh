@@ -14,9 +14,14 @@
 # comparison table and HTML report at its end, which load every sample), its
 # RSS while driving the boards (sampled every 0.25 s until the run's summary
 # line) and that per board, the simulator's peak RSS, the run's exit code,
-# and the load average before and after.  Controller and simulator share the
-# machine.
-# Environment: RUNS=R repeats each N R times and reports the median run (by
+# the whole machine's busy CPU-seconds from the start to the summary line
+# (every process and kernel thread, both cores) and of that what neither the
+# controller nor the simulator was charged (kernel threads: a pty write's
+# flip-buffer work runs in a kworker; this script's own sampling, a few
+# processes every 0.25 s), and the load average before and after.
+# Controller and simulator share the machine.
+# Environment: CONSOLE=pty (default) or socket: the boards' consoles
+# (bench/scale_gen.sh); RUNS=R repeats each N R times and reports the median run (by
 # wall time); KEEP=1 keeps the work directory; CALLGRIND=1 also runs the
 # controller of the smallest N >= 64 under callgrind and prints its
 # instructions per iteration (load-independent; slow); TMPDIR=DIR puts the
@@ -77,15 +82,23 @@ one() {
 	/usr/bin/time -f "%e %U %S %M" -o "$d/time" "$E" run --no-upload --transcripts "$d/transcripts" \
 		"$d/plan.yaml" > "$d/run.out" 2> "$d/run.err" &
 	local tp=$! cp= drss=0 dcpu=0 r
+	# the whole machine's busy CPU (all processes and kernel threads) and the
+	# simulator's, from the start to the run's summary line
+	local m0 m1= s0 s1=
+	busy_ticks; m0=$BUSY
+	proc_cpu "$simpid"; s0=$PCPU
 	# RSS while the boards are driven: sampled until the run's summary line
-	# (the comparison table and HTML report that follow load every sample)
+	# (the comparison table and HTML report that follow load every sample);
+	# with shell builtins, so that the sampling costs the machine little
 	while kill -0 "$tp" 2>/dev/null; do
 		[ -n "$cp" ] || cp=$(pgrep -P "$tp" || true)
 		if [ -n "$cp" ] && ! grep -q "finished in" "$d/run.err"; then
-			r=$(awk '/^VmRSS/ { print $2 }' "/proc/$cp/status" 2>/dev/null || true)
+			r=
+			while read -r k v _; do [ "$k" = VmRSS: ] && r=$v; done < "/proc/$cp/status" 2>/dev/null || true
 			[ -n "$r" ] && [ "$r" -gt "$drss" ] && drss=$r
-			r=$(awk '{ print $14 + $15 }' "/proc/$cp/stat" 2>/dev/null || true)
-			[ -n "$r" ] && dcpu=$r
+			proc_cpu "$cp" && dcpu=$PCPU
+			busy_ticks; m1=$BUSY
+			proc_cpu "$simpid"; s1=$PCPU
 		fi
 		sleep 0.25
 	done
@@ -93,22 +106,37 @@ one() {
 	local simf; simf=$(sim_stop)
 	local iters; iters=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
 	read -r w u s m < <(tail -n 1 "$d/time")
-	echo "$w $(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') $iters $simf $m $drss $(awk -v t="$dcpu" -v k="$tck" 'BEGIN { print t / k }') $rc"
+	# kernel threads and everything else: busy minus controller and simulator
+	local other; other=$(awk -v m0="$m0" -v m1="${m1:-$m0}" -v s0="$s0" -v s1="${s1:-$s0}" -v c="$dcpu" -v k="$tck" \
+		'BEGIN { printf "%.2f %.2f", (m1 - m0) / k, (m1 - m0 - (s1 - s0) - c) / k }')
+	echo "$w $(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') $iters $simf $m $drss $(awk -v t="$dcpu" -v k="$tck" 'BEGIN { print t / k }') $rc $other"
+}
+# busy_ticks: BUSY = the machine's CPU ticks not idle or iowait, all CPUs
+busy_ticks() {
+	local _c u n sy _id _io irq sirq st _
+	read -r _c u n sy _id _io irq sirq st _ < /proc/stat
+	BUSY=$((u + n + sy + irq + sirq + st))
+}
+# proc_cpu PID: PCPU = its user + system ticks (comm has no space: ours)
+proc_cpu() {
+	local f
+	read -ra f < "/proc/$1/stat" 2>/dev/null || return 1
+	PCPU=$((f[13] + f[14]))
 }
 
 printf 'load average before: %s (%s CPUs)\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
-printf '%6s %8s %6s %9s %7s %11s %11s %9s %11s %11s %9s %9s %3s\n' boards wall ratio ctl_cpu_s iters ctl_ms/iter drive_ms/it sim_cpu_s ctl_peak_MB ctl_drive_MB KB/board sim_rss_MB rc
+printf '%6s %8s %6s %9s %7s %11s %11s %9s %11s %11s %9s %9s %3s %10s %11s\n' boards wall ratio ctl_cpu_s iters ctl_ms/iter drive_ms/it sim_cpu_s ctl_peak_MB ctl_drive_MB KB/board sim_rss_MB rc busy_cpu_s other_cpu_s
 base=
 for n in "${sizes[@]}"; do
 	: > "$tmp/res"
 	for _ in $(seq "$runs"); do one "$n" >> "$tmp/res"; done
 	# the median run by wall time
-	read -r w c it sc srss m drss dc rc < <(sort -n "$tmp/res" | awk '{ a[NR] = $0 } END { print a[int((NR + 1) / 2)] }')
+	read -r w c it sc srss m drss dc rc mb mo < <(sort -n "$tmp/res" | awk '{ a[NR] = $0 } END { print a[int((NR + 1) / 2)] }')
 	[ "$n" = 1 ] && base=$w
 	ratio=$( [ -n "$base" ] && awk -v w="$w" -v b="$base" 'BEGIN { printf "%.2fx", w / b }' || echo "-")
-	awk -v n="$n" -v w="$w" -v r="$ratio" -v c="$c" -v it="$it" -v sc="$sc" -v m="$m" -v dr="$drss" -v dc="$dc" -v sr="$srss" -v rc="$rc" 'BEGIN {
-		printf "%6d %7.2fs %6s %9.2f %7d %11.3f %11.3f %9.2f %11.1f %11.1f %9.1f %9.1f %3d\n",
-			n, w, r, c, it, it ? 1000 * c / it : 0, it ? 1000 * dc / it : 0, sc, m / 1024, dr / 1024, dr / n, sr / 1024, rc }'
+	awk -v n="$n" -v w="$w" -v r="$ratio" -v c="$c" -v it="$it" -v sc="$sc" -v m="$m" -v dr="$drss" -v dc="$dc" -v sr="$srss" -v rc="$rc" -v mb="$mb" -v mo="$mo" 'BEGIN {
+		printf "%6d %7.2fs %6s %9.2f %7d %11.3f %11.3f %9.2f %11.1f %11.1f %9.1f %9.1f %3d %10.2f %11.2f\n",
+			n, w, r, c, it, it ? 1000 * c / it : 0, it ? 1000 * dc / it : 0, sc, m / 1024, dr / 1024, dr / n, sr / 1024, rc, mb, mo }'
 done
 printf 'load average after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 

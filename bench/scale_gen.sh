@@ -5,7 +5,8 @@
 #
 # DIR/lab.yaml: N boards of type sim-board (boards/types/sim-board.yaml: all
 # four modes, paced U-Boot typing), each a DUT1-like board (foresee-32g part,
-# sdhci-of-arasan host with CQE), its console a pty under DIR/sim, its power a
+# sdhci-of-arasan host with CQE), its console a pty under DIR/sim (CONSOLE=
+# socket: a Unix socket there, below), its power a
 # pdudaemon port on 127.0.0.1:PORT; the lab's sim defaults are sim-lab's
 # (time_scale 2000, autoboot_floor 250ms, boot_time 6s), each board its own
 # seed.  DIR/plan.yaml: the default nightly's suite (suites/fua-vs-cache.yaml)

@@ -839,10 +839,15 @@ static int sock_start(struct sim_board *b, struct lab_err *e)
 		close(fd);
 		return LAB_ERR(e, LAB_EINFRA, "board %s: listen on %s: %s", b->name, b->link, strerror(err));
 	}
-	if (stat(b->link, &st) == 0) {
-		b->sock_dev = st.st_dev;
-		b->sock_ino = st.st_ino;
+	/* The console is its owner's, as a pty slave is: nobody else types into it. */
+	if (chmod(b->link, 0600) != 0 || stat(b->link, &st) != 0) {
+		int err = errno;
+		close(fd);
+		unlink(b->link);
+		return LAB_ERR(e, LAB_EINFRA, "board %s: %s: %s", b->name, b->link, strerror(err));
 	}
+	b->sock_dev = st.st_dev;
+	b->sock_ino = st.st_ino;
 	b->listen_fd = fd;
 	sock_listen_watch(b);
 	return LAB_OK;

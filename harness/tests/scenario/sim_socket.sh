@@ -59,7 +59,10 @@ boards:
     sim: {host: sdhci-of-arasan, cqe: true}
 YAML
 "$EMMCLAB" sim start "$T/lab.yaml" --state-dir "$T/sim" >"$T/start.out" || fail "sim start: $(cat "$T/start.out")"
-for b in s1 s2; do [ -S "$T/con/$b.sock" ] || fail "$b: no socket at $T/con/$b.sock"; done
+for b in s1 s2; do
+	[ -S "$T/con/$b.sock" ] || fail "$b: no socket at $T/con/$b.sock"
+	[ "$(stat -c %a "$T/con/$b.sock")" = 600 ] || fail "$b: socket mode $(stat -c %a "$T/con/$b.sock"), want 600"
+done
 
 # 1. U-Boot over the socket
 con s1 "run:curl -sf 'http://127.0.0.1:$PORT/power/control/on?hostname=pdu&port=1'" \

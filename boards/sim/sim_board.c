@@ -786,8 +786,7 @@ static void on_listen(struct loop *l, int fd, unsigned ev, void *arg)
 	if (c < 0)
 		return; /* EAGAIN (the client gave up), EMFILE: the backlog keeps it */
 	loop_fd_del(l, fd);
-	b->master = c;
-	b->txq.len = 0; /* nothing queued for nobody reaches the newcomer */
+	b->master = c; /* txq is empty: out_bytes drops output while nobody is connected */
 	watch_master(b);
 }
 

@@ -11,27 +11,25 @@
 #     ok, every iteration whole;
 #  5. a stale socket file (simulator killed) is replaced; one another simulator
 #     serves, and a path that is not a socket, are refused, naming the path;
-#  6. sim stop removes the socket files.
+#  6. sim stop removes the socket files;
+#  7. checks 2 and 3 hold for real QEMU's socket chardev (Debian's U-Boot ROM),
+#     whose behaviour the simulator copies.
 set -euo pipefail
-: "${EMMCLAB:?}" "${EMMCLAB_SRC:?}"
-SIMCON="$EMMCLAB_SRC/harness/tests/helpers/simcon.py"
-T=$(mktemp -d /tmp/emmclab-simsock.XXXXXX)
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+. "$EMMCLAB_SRC/harness/tests/helpers/simlib.sh"
 cleanup() {
 	"$EMMCLAB" sim stop --state-dir "$T/sim" >/dev/null 2>&1 || true
 	"$EMMCLAB" sim stop --state-dir "$T/sim2" >/dev/null 2>&1 || true
-	rm -rf "$T"
+	[ -z "${qpid:-}" ] || kill "$qpid" 2>/dev/null || true
+	sim_cleanup
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 con() { # BOARD STEP...
 	local b=$1
 	shift
 	python3 "$SIMCON" --unix "$T/con/$b.sock" --timeout 10 "$@"
 }
-power_on() { curl -sf "http://127.0.0.1:$PORT/power/control/on?hostname=pdu&port=$1" >/dev/null; }
 dropped() { # BOARD: the board's tx_dropped counter
-	curl -sf "http://127.0.0.1:$PORT/sim/state" |
+	api /sim/state |
 		python3 -c "import json,sys; print([b for b in json.load(sys.stdin)['boards'] if b['name']=='$1'][0]['counters']['tx_dropped'])"
 }
 
@@ -69,8 +67,11 @@ con s1 "run:curl -sf 'http://127.0.0.1:$PORT/power/control/on?hostname=pdu&port=
 	'expect:U-Boot' 'expect:autoboot' 'send: ' 'expect:=> $' 'slow:mmc info\r' 'expect:Name:' \
 	'expect:=> $' >/dev/null || fail "U-Boot over the socket"
 
-# 2. one client at a time: the second hears nothing until the first has gone
-python3 - "$T/con/s1.sock" <<'PY' || fail "one client at a time"
+# 2. one client at a time: the second hears nothing until the first has gone.
+# one_client SOCKET: run against the simulator here and against real QEMU
+# (Debian's, serving Debian's U-Boot on -chardev socket,server=on) below.
+one_client() {
+	python3 - "$1" <<'PY'
 import socket, sys, time
 def conn():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.settimeout(0.1); return s
@@ -96,6 +97,8 @@ b.sendall(b'\r'); got += read_for(b, 1.0)
 assert b'=> ' in got, ('second client not served after the first left', got)
 b.close()
 PY
+}
+one_client "$T/con/s1.sock" || fail "one client at a time"
 
 # 3. output with nobody connected is dropped: a power cycle's boot output
 d0=$(dropped s1)
@@ -158,4 +161,29 @@ if "$EMMCLAB" sim start "$T/lab.yaml" --state-dir "$T/sim" >"$T/start3.out" 2>&1
 grep -q "console path $T/con/s1.sock exists and is not a socket" "$T/start3.out" "$T/sim/sim.log" 2>/dev/null ||
 	fail "refusal of a regular file: $(cat "$T/start3.out" "$T/sim/sim.log" 2>/dev/null)"
 [ -f "$T/con/s1.sock" ] && [ ! -S "$T/con/s1.sock" ] || fail "the regular file was touched"
+
+# 7. the behaviour copied, on the real program: QEMU's socket chardev with
+# Debian's U-Boot, booted with nobody connected (its bootcmd's output is lost:
+# a later client does not get it), then the same one-client check.
+ROM=/usr/lib/u-boot/qemu-x86/u-boot.rom
+command -v qemu-system-x86_64 >/dev/null && [ -f "$ROM" ] ||
+	fail "QEMU or Debian's U-Boot ROM missing (packages qemu-system-x86, u-boot-qemu)"
+qemu-system-x86_64 -M pc -m 256 -display none -monitor none -nic none -bios "$ROM" \
+	-chardev socket,id=c,path="$T/qemu.sock",server=on,wait=off -serial chardev:c 2>"$T/qemu.err" &
+qpid=$!
+for _ in $(seq 50); do [ -S "$T/qemu.sock" ] && break; sleep 0.1; done
+[ -S "$T/qemu.sock" ] || fail "QEMU did not make its socket: $(cat "$T/qemu.err")"
+python3 - "$T/qemu.sock" <<'PY' || fail "QEMU: output from before the connection"
+import socket, sys, time
+time.sleep(12)  # U-Boot's bootcmd says "starting USB..." within seconds, with nobody connected
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.settimeout(0.2)
+got, end = b'', time.monotonic() + 1.5
+while time.monotonic() < end:
+    try: got += s.recv(4096)
+    except socket.timeout: pass
+s.close()
+assert b'starting USB' not in got, ('QEMU kept output for a later client', got)
+PY
+one_client "$T/qemu.sock" || fail "QEMU: one client at a time (the simulator's check on the real program)"
+kill "$qpid"; wait "$qpid" 2>/dev/null || true; qpid=
 echo ok

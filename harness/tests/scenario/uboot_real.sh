@@ -106,6 +106,8 @@ timeout 400 "$EMMCLAB" run --db "$tmp/lab.db" --no-report --no-upload \
 echo "two modes through real U-Boot: $(( ($(now_ms) - t0) / 1000 )) s"
 "$H" off "$tmp/q"
 q() { sqlite3 "$tmp/lab.db" "$1"; }
+# show_tail FILE...: the last lines of transcripts, control characters visible
+show_tail() { tail -n 30 "$@" | cat -A | cut -c1-200; }
 [ "$(q "select count(*) from job where status='ok' and verified_mode=mode")" = 2 ] \
 	|| { q "select mode, verified_mode, status from job"; fail "not 2 verified ok jobs"; }
 [ "$(q "select count(*) from sample")" -gt 0 ] || fail "no samples stored"
@@ -118,7 +120,7 @@ for f in $(ls "$tmp"/transcripts/ub1-*.log | sort -t- -k2,2n); do
 	if grep -q 'Hit any key to stop autoboot' "$f"; then tr=$f; break; fi
 	stalled=$((stalled + 1))
 	echo "boot transcript without the autoboot prompt (U-Boot stalled), last lines:"
-	tail -n 15 "$f" | cat -A | cut -c1-200
+	show_tail "$f"
 done
 [ -n "$tr" ] || fail "no autoboot prompt in any transcript: $(ls "$tmp"/transcripts)"
 if [ "$stalled" -gt 0 ]; then
@@ -159,11 +161,11 @@ boot_case() {
 			&& grep -q '(bootloader-hang' "$tmp/$name.err" \
 			&& ! grep -q 'Hit any key to stop autoboot' "$tmp/transcripts-$name"/*.log || break
 		echo "$name: U-Boot never reached its autoboot prompt, not the fault under test; its transcript, then once more:"
-		cat -A "$tmp/transcripts-$name"/*.log | tail -30
+		show_tail "$tmp/transcripts-$name"/*.log
 	done
-	[ "$rc" = "$want" ] || { cat "$tmp/$name.err"; tail -30 "$tmp/transcripts-$name"/*.log | cat -A
+	[ "$rc" = "$want" ] || { cat "$tmp/$name.err"; show_tail "$tmp/transcripts-$name"/*.log
 		fail "$name: exit $rc, want $want"; }
-	[ "$took" -lt $((max * 1000)) ] || { cat "$tmp/$name.err"; tail -30 "$tmp/transcripts-$name"/*.log | cat -A
+	[ "$took" -lt $((max * 1000)) ] || { cat "$tmp/$name.err"; show_tail "$tmp/transcripts-$name"/*.log
 		fail "$name: $took ms, want < $max s"; }
 }
 

@@ -21,7 +21,9 @@
 # processes every 0.25 s), and the load average before and after.
 # Controller and simulator share the machine.
 # Environment: CONSOLE=pty (default) or socket: the boards' consoles
-# (bench/scale_gen.sh); RUNS=R repeats each N R times and reports the median run (by
+# (bench/scale_gen.sh); SHARDS=K runs the night as K controller processes at
+# once, each on its shard of the boards (the N=1 run stays one controller);
+# RUNS=R repeats each N R times and reports the median run (by
 # wall time); KEEP=1 keeps the work directory; CALLGRIND=1 also runs the
 # controller of the smallest N >= 64 under callgrind and prints its
 # instructions per iteration (load-independent; slow); TMPDIR=DIR puts the
@@ -34,6 +36,8 @@ shift
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1 64 256 1024)
 runs=${RUNS:-1}
+shards=${SHARDS:-1}
+case $shards in ''|*[!0-9]*|0) echo "scale_bench: SHARDS must be a whole number >= 1" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 E=$build/harness/emmclab
 SIM=$build/boards/sim/emmclab-sim
@@ -72,41 +76,70 @@ sim_stop() {
 	awk -v t="$st" -v k="$tck" -v h="$hwm" 'BEGIN { printf "%.2f %d\n", t / k, h }'
 }
 
-# one N: prints "wall ccpu iters scpu crss srss rc"
+# one N: prints "wall ccpu iters scpu crss srss rc" (and the driving and
+# machine columns).  SHARDS=K: K controllers at once, one a shard's plan
+# (scale_gen.sh), each under /usr/bin/time; the wall is from the start of the
+# first to the exit of the last, the CPU and RSS columns are their sums, the
+# driving part lasts until the last one's summary line.
 one() {
-	local n=$1 d=$tmp/n$1
+	local n=$1 d=$tmp/n$1 k sh=$shards
+	[ "$n" -ge "$sh" ] || sh=1 # a shard of no board is no plan
 	rm -rf "$d"; mkdir -p "$d"
-	"$here/scale_gen.sh" "$n" "$d" "$(free_port)"
+	SHARDS=$sh "$here/scale_gen.sh" "$n" "$d" "$(free_port)"
 	sim_start "$d"
-	local rc=0
-	/usr/bin/time -f "%e %U %S %M" -o "$d/time" "$E" run --no-upload --transcripts "$d/transcripts" \
-		"$d/plan.yaml" > "$d/run.out" 2> "$d/run.err" &
-	local tp=$! cp= drss=0 dcpu=0 r
+	local rc=0 plans=()
+	if [ "$sh" = 1 ]; then plans=("$d/plan.yaml"); else for k in $(seq 1 "$sh"); do plans+=("$d/plan-$k.yaml"); done; fi
+	local tps=() t0=$EPOCHREALTIME
+	for k in "${!plans[@]}"; do
+		/usr/bin/time -f "%e %U %S %M" -o "$d/time.$k" "$E" run --no-upload --transcripts "$d/transcripts" \
+			"${plans[$k]}" > "$d/run.$k.out" 2> "$d/run.$k.err" &
+		tps+=($!)
+	done
+	local cps=() drss=0 r i alive driving dcpus=() sum
 	# the whole machine's busy CPU (all processes and kernel threads) and the
 	# simulator's, from the start to the run's summary line
-	local m0 m1= s0 s1=
+	local m0 m1='' s0 s1=''
 	busy_ticks; m0=$BUSY
 	proc_cpu "$simpid"; s0=$PCPU
-	# RSS while the boards are driven: sampled until the run's summary line
+	# RSS while the boards are driven: sampled until the runs' summary lines
 	# (the comparison table and HTML report that follow load every sample);
 	# with shell builtins, so that the sampling costs the machine little
-	while kill -0 "$tp" 2>/dev/null; do
-		[ -n "$cp" ] || cp=$(pgrep -P "$tp" || true)
-		if [ -n "$cp" ] && ! grep -q "finished in" "$d/run.err"; then
+	while :; do
+		alive=0 driving=0 sum=0
+		for i in "${!tps[@]}"; do
+			kill -0 "${tps[$i]}" 2>/dev/null && alive=1 || continue
+			[ -n "${cps[$i]:-}" ] || cps[$i]=$(pgrep -P "${tps[$i]}" || true)
+			[ -n "${cps[$i]}" ] || { driving=1; continue; }
+			grep -q "finished in" "$d/run.$i.err" && continue
+			driving=1
 			r=
-			while read -r k v _; do [ "$k" = VmRSS: ] && r=$v; done < "/proc/$cp/status" 2>/dev/null || true
-			[ -n "$r" ] && [ "$r" -gt "$drss" ] && drss=$r
-			proc_cpu "$cp" && dcpu=$PCPU
+			while read -r k v _; do [ "$k" = VmRSS: ] && r=$v; done < "/proc/${cps[$i]}/status" 2>/dev/null || true
+			sum=$((sum + ${r:-0}))
+			proc_cpu "${cps[$i]}" && dcpus[$i]=$PCPU
+		done
+		[ "$alive" = 1 ] || break
+		if [ "$driving" = 1 ]; then
+			[ "$sum" -gt "$drss" ] && drss=$sum
 			busy_ticks; m1=$BUSY
 			proc_cpu "$simpid"; s1=$PCPU
 		fi
 		sleep 0.25
 	done
-	wait "$tp" || rc=$?
+	for i in "${!tps[@]}"; do wait "${tps[$i]}" || rc=$?; done
+	local t1=$EPOCHREALTIME
 	local simf; simf=$(sim_stop)
 	local iters; iters=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
-	read -r w u s m < <(tail -n 1 "$d/time")
-	# kernel threads and everything else: busy minus controller and simulator
+	# sums over the controllers; one controller's wall is its /usr/bin/time's
+	local w=0 u=0 s=0 m=0 dcpu=0 tw tu ts tm
+	for i in "${!tps[@]}"; do
+		read -r tw tu ts tm < <(tail -n 1 "$d/time.$i")
+		u=$(awk -v a="$u" -v b="$tu" 'BEGIN { print a + b }')
+		s=$(awk -v a="$s" -v b="$ts" 'BEGIN { print a + b }')
+		m=$((m + tm)); w=$tw
+		dcpu=$((dcpu + ${dcpus[$i]:-0}))
+	done
+	[ "$sh" = 1 ] || w=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	# kernel threads and everything else: busy minus controllers and simulator
 	local other; other=$(awk -v m0="$m0" -v m1="${m1:-$m0}" -v s0="$s0" -v s1="${s1:-$s0}" -v c="$dcpu" -v k="$tck" \
 		'BEGIN { printf "%.2f %.2f", (m1 - m0) / k, (m1 - m0 - (s1 - s0) - c) / k }')
 	echo "$w $(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') $iters $simf $m $drss $(awk -v t="$dcpu" -v k="$tck" 'BEGIN { print t / k }') $rc $other"
@@ -124,6 +157,7 @@ proc_cpu() {
 	PCPU=$((f[13] + f[14]))
 }
 
+[ "$shards" = 1 ] || echo "controllers: $shards at once, each on its shard of the boards (CPU and RSS: their sums)"
 printf 'load average before: %s (%s CPUs)\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
 printf '%6s %8s %6s %9s %7s %11s %11s %9s %11s %11s %9s %9s %3s %10s %11s\n' boards wall ratio ctl_cpu_s iters ctl_ms/iter drive_ms/it sim_cpu_s ctl_peak_MB ctl_drive_MB KB/board sim_rss_MB rc busy_cpu_s other_cpu_s
 base=

@@ -80,7 +80,8 @@ sim_stop() {
 # machine columns).  SHARDS=K: K controllers at once, one a shard's plan
 # (scale_gen.sh), each under /usr/bin/time; the wall is from the start of the
 # first to the exit of the last, the CPU and RSS columns are their sums, the
-# driving part lasts until the last one's summary line.
+# driving part lasts until the last one's summary line (so other_cpu_s also
+# holds the table and report of a controller that got there first).
 one() {
 	local n=$1 d=$tmp/n$1 k sh=$shards
 	[ "$n" -ge "$sh" ] || sh=1 # a shard of no board is no plan

@@ -130,20 +130,17 @@ one() {
 	local t1=$EPOCHREALTIME
 	local simf; simf=$(sim_stop)
 	local iters; iters=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
-	# sums over the controllers; one controller's wall is its /usr/bin/time's
-	local w=0 u=0 s=0 m=0 dcpu=0 tw tu ts tm
-	for i in "${!tps[@]}"; do
-		read -r tw tu ts tm < <(tail -n 1 "$d/time.$i")
-		u=$(awk -v a="$u" -v b="$tu" 'BEGIN { print a + b }')
-		s=$(awk -v a="$s" -v b="$ts" 'BEGIN { print a + b }')
-		m=$((m + tm)); w=$tw
-		dcpu=$((dcpu + ${dcpus[$i]:-0}))
-	done
+	# sums over the controllers (the last line of each time file: a failed run's
+	# has a status line before it); one controller's wall is its /usr/bin/time's
+	local w c m dcpu=0
+	for i in "${!tps[@]}"; do dcpu=$((dcpu + ${dcpus[$i]:-0})); done
+	read -r w c m < <(for i in "${!tps[@]}"; do tail -n 1 "$d/time.$i"; done |
+		awk '{ w = $1; c += $2 + $3; m += $4 } END { print w, c, m }')
 	[ "$sh" = 1 ] || w=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 	# kernel threads and everything else: busy minus controllers and simulator
 	local other; other=$(awk -v m0="$m0" -v m1="${m1:-$m0}" -v s0="$s0" -v s1="${s1:-$s0}" -v c="$dcpu" -v k="$tck" \
 		'BEGIN { printf "%.2f %.2f", (m1 - m0) / k, (m1 - m0 - (s1 - s0) - c) / k }')
-	echo "$w $(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') $iters $simf $m $drss $(awk -v t="$dcpu" -v k="$tck" 'BEGIN { print t / k }') $rc $other"
+	echo "$w $c $iters $simf $m $drss $(awk -v t="$dcpu" -v k="$tck" 'BEGIN { print t / k }') $rc $other"
 }
 # busy_ticks: BUSY = the machine's CPU ticks not idle or iowait, all CPUs
 busy_ticks() {

@@ -7,6 +7,7 @@
  */
 #include "sim_board.h"
 #include "agent_cmds.h"
+#include "hex.h"
 #include "lathist.h"
 #include "mode.h"
 #include "proto.h"
@@ -39,7 +40,7 @@ static void log_reset(struct sim_board *b)
 		free(b->alog[i]);
 	free(b->alog);
 	b->alog = NULL;
-	b->nalog = 0;
+	b->nalog = b->alog_cap = 0;
 }
 
 static void wait_ms(struct agent_run *r, double ms)
@@ -53,12 +54,14 @@ static void wait_ms(struct agent_run *r, double ms)
 static void out_line(struct agent_run *r, const char *line, bool corruptible)
 {
 	struct sim_board *b = r->b;
-	char *wire = xstrdup(line);
+	char *copy = NULL; /* only a corrupted line differs from the one logged */
+	const char *wire = line;
 	if (corruptible && sim_board_fault_on(b, FAULT_BAD_CRC) &&
 	    sim_rng_chance(&b->rng_fault, b->faults[FAULT_BAD_CRC].value) &&
 	    sim_board_fault_fire(b, FAULT_BAD_CRC)) {
 		/* Flip one hex digit of the CRC: the line still parses, the check fails. */
-		char *crc = strstr(wire, " crc=");
+		wire = copy = xstrdup(line);
+		char *crc = strstr(copy, " crc=");
 		if (crc && crc[5]) {
 			size_t k = 5 + rand_next(&b->rng_fault) % 8;
 			if (crc[k] && crc[k] != '\n')
@@ -72,7 +75,7 @@ static void out_line(struct agent_run *r, const char *line, bool corruptible)
 	} else {
 		lab_buf_append(r->capture, wire, strlen(wire));
 	}
-	free(wire);
+	free(copy);
 }
 
 static void emit(struct agent_run *r, const char *kind, const char *const *kv)
@@ -201,8 +204,7 @@ static void ext_csd_hex(struct sim_board *b, char *out)
 	e[269] = (unsigned char)life_b;
 	e[307] = p->cmdq_depth ? (unsigned char)((p->cmdq_depth - 1) & 0x1f) : 0;
 	e[308] = p->cmdq_support;
-	for (int i = 0; i < 512; i++)
-		snprintf(out + 2 * i, 3, "%02x", e[i]);
+	hex_encode(out, e, sizeof e);
 }
 
 static void read_sys(struct sim_board *b, const char *rel, char *out, size_t n)
@@ -248,11 +250,9 @@ static int cmd_identify(struct agent_run *r)
 	snprintf(la, sizeof la, "0x%02x", life_a);
 	snprintf(lb, sizeof lb, "0x%02x", life_b);
 	snprintf(eol, sizeof eol, "0x%02x", pre_eol);
-	fw[0] = '\0';
-	for (int i = 0; i < 8; i++) {
-		unsigned char c = (unsigned char)(i < (int)strlen(p->fw_version) ? p->fw_version[i] : 0);
-		snprintf(fw + 2 * i, 3, "%02x", c);
-	}
+	unsigned char fwb[8] = {0};
+	memcpy(fwb, p->fw_version, strnlen(p->fw_version, sizeof fwb));
+	hex_encode(fw, fwb, sizeof fwb);
 	snprintf(dv, sizeof dv, "0x%04x", p->device_version);
 	snprintf(cqe_knob, sizeof cqe_knob, "%s", b->knob_cqe < 0 ? "missing" : b->knob_cqe ? "1" : "0");
 	ext_csd_hex(b, ext);
@@ -705,7 +705,10 @@ static void alog_add(struct sim_board *b, const char *line)
 {
 	if (b->nalog >= ALOG_MAX)
 		return; /* resend cannot serve lines this far; the log is capped */
-	b->alog = xreallocarray(b->alog, b->nalog + 1, sizeof *b->alog);
+	if (b->nalog == b->alog_cap) {
+		b->alog_cap = b->alog_cap ? 2 * b->alog_cap : 64;
+		b->alog = xreallocarray(b->alog, b->alog_cap, sizeof *b->alog);
+	}
 	b->alog[b->nalog++] = xstrdup(line);
 }
 

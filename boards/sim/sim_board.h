@@ -147,7 +147,7 @@ struct sim_board {
 
 	/* agent */
 	char **alog;
-	size_t nalog;
+	size_t nalog, alog_cap;
 	int fs_runs;           /* fscopy iterations since the last precondition (warm-up); device state, survives power cycles */
 	uint64_t wear_bytes;   /* written by the agent's workloads: the part's wear (sim_agent.c sim_life) */
 	struct sim_pf pf;

@@ -5,6 +5,7 @@
  * filesystem with the sysfs/procfs files docs/running.md names.
  */
 #include "sim_board.h"
+#include "hex.h"
 
 #include <ctype.h>
 #include <regex.h>
@@ -128,8 +129,7 @@ static void cid_hex(const struct sim_part *p, char out[33])
 				crc ^= 0x09;
 		}
 	c[15] = (unsigned char)((crc << 1) | 1);
-	for (int i = 0; i < 16; i++)
-		snprintf(out + 2 * i, 3, "%02x", c[i]);
+	hex_encode(out, c, 16);
 }
 
 static const char *mmcdev = "/sys/block/mmcblk0/device/";

@@ -13,3 +13,14 @@ int hex_digit(int c)
 		return c - 'A' + 10;
 	return -1;
 }
+
+void hex_encode(char *out, const unsigned char *in, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}

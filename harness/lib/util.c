@@ -1,5 +1,6 @@
 /* util.c - see util.h. */
 #include "util.h"
+#include "hex.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -636,12 +637,7 @@ int lab_edit_distance(const char *a, const char *b)
  * xmalloc treats as fatal too. */
 static void sha256_hex(const unsigned char *md, char hex[65])
 {
-	static const char digits[] = "0123456789abcdef";
-	for (int i = 0; i < 32; i++) {
-		hex[2 * i] = digits[md[i] >> 4];
-		hex[2 * i + 1] = digits[md[i] & 15];
-	}
-	hex[64] = '\0';
+	hex_encode(hex, md, 32);
 }
 
 void lab_sha256(const void *data, size_t len, char hex[65])

@@ -89,7 +89,6 @@ void agent_decode_ext_csd(const uint8_t *ext, struct agent_kv *k)
 {
 	unsigned rev = ext[EXT_CSD_REV];
 	char hex[1025];
-	int i;
 
 	agent_kv_add(k, "ext_csd_rev", "%u", rev);
 	if (rev >= 2 && le32(ext + EXT_CSD_SEC_CNT))
@@ -121,15 +120,13 @@ void agent_decode_ext_csd(const uint8_t *ext, struct agent_kv *k)
 		agent_kv_add(k, "life_a", "%u", ext[EXT_CSD_LIFE_A]);
 		agent_kv_add(k, "life_b", "%u", ext[EXT_CSD_LIFE_B]);
 		agent_kv_add(k, "pre_eol", "%u", ext[EXT_CSD_PRE_EOL_INFO]);
-		for (i = 0; i < 8; i++)
-			snprintf(fw + 2 * i, 3, "%02x", ext[EXT_CSD_FIRMWARE_VERSION + i]);
+		hex_encode(fw, ext + EXT_CSD_FIRMWARE_VERSION, 8);
 		agent_kv_add(k, "fw_version", "%s", fw);
 		agent_kv_add(k, "device_version", "0x%04x",
 			     (unsigned)ext[EXT_CSD_DEVICE_VERSION] |
 				     (unsigned)ext[EXT_CSD_DEVICE_VERSION + 1] << 8);
 	}
-	for (i = 0; i < 512; i++)
-		snprintf(hex + 2 * i, 3, "%02x", ext[i]);
+	hex_encode(hex, ext, 512);
 	agent_kv_add(k, "ext_csd", "%s", hex);
 }
 

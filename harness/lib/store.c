@@ -122,6 +122,11 @@ struct store {
 	int flags;
 	int version;
 	sqlite3_stmt *st[ST_COUNT];
+	struct cached_stmt {
+		const char *sql;
+		sqlite3_stmt *q;
+	} *cached; /* store_prepare_cached */
+	size_t ncached;
 	char clock[32]; /* store_set_clock: the time writes record, "" = now */
 	bool units_flat; /* store_set_units_flat */
 };
@@ -266,6 +271,25 @@ sqlite3_stmt *store_prepare(struct store *s, const char *sql, struct lab_err *e)
 		store_fail(s, e, r, "prepare");
 		return NULL;
 	}
+	return q;
+}
+
+sqlite3_stmt *store_prepare_cached(struct store *s, const char *sql, struct lab_err *e)
+{
+	for (size_t i = 0; i < s->ncached; i++)
+		if (s->cached[i].sql == sql) {
+			sqlite3_reset(s->cached[i].q);
+			sqlite3_clear_bindings(s->cached[i].q);
+			return s->cached[i].q;
+		}
+	sqlite3_stmt *q = NULL;
+	int r = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &q, NULL);
+	if (r != SQLITE_OK) {
+		store_fail(s, e, r, "prepare");
+		return NULL;
+	}
+	s->cached = xreallocarray(s->cached, s->ncached + 1, sizeof *s->cached);
+	s->cached[s->ncached++] = (struct cached_stmt){sql, q};
 	return q;
 }
 
@@ -602,6 +626,9 @@ void store_close(struct store *s)
 		return;
 	for (int i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(s->st[i]);
+	for (size_t i = 0; i < s->ncached; i++)
+		sqlite3_finalize(s->cached[i].q);
+	free(s->cached);
 	sqlite3_close_v2(s->db);
 	free(s->path);
 	free(s);

@@ -21,7 +21,7 @@ int store_health_write(struct store *s, int64_t job_id, const char *at, const ch
 {
 	sqlite3_stmt *q;
 	/* the part is the job's: the reading follows the identity, never guesses */
-	if (!(q = store_prepare(s, "INSERT INTO part_health (part_id, job_id, at, phase, life_a,"
+	if (!(q = store_prepare_cached(s, "INSERT INTO part_health (part_id, job_id, at, phase, life_a,"
 				   " life_b, pre_eol, src) SELECT part_id, id,"
 				   " COALESCE(?2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), ?3, ?4, ?5,"
 				   " ?6, ?7 FROM job WHERE id = ?1 AND part_id IS NOT NULL",
@@ -35,18 +35,18 @@ int store_health_write(struct store *s, int64_t job_id, const char *at, const ch
 	bind_opt(q, 6, h->pre_eol);
 	store_bind_text(q, 7, h->src[0] ? h->src : NULL);
 	int r = sqlite3_step(q);
-	sqlite3_finalize(q);
+	sqlite3_reset(q);
 	if (r != SQLITE_DONE)
 		return store_fail(s, e, r, "recording a part's health");
 	if (!flag)
 		return LAB_OK;
-	if (!(q = store_prepare(s, "UPDATE job SET health_flag = COALESCE(health_flag, ?2) WHERE id = ?1",
-				e)))
+	if (!(q = store_prepare_cached(s, "UPDATE job SET health_flag = COALESCE(health_flag, ?2)"
+				       " WHERE id = ?1", e)))
 		return LAB_EINFRA;
 	sqlite3_bind_int64(q, 1, job_id);
 	store_bind_text(q, 2, flag);
 	r = sqlite3_step(q);
-	sqlite3_finalize(q);
+	sqlite3_reset(q);
 	return r == SQLITE_DONE ? LAB_OK : store_fail(s, e, r, "flagging a job of a worn part");
 }
 

@@ -30,6 +30,11 @@ void store_bind_text(sqlite3_stmt *q, int i, const char *v);
 
 /* Prepare sql (not cached); NULL with e set on failure. */
 sqlite3_stmt *store_prepare(struct store *s, const char *sql, struct lab_err *e);
+/* sql prepared once for the store's life, keyed by the string's address (a
+ * literal: a statement written once a boot or an iteration); returned reset,
+ * bindings cleared.  The store finalizes it; the caller never does.  NULL with
+ * e set on failure. */
+sqlite3_stmt *store_prepare_cached(struct store *s, const char *sql, struct lab_err *e);
 /* The same as a return code (*q NULL on failure), for bulk readers and writers. */
 int store_prepare_rc(struct store *s, const char *sql, sqlite3_stmt **q, struct lab_err *e);
 /* LAB_EINFRA "path: what: message (hint)" from the connection, whatever the

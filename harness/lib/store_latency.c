@@ -109,7 +109,7 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 	sqlite3_stmt *q = store_prepare(
 	    s,
 	    "SELECT r.source, p.label, i.workload, coalesce(j.verified_mode, j.mode), c.name,"
-	    " c.value FROM counter c JOIN iteration i ON i.id = c.iteration_id"
+	    " c.value, i.id FROM counter c JOIN iteration i ON i.id = c.iteration_id"
 	    " JOIN job j ON j.id = i.job_id JOIN run r ON r.id = j.run_id"
 	    " JOIN part p ON p.id = j.part_id"
 	    " LEFT JOIN board b ON b.id = j.board_id LEFT JOIN kernel k ON k.id = j.kernel_id"
@@ -135,13 +135,28 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 	struct store_lathist *h = NULL;
 	struct group_index gx = {0};
 	size_t nh = 0, cap = 0;
+	/* An iteration's rows come together and name one or two groups (one an
+	 * op): a row of the same iteration and op as the last is the last's group,
+	 * with no hashing and no text columns read. */
+	int64_t last_it = 0;
+	size_t last_gi = SIZE_MAX, last_ol = 0;
 	int r;
 	while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+		int64_t it = sqlite3_column_int64(q, 6);
+		const char *name = (const char *)sqlite3_column_text(q, 4);
+		int64_t k;
+		if (last_gi != SIZE_MAX && it == last_it && name && strncmp(name, "rq_", 3) == 0 &&
+		    strncmp(name + 3, h[last_gi].op, last_ol) == 0 &&
+		    strncmp(name + 3 + last_ol, "_lat_b", 6) == 0) {
+			if (lab_parse_i64(name + 3 + last_ol + 6, &k) == 0 && k >= 0 && k < LATHIST_BUCKETS)
+				h[last_gi].counts[k] += (uint64_t)sqlite3_column_int64(q, 5);
+			continue;
+		}
+		last_gi = SIZE_MAX;
 		const char *src = results_source_kind((const char *)sqlite3_column_text(q, 0));
 		const char *part = (const char *)sqlite3_column_text(q, 1);
 		const char *wl = (const char *)sqlite3_column_text(q, 2);
 		const char *mode = (const char *)sqlite3_column_text(q, 3);
-		const char *name = (const char *)sqlite3_column_text(q, 4);
 		const char *raw = (const char *)sqlite3_column_text(q, 0);
 		if (f && f->source && strcmp(f->source, src) != 0 &&
 		    (!raw || strcmp(f->source, raw) != 0))
@@ -153,7 +168,6 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 			continue;
 		memcpy(op, name + 3, ol);
 		op[ol] = '\0';
-		int64_t k;
 		if (lab_parse_i64(b + 6, &k) != 0 || k < 0 || k >= LATHIST_BUCKETS)
 			continue;
 		const char *key[5] = {src, part, wl, mode, op};
@@ -177,6 +191,9 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 		 * complement of the signed sum (no array of sums beside them:
 		 * 8 MB at 1,024 boards) */
 		h[gi].counts[k] += (uint64_t)sqlite3_column_int64(q, 5);
+		last_it = it;
+		last_gi = gi;
+		last_ol = ol;
 	}
 	sqlite3_finalize(q);
 	free(gx.slot);

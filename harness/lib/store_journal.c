@@ -109,9 +109,11 @@ static void put_field(struct lab_buf *b, const char *v)
 
 static void put_i64(struct lab_buf *b, int64_t v)
 {
-	char t[24];
-	int n = snprintf(t, sizeof t, " =%" PRId64, v);
-	lab_buf_append(b, t, (size_t)n);
+	char t[24]; /* what " =%" PRId64 writes, without snprintf (70,000 a 64-board night) */
+	uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	lab_fmt_fixed(t, sizeof t, m, 0, v < 0);
+	lab_buf_append(b, " =", 2);
+	lab_buf_append(b, t, strlen(t));
 }
 
 static void put_dbl(struct lab_buf *b, double v)

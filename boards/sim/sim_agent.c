@@ -477,7 +477,7 @@ static double lognormal_draw(struct rand_gen *g)
 
 /*
  * The values at the ascending 0-based ranks at[0..nk) of v[0..n) (positive
- * doubles), as select_kth finds them, in about two passes: positive doubles
+ * doubles), as select_kth finds them, in three passes: positive doubles
  * order as their bit patterns, so a count per 1/256 octave (the top 8
  * mantissa bits) puts each rank in one bucket of a few values, and only that
  * bucket is searched.  A spread beyond 2^15 buckets (128 octaves; never the
@@ -485,6 +485,7 @@ static double lognormal_draw(struct rand_gen *g)
  */
 #define PCT_SHIFT 44
 #define PCT_MAXB 32768
+#define PCT_MARK 0x80000000u
 static void percentiles(double *v, long n, const long *at, size_t nk, double *out)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
@@ -528,22 +529,31 @@ static void percentiles(double *v, long n, const long *at, size_t nk, double *ou
 		bk[k] = b;
 		inb[k] = at[k] - cum;
 	}
-	double *tmp = xreallocarray(NULL, (size_t)n, sizeof *tmp);
+	/* the ranks' distinct buckets (ascending), a segment of tmp each, filled
+	 * in one pass over v: a bucket of them is marked in cnt by the top bit (a
+	 * count is below 2^31) and its segment's number */
+	size_t nd = 0, seg[8], len[8], fill[8], of[8];
 	for (size_t k = 0; k < nk; k++) {
-		if (k > 0 && bk[k] == bk[k - 1]) {
-			select_kth(tmp, 0, (long)cnt[bk[k]] - 1, inb[k]);
-			out[k] = tmp[inb[k]];
-			continue;
+		if (k == 0 || bk[k] != bk[k - 1]) {
+			seg[nd] = fill[nd] = nd ? seg[nd - 1] + len[nd - 1] : 0;
+			len[nd] = cnt[bk[k]];
+			cnt[bk[k]] = PCT_MARK | (uint32_t)nd;
+			nd++;
 		}
-		long m = 0;
-		for (long i = 0; i < n; i++) {
-			uint64_t x;
-			memcpy(&x, &v[i], sizeof x);
-			if ((x >> PCT_SHIFT) - lo == bk[k])
-				tmp[m++] = v[i];
-		}
-		select_kth(tmp, 0, m - 1, inb[k]);
-		out[k] = tmp[inb[k]];
+		of[k] = nd - 1;
+	}
+	double *tmp = xreallocarray(NULL, seg[nd - 1] + len[nd - 1], sizeof *tmp);
+	for (long i = 0; i < n; i++) {
+		uint64_t x;
+		memcpy(&x, &v[i], sizeof x);
+		uint32_t c = cnt[(x >> PCT_SHIFT) - lo];
+		if (c & PCT_MARK)
+			tmp[fill[c & 7]++] = v[i];
+	}
+	for (size_t k = 0; k < nk; k++) {
+		long s = (long)seg[of[k]];
+		select_kth(tmp, s, s + (long)len[of[k]] - 1, s + inb[k]);
+		out[k] = tmp[s + inb[k]];
 	}
 	free(tmp);
 	free(cnt);

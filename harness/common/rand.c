@@ -20,24 +20,6 @@ void rand_seed(struct rand_gen *r, uint64_t seed)
 		r->s[i] = splitmix64(&seed);
 }
 
-static uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-uint64_t rand_next(struct rand_gen *r)
-{
-	uint64_t *s = r->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return res;
-}
-
 double rand_uniform(struct rand_gen *r)
 {
 	return (double)(rand_next(r) >> 11) * 0x1.0p-53;

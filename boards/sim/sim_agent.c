@@ -460,12 +460,17 @@ static double normal_quantile(double p)
 #define LN_TAB 4096
 static double ln_tab[LN_TAB + 1];
 
-static double lognormal_draw(struct rand_gen *g)
+static void lognormal_init(void)
 {
 	if (ln_tab[LN_TAB / 2] == 0) {
 		for (int i = 1; i < LN_TAB; i++)
 			ln_tab[i] = exp(LN_SIGMA * normal_quantile((double)i / LN_TAB));
 	}
+}
+
+/* after lognormal_init() */
+static double lognormal_draw(struct rand_gen *g)
+{
 	/* u in (0, 1): never 0 or 1, whose quantiles are infinite */
 	double u = ((double)(rand_next(g) >> 11) + 0.5) * 0x1.0p-53;
 	double t = u * LN_TAB;
@@ -577,6 +582,7 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 		 it, op);
 	sim_rng_seed(&g, (uint64_t)r->b->cfg.seed, stream);
 	double *v = xreallocarray(NULL, (size_t)n, sizeof *v);
+	lognormal_init();
 	for (long i = 0; i < n; i++) {
 		double x = med_us * lognormal_draw(&g);
 		if (rand_next(&g) % 100 == 0)

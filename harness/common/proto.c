@@ -351,10 +351,38 @@ int proto_get_double(const struct proto_msg *m, const char *key, double *out)
 	return 0;
 }
 
+/* Append len bytes and a NUL at buf + *n if they fit in size, as snprintf
+ * would succeed; -1 if not.  proto_format without snprintf: a simulated
+ * night formats a line a sample, most of the simulator's printf work. */
+static int put(char *buf, size_t size, size_t *n, const char *s, size_t len)
+{
+	if (len >= size - *n)
+		return -1;
+	memcpy(buf + *n, s, len);
+	*n += len;
+	buf[*n] = '\0';
+	return 0;
+}
+
+#define PROTO_STR_(x) #x
+#define PROTO_STR(x) PROTO_STR_(x)
+
+/* v in decimal at the end of t[0..24); returns its first digit */
+static char *u64_dec(char t[24], uint64_t v)
+{
+	char *q = t + 24;
+	do {
+		*--q = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return q;
+}
+
 int proto_format(char *buf, size_t size, uint64_t seq, const char *kind, const char *const *kv)
 {
-	size_t n, i, nkv = 0;
+	size_t n = 0, i, nkv = 0;
 	int r;
+	char t[24], *d;
 
 	if (!buf || size == 0 || !kind || !*kind || strlen(kind) >= sizeof(((struct proto_msg *)0)->kind))
 		return -1;
@@ -364,11 +392,12 @@ int proto_format(char *buf, size_t size, uint64_t seq, const char *kind, const c
 	/* The receiver keeps lines in PROTO_MAX_LINE bytes with the NUL. */
 	if (size > PROTO_MAX_LINE)
 		size = PROTO_MAX_LINE;
-	r = snprintf(buf, size, "%s %d %llu %s", PROTO_MAGIC, PROTO_VERSION,
-		     (unsigned long long)seq, kind);
-	if (r < 0 || (size_t)r >= size)
+	/* "MAGIC VERSION SEQ KIND" */
+	static const char head[] = PROTO_MAGIC " " PROTO_STR(PROTO_VERSION) " ";
+	d = u64_dec(t, seq);
+	if (put(buf, size, &n, head, sizeof head - 1) || put(buf, size, &n, d, (size_t)(t + 24 - d)) ||
+	    put(buf, size, &n, " ", 1) || put(buf, size, &n, kind, strlen(kind)))
 		return -1;
-	n = (size_t)r;
 	for (; kv && kv[0]; kv += 2) {
 		const char *key = kv[0];
 
@@ -377,17 +406,21 @@ int proto_format(char *buf, size_t size, uint64_t seq, const char *kind, const c
 		for (i = 0; key[i]; i++)
 			if (!proto_keychar((unsigned char)key[i]))
 				return -1;
-		r = snprintf(buf + n, size - n, " %s=", key);
-		if (r < 0 || (size_t)r >= size - n)
+		if (put(buf, size, &n, " ", 1) || put(buf, size, &n, key, i) || put(buf, size, &n, "=", 1))
 			return -1;
-		n += (size_t)r;
 		r = proto_encode_value(buf + n, size - n, kv[1] ? kv[1] : "");
 		if (r < 0)
 			return -1;
 		n += (size_t)r;
 	}
-	r = snprintf(buf + n, size - n, "%s%08x\n", CRC_FIELD, crc32_ieee(buf, n));
-	if (r < 0 || (size_t)r >= size - n)
+	static const char digits[] = "0123456789abcdef";
+	uint32_t crc = crc32_ieee(buf, n);
+	char c[CRC_FIELD_LEN + 9];
+	memcpy(c, CRC_FIELD, CRC_FIELD_LEN);
+	for (i = 0; i < 8; i++)
+		c[CRC_FIELD_LEN + i] = digits[(crc >> (28 - 4 * i)) & 15];
+	c[CRC_FIELD_LEN + 8] = '\n';
+	if (put(buf, size, &n, c, sizeof c))
 		return -1;
-	return (int)(n + (size_t)r);
+	return (int)n;
 }

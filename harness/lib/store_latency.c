@@ -99,26 +99,67 @@ static int64_t wrap_i64(uint64_t u)
 	return u <= INT64_MAX ? (int64_t)u : -(int64_t)~u - 1;
 }
 
+/* An iteration whose histograms count: its group but the op. */
+struct lat_iter {
+	int64_t id;
+	const char *src, *part, *wl, *mode; /* src static, the others in a pool */
+};
+
+/* The iteration of id in it[0..n) (ascending ids), from *hint on: counter rows
+ * come in rowid order, an iteration's together and mostly in the iterations'
+ * order, so the next one is usually at or after the last one found. */
+static const struct lat_iter *lat_iter_find(const struct lat_iter *it, size_t n, size_t *hint,
+					    int64_t id)
+{
+	size_t h = *hint;
+	if (h < n && it[h].id == id)
+		return &it[h];
+	if (h + 1 < n && it[h + 1].id == id) {
+		*hint = h + 1;
+		return &it[h + 1];
+	}
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (it[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n && it[lo].id == id) {
+		*hint = lo;
+		return &it[lo];
+	}
+	return NULL;
+}
+
+/*
+ * Two plain reads joined here, as results_load joins a night's samples: the
+ * iterations that count (ok jobs of the run, the filters), then every
+ * histogram counter in storage order, each found among those iterations by
+ * its id.  SQLite joining the six tables for each counter row instead (38
+ * rows an AndroBench iteration) was most of the HTML report's CPU on a
+ * 1,024-board night; a plain scan of the counters costs a third of that.
+ */
 int store_lathist_load(struct store *s, int64_t run_id, const struct results_filter *f,
                        bool exclude_warmup, struct store_lathist **out, size_t *n,
                        struct lab_err *e)
 {
 	*out = NULL;
 	*n = 0;
-	/* name is rq_<op>_lat_b<k>: op between "rq_" and "_lat_b", k after it */
 	sqlite3_stmt *q = store_prepare(
 	    s,
-	    "SELECT r.source, p.label, i.workload, coalesce(j.verified_mode, j.mode), c.name,"
-	    " c.value, i.id FROM counter c JOIN iteration i ON i.id = c.iteration_id"
-	    " JOIN job j ON j.id = i.job_id JOIN run r ON r.id = j.run_id"
+	    "SELECT i.id, r.source, p.label, i.workload, coalesce(j.verified_mode, j.mode)"
+	    " FROM iteration i JOIN job j ON j.id = i.job_id JOIN run r ON r.id = j.run_id"
 	    " JOIN part p ON p.id = j.part_id"
 	    " LEFT JOIN board b ON b.id = j.board_id LEFT JOIN kernel k ON k.id = j.kernel_id"
-	    " WHERE c.name GLOB 'rq_*_lat_b[0-9]*' AND j.status = 'ok'"
+	    " WHERE j.status = 'ok'"
 	    " AND (?1 = 0 OR r.id = ?1) AND (?1 != 0 OR r.status != 'merging')"
 	    " AND (?2 IS NULL OR p.label = ?2)"
 	    " AND (?3 IS NULL OR j.mode = ?3) AND (?4 IS NULL OR i.workload = ?4)"
 	    " AND (?5 = 0 OR i.warmup = 0) AND (?6 IS NULL OR b.name = ?6)"
-	    " AND (?7 IS NULL OR k.version = ?7) AND (?8 IS NULL OR j.suite = ?8)",
+	    " AND (?7 IS NULL OR k.version = ?7) AND (?8 IS NULL OR j.suite = ?8)"
+	    " ORDER BY i.id",
 	    e);
 	if (!q)
 		return LAB_EINFRA;
@@ -132,45 +173,79 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 			if (text[i])
 				sqlite3_bind_text(q, i, text[i], -1, SQLITE_STATIC);
 	}
-	struct store_lathist *h = NULL;
-	struct group_index gx = {0};
-	size_t nh = 0, cap = 0;
-	/* An iteration's rows come together and name one or two groups (one an
-	 * op): a row of the same iteration and op as the last is the last's group,
-	 * with no hashing and no text columns read. */
-	int64_t last_it = 0;
-	size_t last_gi = SIZE_MAX, last_ol = 0;
+	struct lab_strpool pool = {0};
+	struct lat_iter *its = NULL;
+	size_t nits = 0, icap = 0;
 	int r;
 	while ((r = sqlite3_step(q)) == SQLITE_ROW) {
-		int64_t it = sqlite3_column_int64(q, 6);
-		const char *name = (const char *)sqlite3_column_text(q, 4);
-		int64_t k;
-		if (last_gi != SIZE_MAX && it == last_it && name && strncmp(name, "rq_", 3) == 0 &&
-		    strncmp(name + 3, h[last_gi].op, last_ol) == 0 &&
-		    strncmp(name + 3 + last_ol, "_lat_b", 6) == 0) {
-			if (lab_parse_i64(name + 3 + last_ol + 6, &k) == 0 && k >= 0 && k < LATHIST_BUCKETS)
-				h[last_gi].counts[k] += (uint64_t)sqlite3_column_int64(q, 5);
-			continue;
-		}
-		last_gi = SIZE_MAX;
-		const char *src = results_source_kind((const char *)sqlite3_column_text(q, 0));
-		const char *part = (const char *)sqlite3_column_text(q, 1);
-		const char *wl = (const char *)sqlite3_column_text(q, 2);
-		const char *mode = (const char *)sqlite3_column_text(q, 3);
-		const char *raw = (const char *)sqlite3_column_text(q, 0);
+		const char *raw = (const char *)sqlite3_column_text(q, 1);
+		const char *src = results_source_kind(raw);
+		const char *part = (const char *)sqlite3_column_text(q, 2);
+		const char *wl = (const char *)sqlite3_column_text(q, 3);
+		const char *mode = (const char *)sqlite3_column_text(q, 4);
 		if (f && f->source && strcmp(f->source, src) != 0 &&
 		    (!raw || strcmp(f->source, raw) != 0))
 			continue;
+		if (!part || !wl || !mode)
+			continue;
+		if (nits == icap) {
+			icap = icap ? 2 * icap : 1024;
+			its = xreallocarray(its, icap, sizeof *its);
+		}
+		its[nits++] = (struct lat_iter){sqlite3_column_int64(q, 0), src,
+						lab_strpool_intern(&pool, part),
+						lab_strpool_intern(&pool, wl),
+						lab_strpool_intern(&pool, mode)};
+	}
+	sqlite3_finalize(q);
+	if (r != SQLITE_DONE) {
+		free(its);
+		lab_strpool_free(&pool);
+		return store_fail_infra(s, e, "reading latency histograms");
+	}
+	/* name is rq_<op>_lat_b<k>: op between "rq_" and "_lat_b", k after it */
+	q = nits ? store_prepare(s,
+				 "SELECT iteration_id, name, value FROM counter"
+				 " WHERE name GLOB 'rq_*_lat_b[0-9]*'",
+				 e)
+		 : NULL;
+	if (nits && !q) {
+		free(its);
+		lab_strpool_free(&pool);
+		return LAB_EINFRA;
+	}
+	struct store_lathist *h = NULL;
+	struct group_index gx = {0};
+	size_t nh = 0, cap = 0, hint = 0;
+	/* An iteration's rows come together and name one or two groups (one an
+	 * op): a row of the same iteration and op as the last is the last's group,
+	 * with no lookup. */
+	int64_t last_it = 0;
+	size_t last_gi = SIZE_MAX, last_ol = 0;
+	r = SQLITE_DONE;
+	while (q && (r = sqlite3_step(q)) == SQLITE_ROW) {
+		int64_t iid = sqlite3_column_int64(q, 0);
+		const char *name = (const char *)sqlite3_column_text(q, 1);
+		int64_t k;
+		if (last_gi != SIZE_MAX && iid == last_it && name && strncmp(name, "rq_", 3) == 0 &&
+		    strncmp(name + 3, h[last_gi].op, last_ol) == 0 &&
+		    strncmp(name + 3 + last_ol, "_lat_b", 6) == 0) {
+			if (lab_parse_i64(name + 3 + last_ol + 6, &k) == 0 && k >= 0 && k < LATHIST_BUCKETS)
+				h[last_gi].counts[k] += (uint64_t)sqlite3_column_int64(q, 2);
+			continue;
+		}
+		last_gi = SIZE_MAX;
+		const struct lat_iter *it = lat_iter_find(its, nits, &hint, iid);
 		const char *b = name ? strstr(name, "_lat_b") : NULL;
 		char op[16];
 		size_t ol = b ? (size_t)(b - name) - 3 : 0;
-		if (!part || !wl || !mode || !b || ol == 0 || ol >= sizeof op)
+		if (!it || !b || ol == 0 || ol >= sizeof op)
 			continue;
 		memcpy(op, name + 3, ol);
 		op[ol] = '\0';
 		if (lab_parse_i64(b + 6, &k) != 0 || k < 0 || k >= LATHIST_BUCKETS)
 			continue;
-		const char *key[5] = {src, part, wl, mode, op};
+		const char *key[5] = {it->src, it->part, it->wl, it->mode, op};
 		size_t gi = group_find(&gx, h, key);
 		if (gi == SIZE_MAX) {
 			if (nh == cap) {
@@ -180,23 +255,25 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 			gi = nh++;
 			struct store_lathist *g = &h[gi];
 			memset(g, 0, sizeof *g);
-			g->source = xstrdup(src);
-			g->part = xstrdup(part);
-			g->workload = xstrdup(wl);
-			g->mode = xstrdup(mode);
+			g->source = xstrdup(it->src);
+			g->part = xstrdup(it->part);
+			g->workload = xstrdup(it->wl);
+			g->mode = xstrdup(it->mode);
 			g->op = xstrdup(op);
 			group_add(&gx, h, nh, gi);
 		}
 		/* summed in the counts themselves, modulo 2^64: the two's
 		 * complement of the signed sum (no array of sums beside them:
 		 * 8 MB at 1,024 boards) */
-		h[gi].counts[k] += (uint64_t)sqlite3_column_int64(q, 5);
-		last_it = it;
+		h[gi].counts[k] += (uint64_t)sqlite3_column_int64(q, 2);
+		last_it = iid;
 		last_gi = gi;
 		last_ol = ol;
 	}
 	sqlite3_finalize(q);
 	free(gx.slot);
+	free(its);
+	lab_strpool_free(&pool);
 	/* a bucket's sum over the group's iterations counts when positive */
 	for (size_t i = 0; i < nh; i++)
 		for (unsigned k = 0; k < LATHIST_BUCKETS; k++) {

@@ -25,8 +25,9 @@
 # once, each on its shard of the boards (the N=1 run stays one controller);
 # RUNS=R repeats each N R times and reports the median run (by
 # wall time); KEEP=1 keeps the work directory; CALLGRIND=1 also runs the
-# controller of the smallest N >= 64 under callgrind and prints its
-# instructions per iteration (load-independent; slow); TMPDIR=DIR puts the
+# controller of a 64-board night under callgrind, then the simulator of an
+# 8-board night, and prints their instructions per iteration (independent of
+# the machine's load and speed; slow); TMPDIR=DIR puts the
 # work directory (database, journal, transcripts, simulator state) under DIR
 # instead of /tmp (docs/benchmarks.md: /dev/shm, as journal-less ext4 makes
 # creating files expensive).
@@ -56,11 +57,13 @@ tck=$(getconf CLK_TCK)
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# sim_start DIR: start emmclab-sim on DIR/lab.yaml, wait for its ready line
+# sim_start DIR [WRAPPER...]: start emmclab-sim on DIR/lab.yaml (under
+# WRAPPER, e.g. valgrind), wait for its ready line
 sim_start() {
 	local d=$1
+	shift
 	rm -f "$d/ready"; mkfifo "$d/ready"
-	"$SIM" --lab "$d/lab.yaml" --state-dir "$d/sim" --ready-fd 3 3>"$d/ready" 2>"$d/sim.log" &
+	"$@" "$SIM" --lab "$d/lab.yaml" --state-dir "$d/sim" --ready-fd 3 3>"$d/ready" 2>"$d/sim.log" &
 	simpid=$!
 	local line
 	read -r line < "$d/ready" || true
@@ -183,4 +186,19 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
 	it=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
 	awk -v ir="$ir" -v it="$it" -v n="$n" 'BEGIN { printf "callgrind, %d boards: %d instructions, %d iterations, %.0f instructions per iteration\n", n, ir, it, ir / it }'
 	[ "${KEEP:-0}" = 1 ] && echo "callgrind profile: $d/callgrind.out"
+	# the simulator under callgrind, driven by the controller as it is: 8
+	# boards, as valgrind runs it some 50 times slower (it stops on SIGTERM as
+	# always, and callgrind then writes its count to the simulator's log)
+	n=8
+	d=$tmp/cgsim; rm -rf "$d"; mkdir -p "$d"
+	"$here/scale_gen.sh" "$n" "$d" "$(free_port)"
+	sim_start "$d" valgrind --tool=callgrind --callgrind-out-file="$d/callgrind.out"
+	src=0
+	"$E" run --no-upload --transcripts "$d/transcripts" "$d/plan.yaml" > /dev/null 2>&1 || src=$?
+	kill "$simpid"; wait "$simpid" 2>/dev/null || true
+	simpid=
+	ir=$(awk '/Collected/ { print $NF }' "$d/sim.log")
+	it=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
+	awk -v ir="$ir" -v it="$it" -v n="$n" -v rc="$src" 'BEGIN { printf "callgrind, simulator, %d boards: %d instructions, %d iterations, %.0f instructions per iteration (run exit %d)\n", n, ir, it, it ? ir / it : 0, rc }'
+	[ "${KEEP:-0}" = 1 ] && echo "simulator callgrind profile: $d/callgrind.out"
 fi

@@ -413,12 +413,12 @@ int proto_format(char *buf, size_t size, uint64_t seq, const char *kind, const c
 			return -1;
 		n += (size_t)r;
 	}
-	static const char digits[] = "0123456789abcdef";
 	uint32_t crc = crc32_ieee(buf, n);
+	const unsigned char be[4] = {(unsigned char)(crc >> 24), (unsigned char)(crc >> 16),
+				     (unsigned char)(crc >> 8), (unsigned char)crc};
 	char c[CRC_FIELD_LEN + 9];
 	memcpy(c, CRC_FIELD, CRC_FIELD_LEN);
-	for (i = 0; i < 8; i++)
-		c[CRC_FIELD_LEN + i] = digits[(crc >> (28 - 4 * i)) & 15];
+	hex_encode(c + CRC_FIELD_LEN, be, sizeof be); /* "%08x" */
 	c[CRC_FIELD_LEN + 8] = '\n';
 	if (put(buf, size, &n, c, sizeof c))
 		return -1;

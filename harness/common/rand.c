@@ -1,5 +1,6 @@
 /*
- * rand.c - xoshiro256** (Blackman and Vigna), state from splitmix64 (rand.h).
+ * rand.c - xoshiro256** (Blackman and Vigna; its step, rand_next, is inline
+ * in rand.h), state from splitmix64.
  */
 #include "rand.h"
 

@@ -21,11 +21,11 @@ int store_health_write(struct store *s, int64_t job_id, const char *at, const ch
 {
 	sqlite3_stmt *q;
 	/* the part is the job's: the reading follows the identity, never guesses */
-	if (!(q = store_prepare_cached(s, "INSERT INTO part_health (part_id, job_id, at, phase, life_a,"
-				   " life_b, pre_eol, src) SELECT part_id, id,"
-				   " COALESCE(?2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), ?3, ?4, ?5,"
-				   " ?6, ?7 FROM job WHERE id = ?1 AND part_id IS NOT NULL",
-				e)))
+	if (!(q = store_prepare_cached(s, "INSERT INTO part_health (part_id, job_id, at, phase,"
+					  " life_a, life_b, pre_eol, src) SELECT part_id, id,"
+					  " COALESCE(?2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), ?3, ?4,"
+					  " ?5, ?6, ?7 FROM job WHERE id = ?1 AND part_id IS NOT NULL",
+				       e)))
 		return LAB_EINFRA;
 	sqlite3_bind_int64(q, 1, job_id);
 	store_bind_text(q, 2, at && *at ? at : NULL);

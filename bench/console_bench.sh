@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 # Built from the sources with the project's release flags, independent of any build dir.
 L=$SRC/harness/lib
 gcc -std=c11 -D_GNU_SOURCE -O2 -g -DNDEBUG -I"$L" -I"$SRC/harness/common" "$SRC/bench/console_bench.c" \
-	"$L/util.c" "$L/loop.c" "$L/expect.c" "$L/transcript.c" "$L/console.c" \
+	"$L/util.c" "$SRC/harness/common/hex.c" "$L/loop.c" "$L/expect.c" "$L/transcript.c" "$L/console.c" \
 	"$L/console/pty.c" "$L/console/tcp.c" "$L/console/serial.c" "$L/console/exec.c" \
 	"$L/opt.c" "$L/cfgnode.c" "$L/driver.c" $(pkg-config --cflags --libs libserialport yaml-0.1 libcrypto) -lm \
 	-o "$work/console_bench"

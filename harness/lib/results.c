@@ -710,53 +710,6 @@ static int load_samples_join(struct results *r, struct priv *pv, sqlite3 *db,
 /* ---- ids in ascending order ---------------------------------------------- */
 
 /*
- * Jobs and iterations are read in rowid order, so their ids are sorted; the
- * rows that refer to them (iterations to jobs, samples to iterations) come
- * in nearly the same order.  So the entry after the last hit is almost
- * always the next one asked for: a cursor with a binary-search fallback is
- * cheaper than a hash and walks memory forward instead of at random.
- */
-struct idseq {
-	int64_t *id;
-	size_t n, cap, hint;
-};
-
-static void idseq_push(struct idseq *q, int64_t id)
-{
-	if (q->n == q->cap) {
-		q->cap = q->cap ? q->cap * 2 : 1024;
-		q->id = xreallocarray(q->id, q->cap, sizeof *q->id);
-	}
-	q->id[q->n++] = id;
-}
-
-static bool idseq_find(struct idseq *q, int64_t id, size_t *out)
-{
-	size_t h = q->hint;
-	if (h < q->n && q->id[h] == id) {
-		*out = h;
-		return true;
-	}
-	if (h + 1 < q->n && q->id[h + 1] == id) {
-		*out = q->hint = h + 1;
-		return true;
-	}
-	size_t lo = 0, hi = q->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (q->id[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < q->n && q->id[lo] == id) {
-		*out = q->hint = lo;
-		return true;
-	}
-	return false;
-}
-
-/*
  * Every run: three plain scans (jobs, iterations, samples) joined in C
  * through sorted id lists.  For a whole year this is ~3x cheaper in SQLite than the
  * join's four rowid lookups per sample, and samples arrive in rowid order
@@ -781,7 +734,7 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 	struct sjob *jobs = NULL;
 	struct siter *its = NULL;
 	size_t njobs = 0, jcap = 0, nits = 0, icap = 0;
-	struct idseq jids = {0}, iids = {0};
+	struct lab_idseq jids = {0}, iids = {0};
 	sqlite3_stmt *st = NULL;
 	int rc;
 
@@ -812,7 +765,7 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 			jcap = jcap ? jcap * 2 : 256;
 			jobs = xreallocarray(jobs, jcap, sizeof *jobs);
 		}
-		idseq_push(&jids, sqlite3_column_int64(st, 0));
+		lab_idseq_push(&jids, sqlite3_column_int64(st, 0));
 		jobs[njobs++] = j;
 	}
 	if (rc != SQLITE_DONE) {
@@ -835,7 +788,7 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 	bind_filters(st, f);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct siter it;
-		if (!idseq_find(&jids, sqlite3_column_int64(st, 1), &it.job))
+		if (!lab_idseq_find(&jids, sqlite3_column_int64(st, 1), &it.job))
 			continue;
 		it.workload = mru_intern(&mru, &pv->pool, col_text(st, 2));
 		it.n = sqlite3_column_int(st, 3);
@@ -845,7 +798,7 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 			icap = icap ? icap * 2 : 1024;
 			its = xreallocarray(its, icap, sizeof *its);
 		}
-		idseq_push(&iids, sqlite3_column_int64(st, 0));
+		lab_idseq_push(&iids, sqlite3_column_int64(st, 0));
 		its[nits++] = it;
 	}
 	if (rc != SQLITE_DONE) {
@@ -876,7 +829,7 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 			size_t x;
 			first = false;
 			last = iid;
-			it = idseq_find(&iids, iid, &x) ? &its[x] : NULL;
+			it = lab_idseq_find(&iids, iid, &x) ? &its[x] : NULL;
 			if (it) {
 				const struct sjob *j = &jobs[it->job];
 				sk.k.run = j->run;

@@ -101,36 +101,20 @@ static int64_t wrap_i64(uint64_t u)
 
 /* An iteration whose histograms count: its group but the op. */
 struct lat_iter {
-	int64_t id;
 	const char *src, *part, *wl, *mode; /* src static, the others in a pool */
 };
 
-/* The iteration of id in it[0..n) (ascending ids), from *hint on: counter rows
- * come in rowid order, an iteration's together and mostly in the iterations'
- * order, so the next one is usually at or after the last one found. */
-static const struct lat_iter *lat_iter_find(const struct lat_iter *it, size_t n, size_t *hint,
-					    int64_t id)
+/* A counter named rq_<op>_lat_b<k>: op (not NUL-terminated, *ol bytes,
+ * between "rq_" and the first "_lat_b") and k, a lathist bucket; false for
+ * any other name. */
+static bool lat_name(const char *name, const char **op, size_t *ol, int64_t *k)
 {
-	size_t h = *hint;
-	if (h < n && it[h].id == id)
-		return &it[h];
-	if (h + 1 < n && it[h + 1].id == id) {
-		*hint = h + 1;
-		return &it[h + 1];
-	}
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (it[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < n && it[lo].id == id) {
-		*hint = lo;
-		return &it[lo];
-	}
-	return NULL;
+	const char *b = name ? strstr(name, "_lat_b") : NULL;
+	if (!b || b - name <= 3 || (size_t)(b - name) - 3 >= 16)
+		return false;
+	*op = name + 3;
+	*ol = (size_t)(b - name) - 3;
+	return lab_parse_i64(b + 6, k) == 0 && *k >= 0 && *k < LATHIST_BUCKETS;
 }
 
 /*
@@ -174,9 +158,13 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 				sqlite3_bind_text(q, i, text[i], -1, SQLITE_STATIC);
 	}
 	struct lab_strpool pool = {0};
+	struct lab_idseq ids = {0};
 	struct lat_iter *its = NULL;
-	size_t nits = 0, icap = 0;
-	int r;
+	size_t icap = 0;
+	struct store_lathist *h = NULL;
+	struct group_index gx = {0};
+	size_t nh = 0, cap = 0;
+	int r, rc = LAB_OK;
 	while ((r = sqlite3_step(q)) == SQLITE_ROW) {
 		const char *raw = (const char *)sqlite3_column_text(q, 1);
 		const char *src = results_source_kind(raw);
@@ -188,92 +176,86 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 			continue;
 		if (!part || !wl || !mode)
 			continue;
-		if (nits == icap) {
+		if (ids.n == icap) {
 			icap = icap ? 2 * icap : 1024;
 			its = xreallocarray(its, icap, sizeof *its);
 		}
-		its[nits++] = (struct lat_iter){sqlite3_column_int64(q, 0), src,
-						lab_strpool_intern(&pool, part),
-						lab_strpool_intern(&pool, wl),
-						lab_strpool_intern(&pool, mode)};
+		its[ids.n] = (struct lat_iter){src, lab_strpool_intern(&pool, part),
+					       lab_strpool_intern(&pool, wl),
+					       lab_strpool_intern(&pool, mode)};
+		lab_idseq_push(&ids, sqlite3_column_int64(q, 0));
 	}
 	sqlite3_finalize(q);
+	q = NULL;
 	if (r != SQLITE_DONE) {
-		free(its);
-		lab_strpool_free(&pool);
-		return store_fail_infra(s, e, "reading latency histograms");
+		rc = store_fail_infra(s, e, "reading latency histograms");
+		goto out;
 	}
-	/* name is rq_<op>_lat_b<k>: op between "rq_" and "_lat_b", k after it */
-	q = nits ? store_prepare(s,
-				 "SELECT iteration_id, name, value FROM counter"
-				 " WHERE name GLOB 'rq_*_lat_b[0-9]*'",
-				 e)
-		 : NULL;
-	if (nits && !q) {
-		free(its);
-		lab_strpool_free(&pool);
-		return LAB_EINFRA;
+	if (!ids.n)
+		goto out;
+	if (!(q = store_prepare(s,
+				"SELECT iteration_id, name, value FROM counter"
+				" WHERE name GLOB 'rq_*_lat_b[0-9]*'",
+				e))) {
+		rc = LAB_EINFRA;
+		goto out;
 	}
-	struct store_lathist *h = NULL;
-	struct group_index gx = {0};
-	size_t nh = 0, cap = 0, hint = 0;
 	/* An iteration's rows come together and name one or two groups (one an
 	 * op): a row of the same iteration and op as the last is the last's group,
 	 * with no lookup. */
 	int64_t last_it = 0;
-	size_t last_gi = SIZE_MAX, last_ol = 0;
-	r = SQLITE_DONE;
-	while (q && (r = sqlite3_step(q)) == SQLITE_ROW) {
-		int64_t iid = sqlite3_column_int64(q, 0);
-		const char *name = (const char *)sqlite3_column_text(q, 1);
-		int64_t k;
-		if (last_gi != SIZE_MAX && iid == last_it && name && strncmp(name, "rq_", 3) == 0 &&
-		    strncmp(name + 3, h[last_gi].op, last_ol) == 0 &&
-		    strncmp(name + 3 + last_ol, "_lat_b", 6) == 0) {
-			if (lab_parse_i64(name + 3 + last_ol + 6, &k) == 0 && k >= 0 && k < LATHIST_BUCKETS)
-				h[last_gi].counts[k] += (uint64_t)sqlite3_column_int64(q, 2);
+	size_t last_gi = SIZE_MAX;
+	while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+		int64_t iid = sqlite3_column_int64(q, 0), k;
+		const char *op;
+		size_t ol, x;
+		if (!lat_name((const char *)sqlite3_column_text(q, 1), &op, &ol, &k))
 			continue;
-		}
-		last_gi = SIZE_MAX;
-		const struct lat_iter *it = lat_iter_find(its, nits, &hint, iid);
-		const char *b = name ? strstr(name, "_lat_b") : NULL;
-		char op[16];
-		size_t ol = b ? (size_t)(b - name) - 3 : 0;
-		if (!it || !b || ol == 0 || ol >= sizeof op)
-			continue;
-		memcpy(op, name + 3, ol);
-		op[ol] = '\0';
-		if (lab_parse_i64(b + 6, &k) != 0 || k < 0 || k >= LATHIST_BUCKETS)
-			continue;
-		const char *key[5] = {it->src, it->part, it->wl, it->mode, op};
-		size_t gi = group_find(&gx, h, key);
-		if (gi == SIZE_MAX) {
-			if (nh == cap) {
-				cap = cap ? 2 * cap : 16;
-				h = xreallocarray(h, cap, sizeof *h);
+		size_t gi = last_gi;
+		if (gi == SIZE_MAX || iid != last_it || strncmp(op, h[gi].op, ol) != 0 || h[gi].op[ol]) {
+			if (!lab_idseq_find(&ids, iid, &x))
+				continue;
+			const struct lat_iter *it = &its[x];
+			char opz[16];
+			memcpy(opz, op, ol);
+			opz[ol] = '\0';
+			const char *key[5] = {it->src, it->part, it->wl, it->mode, opz};
+			gi = group_find(&gx, h, key);
+			if (gi == SIZE_MAX) {
+				if (nh == cap) {
+					cap = cap ? 2 * cap : 16;
+					h = xreallocarray(h, cap, sizeof *h);
+				}
+				gi = nh++;
+				struct store_lathist *g = &h[gi];
+				memset(g, 0, sizeof *g);
+				g->source = xstrdup(it->src);
+				g->part = xstrdup(it->part);
+				g->workload = xstrdup(it->wl);
+				g->mode = xstrdup(it->mode);
+				g->op = xstrdup(opz);
+				group_add(&gx, h, nh, gi);
 			}
-			gi = nh++;
-			struct store_lathist *g = &h[gi];
-			memset(g, 0, sizeof *g);
-			g->source = xstrdup(it->src);
-			g->part = xstrdup(it->part);
-			g->workload = xstrdup(it->wl);
-			g->mode = xstrdup(it->mode);
-			g->op = xstrdup(op);
-			group_add(&gx, h, nh, gi);
+			last_it = iid;
+			last_gi = gi;
 		}
 		/* summed in the counts themselves, modulo 2^64: the two's
 		 * complement of the signed sum (no array of sums beside them:
 		 * 8 MB at 1,024 boards) */
 		h[gi].counts[k] += (uint64_t)sqlite3_column_int64(q, 2);
-		last_it = iid;
-		last_gi = gi;
-		last_ol = ol;
 	}
+	if (r != SQLITE_DONE)
+		rc = store_fail_infra(s, e, "reading latency histograms");
+out:
 	sqlite3_finalize(q);
 	free(gx.slot);
+	free(ids.id);
 	free(its);
 	lab_strpool_free(&pool);
+	if (rc != LAB_OK) {
+		store_lathist_free(h, nh);
+		return rc;
+	}
 	/* a bucket's sum over the group's iterations counts when positive */
 	for (size_t i = 0; i < nh; i++)
 		for (unsigned k = 0; k < LATHIST_BUCKETS; k++) {
@@ -281,10 +263,6 @@ int store_lathist_load(struct store *s, int64_t run_id, const struct results_fil
 			h[i].counts[k] = sum > 0 ? (uint64_t)sum : 0;
 			h[i].n += h[i].counts[k];
 		}
-	if (r != SQLITE_DONE) {
-		store_lathist_free(h, nh);
-		return store_fail_infra(s, e, "reading latency histograms");
-	}
 	if (nh > 1)
 		qsort(h, nh, sizeof *h, cmp_hist);
 	*out = h;

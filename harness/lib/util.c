@@ -212,6 +212,41 @@ void lab_strpool_free(struct lab_strpool *sp)
 	sp->cap = sp->n = 0;
 }
 
+void lab_idseq_push(struct lab_idseq *q, int64_t id)
+{
+	if (q->n == q->cap) {
+		q->cap = q->cap ? q->cap * 2 : 1024;
+		q->id = xreallocarray(q->id, q->cap, sizeof *q->id);
+	}
+	q->id[q->n++] = id;
+}
+
+bool lab_idseq_find(struct lab_idseq *q, int64_t id, size_t *out)
+{
+	size_t h = q->hint;
+	if (h < q->n && q->id[h] == id) {
+		*out = h;
+		return true;
+	}
+	if (h + 1 < q->n && q->id[h + 1] == id) {
+		*out = q->hint = h + 1;
+		return true;
+	}
+	size_t lo = 0, hi = q->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (q->id[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < q->n && q->id[lo] == id) {
+		*out = q->hint = lo;
+		return true;
+	}
+	return false;
+}
+
 size_t lab_strlcpy(char *dst, const char *src, size_t size)
 {
 	size_t n = strlen(src);

@@ -75,6 +75,24 @@ struct lab_strpool {
 const char *lab_strpool_intern(struct lab_strpool *sp, const char *s);
 void lab_strpool_free(struct lab_strpool *sp);
 
+/*
+ * A sorted list of row ids with a cursor (the results loader's jobs and
+ * iterations, the latency histograms' iterations).  Rows read in rowid order
+ * have sorted ids, and the rows that refer to them (iterations to jobs,
+ * samples and counters to iterations) come in nearly the same order, so the
+ * entry after the last hit is almost always the next one asked for: a cursor
+ * with a binary-search fallback is cheaper than a hash and walks memory
+ * forward instead of at random.  Zero-initialised is empty; free(q.id).
+ */
+struct lab_idseq {
+	int64_t *id;
+	size_t n, cap, hint;
+};
+/* Append id (ids must be pushed in ascending order). */
+void lab_idseq_push(struct lab_idseq *q, int64_t id);
+/* Whether id is there; *out its index. */
+bool lab_idseq_find(struct lab_idseq *q, int64_t id, size_t *out);
+
 /* The shortest "%.*g" text that reads back as exactly v (at most 17 digits). */
 /* m / 10^k in fixed notation, k digits after the point (none, and no point,
  * for k = 0; at most 40), a '-' first when neg: 12345, 3 -> "12.345"; 5, 2 -> "0.05". */

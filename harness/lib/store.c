@@ -238,21 +238,28 @@ int store_exec(struct store *s, const char *sql, const char *what, struct lab_er
 	return LAB_OK;
 }
 
-static sqlite3_stmt *stmt(struct store *s, enum stmt_id id, struct lab_err *e)
+/* *slot, sql prepared once for the store's life: prepared on first use,
+ * reset with its bindings cleared after that.  NULL with e set on failure. */
+static sqlite3_stmt *prepared(struct store *s, sqlite3_stmt **slot, const char *sql,
+			      struct lab_err *e)
 {
-	if (s->st[id] == NULL) {
-		int r = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
-					   &s->st[id], NULL);
+	if (*slot == NULL) {
+		int r = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL);
 		if (r != SQLITE_OK) {
 			store_fail(s, e, r, "prepare");
-			s->st[id] = NULL;
+			*slot = NULL;
 			return NULL;
 		}
 	} else {
-		sqlite3_reset(s->st[id]);
-		sqlite3_clear_bindings(s->st[id]);
+		sqlite3_reset(*slot);
+		sqlite3_clear_bindings(*slot);
 	}
-	return s->st[id];
+	return *slot;
+}
+
+static sqlite3_stmt *stmt(struct store *s, enum stmt_id id, struct lab_err *e)
+{
+	return prepared(s, &s->st[id], stmt_sql[id], e);
 }
 
 void store_bind_text(sqlite3_stmt *q, int i, const char *v)
@@ -276,21 +283,18 @@ sqlite3_stmt *store_prepare(struct store *s, const char *sql, struct lab_err *e)
 
 sqlite3_stmt *store_prepare_cached(struct store *s, const char *sql, struct lab_err *e)
 {
-	for (size_t i = 0; i < s->ncached; i++)
-		if (s->cached[i].sql == sql) {
-			sqlite3_reset(s->cached[i].q);
-			sqlite3_clear_bindings(s->cached[i].q);
-			return s->cached[i].q;
-		}
-	sqlite3_stmt *q = NULL;
-	int r = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &q, NULL);
-	if (r != SQLITE_OK) {
-		store_fail(s, e, r, "prepare");
-		return NULL;
+	size_t i = 0;
+	while (i < s->ncached && s->cached[i].sql != sql)
+		i++;
+	if (i == s->ncached) {
+		sqlite3_stmt *q = NULL;
+		if (!prepared(s, &q, sql, e))
+			return NULL;
+		s->cached = xreallocarray(s->cached, s->ncached + 1, sizeof *s->cached);
+		s->cached[s->ncached++] = (struct cached_stmt){sql, q};
+		return q;
 	}
-	s->cached = xreallocarray(s->cached, s->ncached + 1, sizeof *s->cached);
-	s->cached[s->ncached++] = (struct cached_stmt){sql, q};
-	return q;
+	return prepared(s, &s->cached[i].q, sql, e);
 }
 
 int store_fail_infra(struct store *s, struct lab_err *e, const char *what)

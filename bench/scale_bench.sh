@@ -175,30 +175,35 @@ for n in "${sizes[@]}"; do
 done
 printf 'load average after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 
-if [ "${CALLGRIND:-0}" = 1 ]; then
-	n=64
-	d=$tmp/cg; rm -rf "$d"; mkdir -p "$d"
+# cg_night WHO N: an N-board night with WHO (controller or simulator) under
+# callgrind and the other program as it is; prints WHO's instructions per
+# stored iteration.  The simulator stops on SIGTERM as always, and callgrind
+# then writes its count to the simulator's log.
+cg_night() {
+	local who=$1 n=$2 d=$tmp/cg-$1 rc=0 ir it log label='' tail=''
+	local cg=(valgrind --tool=callgrind --callgrind-out-file="$d/callgrind.out")
+	rm -rf "$d"; mkdir -p "$d"
 	"$here/scale_gen.sh" "$n" "$d" "$(free_port)"
-	sim_start "$d"
-	ir=$(valgrind --tool=callgrind --callgrind-out-file="$d/callgrind.out" "$E" run --no-upload \
-		--transcripts "$d/transcripts" "$d/plan.yaml" 2>&1 >/dev/null | awk '/Collected/ { print $NF }')
+	if [ "$who" = simulator ]; then
+		sim_start "$d" "${cg[@]}"
+		cg=() log=$d/sim.log label='simulator, '
+	else
+		sim_start "$d"
+		log=$d/run.err
+	fi
+	"${cg[@]}" "$E" run --no-upload --transcripts "$d/transcripts" "$d/plan.yaml" > /dev/null 2> "$d/run.err" || rc=$?
 	sim_stop > /dev/null
+	ir=$(awk '/Collected/ { print $NF }' "$log")
 	it=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
-	awk -v ir="$ir" -v it="$it" -v n="$n" 'BEGIN { printf "callgrind, %d boards: %d instructions, %d iterations, %.0f instructions per iteration\n", n, ir, it, ir / it }'
-	[ "${KEEP:-0}" = 1 ] && echo "callgrind profile: $d/callgrind.out"
-	# the simulator under callgrind, driven by the controller as it is: 8
-	# boards, as valgrind runs it some 50 times slower (it stops on SIGTERM as
-	# always, and callgrind then writes its count to the simulator's log)
-	n=8
-	d=$tmp/cgsim; rm -rf "$d"; mkdir -p "$d"
-	"$here/scale_gen.sh" "$n" "$d" "$(free_port)"
-	sim_start "$d" valgrind --tool=callgrind --callgrind-out-file="$d/callgrind.out"
-	src=0
-	"$E" run --no-upload --transcripts "$d/transcripts" "$d/plan.yaml" > /dev/null 2>&1 || src=$?
-	kill "$simpid"; wait "$simpid" 2>/dev/null || true
-	simpid=
-	ir=$(awk '/Collected/ { print $NF }' "$d/sim.log")
-	it=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
-	awk -v ir="$ir" -v it="$it" -v n="$n" -v rc="$src" 'BEGIN { printf "callgrind, simulator, %d boards: %d instructions, %d iterations, %.0f instructions per iteration (run exit %d)\n", n, ir, it, it ? ir / it : 0, rc }'
-	[ "${KEEP:-0}" = 1 ] && echo "simulator callgrind profile: $d/callgrind.out"
+	[ "$who" = simulator ] && tail=" (run exit $rc)"
+	awk -v ir="$ir" -v it="$it" -v n="$n" -v l="$label" -v t="$tail" 'BEGIN { printf "callgrind, %s%d boards: %d instructions, %d iterations, %.0f instructions per iteration%s\n", l, n, ir, it, it ? ir / it : 0, t }'
+	[ "${KEEP:-0}" = 1 ] && echo "${label}callgrind profile: $d/callgrind.out"
+	return 0
+}
+
+# the controller of a 64-board night, then the simulator of an 8-board one
+# (valgrind runs it some 50 times slower)
+if [ "${CALLGRIND:-0}" = 1 ]; then
+	cg_night controller 64
+	cg_night simulator 8
 fi

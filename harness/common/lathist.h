@@ -33,6 +33,22 @@ static inline unsigned lathist_bucket(uint64_t us)
 	       (unsigned)(((us - ((uint64_t)1 << e)) * LATHIST_PER_OCTAVE) >> e);
 }
 
+/* The bucket of floor(us) for a non-negative double, as
+ * lathist_bucket((uint64_t)us), without the conversion: from 4 us on a
+ * bucket's edges are whole numbers, so floor() does not cross one and the
+ * bucket is the octave and the top two mantissa bits (the simulator buckets
+ * 4,096 draws an iteration).  Below 4 us, NaN and from 2^63 on, it converts. */
+static inline unsigned lathist_bucket_d(double us)
+{
+	uint64_t b;
+
+	if (!(us >= 4.0 && us < 9223372036854775808.0))
+		return lathist_bucket(us >= 4.0 ? UINT64_MAX : us > 0 ? (uint64_t)us : 0);
+	__builtin_memcpy(&b, &us, sizeof b);
+	b = (b >> 50) - ((uint64_t)1023 << 2); /* 4 * octave + quarter */
+	return b < LATHIST_BUCKETS ? (unsigned)b : LATHIST_BUCKETS - 1;
+}
+
 /* The lower edge of bucket k in microseconds (k == LATHIST_BUCKETS: the top). */
 static inline double lathist_lo_us(unsigned k)
 {

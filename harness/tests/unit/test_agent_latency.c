@@ -3,6 +3,8 @@
 #include "test_agent.h"
 #include "lathist.h"
 
+#include <math.h>
+
 static void ev(FILE *f, int issue, double t, const char *dev, const char *rwbs,
                unsigned long long sector, unsigned nr, int newfmt)
 {
@@ -117,6 +119,33 @@ static void test_lathist(void)
 		       ratio > 1.26;
 	}
 	is_int((int)bad, 0, "bucket edges consistent and log-spaced");
+
+	/* lathist_bucket_d (the simulator's) is lathist_bucket of the whole
+	 * microseconds: at every edge, next to it, and at random doubles */
+	static const double fixed[] = {0.0, -1.0, 0.5, 0.999, 1.0, 1.5, 2.0, 2.99, 3.0, 3.999999,
+				       4.0, 4.0000001, 4.99, 5.0, 6.5, 7.99, 8.0, 4294967295.9,
+				       4294967296.0, 1e15, 9.2e18};
+	bad = 0;
+	for (k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
+		bad += lathist_bucket_d(fixed[k]) !=
+		       lathist_bucket(fixed[k] > 0 ? (uint64_t)fixed[k] : 0);
+	for (k = 1; k < LATHIST_BUCKETS; k++) {
+		double lo = lathist_lo_us(k);
+		bad += lathist_bucket_d(lo) != lathist_bucket((uint64_t)lo) ||
+		       lathist_bucket_d(nextafter(lo, 0)) !=
+			       lathist_bucket((uint64_t)nextafter(lo, 0)) ||
+		       lathist_bucket_d(lo + 0.5) != lathist_bucket((uint64_t)(lo + 0.5));
+	}
+	uint64_t st = 88172645463325252u;
+	for (k = 0; k < 1000000; k++) {
+		st ^= st << 13;
+		st ^= st >> 7;
+		st ^= st << 17;
+		/* 2^-10 .. 2^40 us, log-uniform */
+		double x = ldexp(1.0 + (double)(st >> 11) * 0x1.0p-53, (int)(st % 51) - 10);
+		bad += lathist_bucket_d(x) != lathist_bucket((uint64_t)x);
+	}
+	is_int((int)bad, 0, "the double bucket agrees with the integer one");
 }
 
 int main(void)

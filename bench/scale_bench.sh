@@ -18,7 +18,10 @@
 # (every process and kernel thread, both cores) and of that what neither the
 # controller nor the simulator was charged (kernel threads: a pty write's
 # flip-buffer work runs in a kworker; this script's own sampling, a few
-# processes every 0.25 s), and the load average before and after.
+# processes every 0.25 s), the controller's CPU while driving over the
+# driving part's wall (ctl_cores: 1.00 is one core busy all the time; the
+# wall cannot be shorter than one controller's CPU), and the load average
+# before and after.
 # Controller and simulator share the machine.
 # Environment: CONSOLE=pty (default) or socket: the boards' consoles
 # (bench/scale_gen.sh); SHARDS=K runs the night as K controller processes at
@@ -102,7 +105,7 @@ one() {
 	local cps=() drss=0 r i alive driving dcpus=() sum
 	# the whole machine's busy CPU (all processes and kernel threads) and the
 	# simulator's, from the start to the run's summary line
-	local m0 m1='' s0 s1=''
+	local m0 m1='' s0 s1='' td=$t0
 	busy_ticks; m0=$BUSY
 	proc_cpu "$simpid"; s0=$PCPU
 	# RSS while the boards are driven: sampled until the runs' summary lines
@@ -125,6 +128,7 @@ one() {
 		if [ "$driving" = 1 ]; then
 			[ "$sum" -gt "$drss" ] && drss=$sum
 			busy_ticks; m1=$BUSY
+			td=$EPOCHREALTIME
 			proc_cpu "$simpid"; s1=$PCPU
 		fi
 		sleep 0.25
@@ -143,7 +147,10 @@ one() {
 	# kernel threads and everything else: busy minus controllers and simulator
 	local other; other=$(awk -v m0="$m0" -v m1="${m1:-$m0}" -v s0="$s0" -v s1="${s1:-$s0}" -v c="$dcpu" -v k="$tck" \
 		'BEGIN { printf "%.2f %.2f", (m1 - m0) / k, (m1 - m0 - (s1 - s0) - c) / k }')
-	echo "$w $c $iters $simf $m $drss $(awk -v t="$dcpu" -v k="$tck" 'BEGIN { print t / k }') $rc $other"
+	# the controllers' CPU while driving over the driving part's wall (to
+	# the last sample before the summary line): 1.00 is one core all the time
+	local cores; cores=$(awk -v t="$dcpu" -v k="$tck" -v a="$t0" -v b="$td" 'BEGIN { printf "%.2f", (b > a ? t / k / (b - a) : 0) }')
+	echo "$w $c $iters $simf $m $drss $(awk -v t="$dcpu" -v k="$tck" 'BEGIN { print t / k }') $rc $other $cores"
 }
 # busy_ticks: BUSY = the machine's CPU ticks not idle or iowait, all CPUs
 busy_ticks() {
@@ -160,18 +167,18 @@ proc_cpu() {
 
 [ "$shards" = 1 ] || echo "controllers: $shards at once, each on its shard of the boards (CPU and RSS: their sums)"
 printf 'load average before: %s (%s CPUs)\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
-printf '%6s %8s %6s %9s %7s %11s %11s %9s %11s %11s %9s %9s %3s %10s %11s\n' boards wall ratio ctl_cpu_s iters ctl_ms/iter drive_ms/it sim_cpu_s ctl_peak_MB ctl_drive_MB KB/board sim_rss_MB rc busy_cpu_s other_cpu_s
+printf '%6s %8s %6s %9s %7s %11s %11s %9s %11s %11s %9s %9s %3s %10s %11s %9s\n' boards wall ratio ctl_cpu_s iters ctl_ms/iter drive_ms/it sim_cpu_s ctl_peak_MB ctl_drive_MB KB/board sim_rss_MB rc busy_cpu_s other_cpu_s ctl_cores
 base=
 for n in "${sizes[@]}"; do
 	: > "$tmp/res"
 	for _ in $(seq "$runs"); do one "$n" >> "$tmp/res"; done
 	# the median run by wall time
-	read -r w c it sc srss m drss dc rc mb mo < <(sort -n "$tmp/res" | awk '{ a[NR] = $0 } END { print a[int((NR + 1) / 2)] }')
+	read -r w c it sc srss m drss dc rc mb mo cores < <(sort -n "$tmp/res" | awk '{ a[NR] = $0 } END { print a[int((NR + 1) / 2)] }')
 	[ "$n" = 1 ] && base=$w
 	ratio=$( [ -n "$base" ] && awk -v w="$w" -v b="$base" 'BEGIN { printf "%.2fx", w / b }' || echo "-")
-	awk -v n="$n" -v w="$w" -v r="$ratio" -v c="$c" -v it="$it" -v sc="$sc" -v m="$m" -v dr="$drss" -v dc="$dc" -v sr="$srss" -v rc="$rc" -v mb="$mb" -v mo="$mo" 'BEGIN {
-		printf "%6d %7.2fs %6s %9.2f %7d %11.3f %11.3f %9.2f %11.1f %11.1f %9.1f %9.1f %3d %10.2f %11.2f\n",
-			n, w, r, c, it, it ? 1000 * c / it : 0, it ? 1000 * dc / it : 0, sc, m / 1024, dr / 1024, dr / n, sr / 1024, rc, mb, mo }'
+	awk -v n="$n" -v w="$w" -v r="$ratio" -v c="$c" -v it="$it" -v sc="$sc" -v m="$m" -v dr="$drss" -v dc="$dc" -v sr="$srss" -v rc="$rc" -v mb="$mb" -v mo="$mo" -v cr="$cores" 'BEGIN {
+		printf "%6d %7.2fs %6s %9.2f %7d %11.3f %11.3f %9.2f %11.1f %11.1f %9.1f %9.1f %3d %10.2f %11.2f %9.2f\n",
+			n, w, r, c, it, it ? 1000 * c / it : 0, it ? 1000 * dc / it : 0, sc, m / 1024, dr / 1024, dr / n, sr / 1024, rc, mb, mo, cr }'
 done
 printf 'load average after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 

@@ -37,7 +37,8 @@ static inline unsigned lathist_bucket(uint64_t us)
  * lathist_bucket((uint64_t)us), without the conversion: from 4 us on a
  * bucket's edges are whole numbers, so floor() does not cross one and the
  * bucket is the octave and the top two mantissa bits (the simulator buckets
- * 4,096 draws an iteration).  Below 4 us, NaN and from 2^63 on, it converts. */
+ * 4,096 draws an iteration).  Below 4 us (and NaN) it converts; from 2^63 us
+ * on it is the open top bucket, as lathist_bucket(UINT64_MAX). */
 static inline unsigned lathist_bucket_d(double us)
 {
 	uint64_t b;

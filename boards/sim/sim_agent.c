@@ -491,44 +491,9 @@ static double lognormal_draw(struct rand_gen *g)
 #define PCT_SHIFT 44
 #define PCT_MAXB 32768
 #define PCT_MARK 0x80000000u
-static void pct_select(double *v, long n, const long *at, size_t nk, double *out, uint32_t *cnt,
-		       uint64_t lo);
-static void percentiles(double *v, long n, const long *at, size_t nk, double *out)
-{
-	uint64_t lo = UINT64_MAX, hi = 0;
-	bool pos = true;
-	for (long i = 0; i < n; i++) {
-		uint64_t b;
-		memcpy(&b, &v[i], sizeof b);
-		b >>= PCT_SHIFT;
-		lo = b < lo ? b : lo;
-		hi = b > hi ? b : hi;
-		pos = pos && v[i] > 0;
-	}
-	if (!pos || nk > 8 || hi - lo >= PCT_MAXB) {
-		long from = 0;
-		for (size_t k = 0; k < nk; k++) {
-			if (at[k] >= from) {
-				select_kth(v, from, n - 1, at[k]);
-				from = at[k];
-			}
-			out[k] = v[at[k]];
-		}
-		return;
-	}
-	size_t nb = (size_t)(hi - lo) + 1;
-	uint32_t *cnt = xcalloc(nb, sizeof *cnt);
-	for (long i = 0; i < n; i++) {
-		uint64_t b;
-		memcpy(&b, &v[i], sizeof b);
-		cnt[(b >> PCT_SHIFT) - lo]++;
-	}
-	pct_select(v, n, at, nk, out, cnt, lo);
-	free(cnt);
-}
 
-/* The rest of percentiles(): cnt[b - lo] counts the values of v whose bits
- * >> PCT_SHIFT are b (every value's bucket lies in cnt, nk <= 8). */
+/* percentiles() from its counts on: cnt[b - lo] counts the values of v whose
+ * bits >> PCT_SHIFT are b (every value's bucket lies in cnt, nk <= 8). */
 static void pct_select(double *v, long n, const long *at, size_t nk, double *out, uint32_t *cnt,
 		       uint64_t lo)
 {
@@ -574,6 +539,40 @@ static void pct_select(double *v, long n, const long *at, size_t nk, double *out
 	free(tmp);
 }
 
+static void percentiles(double *v, long n, const long *at, size_t nk, double *out)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	bool pos = true;
+	for (long i = 0; i < n; i++) {
+		uint64_t b;
+		memcpy(&b, &v[i], sizeof b);
+		b >>= PCT_SHIFT;
+		lo = b < lo ? b : lo;
+		hi = b > hi ? b : hi;
+		pos = pos && v[i] > 0;
+	}
+	if (!pos || nk > 8 || hi - lo >= PCT_MAXB) {
+		long from = 0;
+		for (size_t k = 0; k < nk; k++) {
+			if (at[k] >= from) {
+				select_kth(v, from, n - 1, at[k]);
+				from = at[k];
+			}
+			out[k] = v[at[k]];
+		}
+		return;
+	}
+	size_t nb = (size_t)(hi - lo) + 1;
+	uint32_t *cnt = xcalloc(nb, sizeof *cnt);
+	for (long i = 0; i < n; i++) {
+		uint64_t b;
+		memcpy(&b, &v[i], sizeof b);
+		cnt[(b >> PCT_SHIFT) - lo]++;
+	}
+	pct_select(v, n, at, nk, out, cnt, lo);
+	free(cnt);
+}
+
 #define PCT_WIN_OCT 16
 #define PCT_WIN (PCT_WIN_OCT << (52 - PCT_SHIFT)) /* 1/256-octave buckets */
 static uint32_t pct_window[PCT_WIN];
@@ -599,14 +598,14 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 	/* percentiles()'s counts per 1/256 octave, taken as the values are
 	 * drawn (two passes over v fewer), in a window of PCT_WIN_OCT octaves
 	 * around the median, 1/256 to 256 times it: the model's draws lie
-	 * within about 1/8 to 48 times it.  A draw outside the window (or not
-	 * positive) sends the percentiles through percentiles() instead. */
-	uint32_t *wcnt = pct_window;
+	 * within about 1/8 to 48 times it (med_us > 0, so every draw is
+	 * positive).  A draw outside the window sends the percentiles through
+	 * percentiles() instead. */
 	uint64_t mb, wlo;
 	memcpy(&mb, &med_us, sizeof mb);
 	mb >>= PCT_SHIFT;
 	wlo = mb > PCT_WIN / 2 ? mb - PCT_WIN / 2 : 0;
-	memset(wcnt, 0, sizeof pct_window);
+	memset(pct_window, 0, sizeof pct_window);
 	bool inwin = true;
 	lognormal_init();
 	/* a copy whose address stays here: the generator's words stay in
@@ -621,8 +620,8 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 		uint64_t xb;
 		memcpy(&xb, &x, sizeof xb);
 		xb = (xb >> PCT_SHIFT) - wlo; /* wraps when below the window */
-		if (xb < PCT_WIN && x > 0)
-			wcnt[xb]++;
+		if (xb < PCT_WIN)
+			pct_window[xb]++;
 		else
 			inwin = false;
 	}
@@ -633,7 +632,7 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 		at_rank_buf[k] = (rank < 1 ? 1 : rank) - 1;
 	}
 	if (inwin)
-		pct_select(v, n, at_rank_buf, LAB_ARRAY_SIZE(pc), at_v, wcnt, wlo);
+		pct_select(v, n, at_rank_buf, LAB_ARRAY_SIZE(pc), at_v, pct_window, wlo);
 	else
 		percentiles(v, n, at_rank_buf, LAB_ARRAY_SIZE(pc), at_v);
 	for (size_t k = 0; k < LAB_ARRAY_SIZE(pc); k++) {

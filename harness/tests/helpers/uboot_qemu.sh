@@ -10,22 +10,24 @@
 # The serial console is a TCP server on 127.0.0.1:PORT (wait=off: the guest
 # runs without a client, as a board does without anyone on its UART);
 # QEMU's user-mode network gives U-Boot DHCP (10.0.2.15) and a TFTP server
-# at 10.0.2.2 serving TFTP_ROOT.
+# at 10.0.2.2 serving TFTP_ROOT.  QEMU's log of guest resets and triple
+# faults (-d cpu_reset,guest_errors) goes to DIR/qemu.log, so a QEMU that
+# exits by itself (-no-reboot: a guest reset ends it) says why.
 set -euo pipefail
 op=${1:-} dir=${2:-}
-[ -n "$dir" ] || { sed -n '2,14p' "$0" >&2; exit 2; }
+[ -n "$dir" ] || { sed -n '2,16p' "$0" >&2; exit 2; }
 pidf=$dir/qemu.pid
 running() { [ -s "$pidf" ] && kill -0 "$(cat "$pidf")" 2> /dev/null; }
 case $op in
 on)
-	[ $# -eq 5 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
+	[ $# -eq 5 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
 	running && exit 0
 	mkdir -p "$dir"
 	rm -f "$pidf"
 	exec qemu-system-x86_64 -machine pc -accel tcg -m 512 -bios "$4" -display none -no-reboot \
 		-monitor none -chardev "socket,id=con,host=127.0.0.1,port=$3,server=on,wait=off" \
 		-serial chardev:con -netdev "user,id=n0,tftp=$5" -device e1000,netdev=n0 \
-		-daemonize -pidfile "$pidf"
+		-d cpu_reset,guest_errors -D "$dir/qemu.log" -daemonize -pidfile "$pidf"
 	;;
 off)
 	running || { rm -f "$pidf"; exit 0; }
@@ -42,7 +44,7 @@ state)
 	if running; then echo on; else echo off; fi
 	;;
 *)
-	sed -n '2,14p' "$0" >&2
+	sed -n '2,16p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -106,8 +106,13 @@ timeout 400 "$EMMCLAB" run --db "$tmp/lab.db" --no-report --no-upload \
 echo "two modes through real U-Boot: $(( ($(now_ms) - t0) / 1000 )) s"
 "$H" off "$tmp/q"
 q() { sqlite3 "$tmp/lab.db" "$1"; }
-# show_tail FILE...: the last lines of transcripts, control characters visible
-show_tail() { tail -n 30 "$@" | cat -A | cut -c1-200; }
+# show_tail FILE...: the last lines of transcripts, control characters visible,
+# then the end of QEMU's log (guest resets, triple faults: helpers/uboot_qemu.sh)
+show_tail() {
+	tail -n 30 "$@" | cat -A | cut -c1-200
+	echo "-- QEMU's log ($tmp/q/qemu.log), resets, faults and errors (register dumps left out):"
+	grep -Ei 'reset|triple|fault|error|invalid|unassigned' "$tmp/q/qemu.log" 2> /dev/null | tail -n 8 || true
+}
 [ "$(q "select count(*) from job where status='ok' and verified_mode=mode")" = 2 ] \
 	|| { q "select mode, verified_mode, status from job"; fail "not 2 verified ok jobs"; }
 [ "$(q "select count(*) from sample")" -gt 0 ] || fail "no samples stored"
@@ -140,11 +145,16 @@ grep -q 'Kernel command line: "console=ttyS0,115200 panic=-1 quiet loglevel=4 mm
 grep -q 'Starting kernel' "$tr" || fail "no kernel start"
 
 # boot_case NAME MAX_S WANT_EXIT LAB [board boot args...]: runs `board boot`,
-# leaves its stderr in $tmp/NAME.err and the elapsed ms in $took.  A boot
-# whose U-Boot never printed its autoboot prompt (emmclab: bootloader-hang;
-# seen once in CI under load, U-Boot's output stopping after 568 bytes) is not
-# the fault under test: its transcript is shown and it runs once more.  Not
-# for a ROM without the prompt (unstarted=no).
+# leaves its stderr in $tmp/NAME.err and the elapsed ms in $took.  Two
+# failures are not the fault under test: their transcript and QEMU's log are
+# shown and the case runs once more (a second failure fails the test):
+#  - U-Boot never printed its autoboot prompt (emmclab: bootloader-hang; seen
+#    once in CI under load, U-Boot's output stopping after 568 bytes); not for
+#    a ROM without the prompt (unstarted=no);
+#  - QEMU went away by itself (emmclab: no-console, the console lost; seen once
+#    in CI: QEMU closed the TCP console about 800 bytes into the boot, near
+#    U-Boot's autoboot prompt).  No case here tests a console loss: qemu-dies
+#    below does.
 boot_case() {
 	local name=$1 max=$2 want=$3 labf=$4
 	shift 4
@@ -157,10 +167,18 @@ boot_case() {
 			> "$tmp/$name.out" 2> "$tmp/$name.err" || rc=$?
 		took=$(( $(now_ms) - t ))
 		echo "$name: exit $rc after $took ms: $(grep -v transcript "$tmp/$name.err" | tail -1)"
-		[ "${unstarted:-retry}" = retry ] && [ "$try" = 1 ] && [ "$rc" != "$want" ] \
-			&& grep -q '(bootloader-hang' "$tmp/$name.err" \
-			&& ! grep -q 'Hit any key to stop autoboot' "$tmp/transcripts-$name"/*.log || break
-		echo "$name: U-Boot never reached its autoboot prompt, not the fault under test; its transcript, then once more:"
+		# told apart from the fault under test by their class, not the exit
+		# status: both exit 3, as the deploy faults do
+		[ "$try" = 1 ] || break
+		if grep -q '(no-console' "$tmp/$name.err"; then
+			echo "$name: QEMU went away (console lost), not the fault under test; its report, transcript and log, then once more:"
+			cat "$tmp/$name.err"
+		elif [ "${unstarted:-retry}" = retry ] && grep -q '(bootloader-hang' "$tmp/$name.err" \
+			&& ! grep -q 'Hit any key to stop autoboot' "$tmp/transcripts-$name"/*.log; then
+			echo "$name: U-Boot never reached its autoboot prompt, not the fault under test; its transcript, then once more:"
+		else
+			break
+		fi
 		show_tail "$tmp/transcripts-$name"/*.log
 	done
 	[ "$rc" = "$want" ] || { cat "$tmp/$name.err"; show_tail "$tmp/transcripts-$name"/*.log
@@ -173,7 +191,7 @@ boot_case() {
 mklab "$tmp/lab-wrongfile.yaml" qemu-x86-uboot-once "$ROM" "$tmp/empty" "$TFTP"
 boot_case wrong-tftp 15 3 "$tmp/lab-wrongfile.yaml"
 grep -q "deploy in deploy: .*tftp kernel failed: TFTP error: 'File not found'" "$tmp/wrong-tftp.err" \
-	|| { cat "$tmp/wrong-tftp.err"; fail "wrong TFTP file: not reported as deploy with U-Boot's text"; }
+	|| { cat "$tmp/wrong-tftp.err"; show_tail "$tmp/transcripts-wrong-tftp"/*.log; fail "wrong TFTP file: not reported as deploy with U-Boot's text"; }
 
 # the same through the echo-paced type: each window of 16 characters goes on
 # the echo of the previous one; at the fallback pace (1 s a character) the
@@ -181,7 +199,7 @@ grep -q "deploy in deploy: .*tftp kernel failed: TFTP error: 'File not found'" "
 mklab "$tmp/lab-echo.yaml" qemu-x86-uboot-echo "$ROM" "$tmp/empty" "$TFTP"
 boot_case wrong-tftp-echo 25 3 "$tmp/lab-echo.yaml"
 grep -q "deploy in deploy: .*tftp kernel failed: TFTP error: 'File not found'" "$tmp/wrong-tftp-echo.err" \
-	|| { cat "$tmp/wrong-tftp-echo.err"; fail "echo-paced typing: not the TFTP error"; }
+	|| { cat "$tmp/wrong-tftp-echo.err"; show_tail "$tmp/transcripts-wrong-tftp-echo"/*.log; fail "echo-paced typing: not the TFTP error"; }
 # the pace waits a full window would have cost: 16 s each.  Counted on the
 # lines typed at U-Boot's prompt as the transcript holds them: time prefixes
 # and the harness's own "== ... ==" marks taken out, and a line the echo left
@@ -221,7 +239,7 @@ mklab "$tmp/lab-wrongaddr.yaml" qemu-x86-uboot-once "$ROM" "$tmp/tftp" \
 boot_case wrong-addr 25 3 "$tmp/lab-wrongaddr.yaml"
 grep -q "deploy in deploy: .*boot failed: Error: Invalid Boot Flag" "$tmp/wrong-addr.err" \
 	&& grep -q "Kernel loading failed" "$tmp/wrong-addr.err" \
-	|| { cat "$tmp/wrong-addr.err"; fail "wrong boot address: not reported with U-Boot's text"; }
+	|| { cat "$tmp/wrong-addr.err"; show_tail "$tmp/transcripts-wrong-addr"/*.log; fail "wrong boot address: not reported with U-Boot's text"; }
 
 # 4. autoboot not interruptible: bootdelay=-2 and a bootcmd that netboots the
 # staged kernel by itself (the environment of a copy of the ROM)

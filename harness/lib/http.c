@@ -24,6 +24,7 @@ struct http {
 	int *fds;              /* sockets curl asked us to watch */
 	size_t nfds, capfds;
 	int refs;              /* shared instances (http_ref) */
+	uint64_t connects;     /* connections opened (curl's CURLINFO_NUM_CONNECTS, summed) */
 	struct http *next_shared;
 };
 
@@ -65,6 +66,18 @@ static struct http *shared_list;
 /* ---- curl <-> loop glue ---- */
 
 #define HTTP_MAX_IDLE_CONNS 32
+
+/* Connections stay open for the next request to the same server (a power
+ * request a boot to pdudaemon, whose aiohttp server keeps them): as many idle
+ * ones as the shared instance has users (one a board with HTTP power), and
+ * HTTP_MAX_IDLE_CONNS at least.  A fixed 32 made 1,024 boards, whose power
+ * requests come in waves of hundreds, open 12,869-15,180 connections for
+ * 21,504 requests (docs/benchmarks.md, wave 18). */
+static void keep_conns(struct http *h)
+{
+	long n = h->refs > HTTP_MAX_IDLE_CONNS ? h->refs : HTTP_MAX_IDLE_CONNS;
+	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, n);
+}
 
 static void process_done(struct http *h);
 
@@ -174,10 +187,7 @@ struct http *http_new(struct loop *l, struct lab_err *e)
 	curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
 	curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
 	curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
-	/* Connections stay open for the next request to the same server (a
-	 * power request a boot to pdudaemon, whose aiohttp server keeps them):
-	 * this many idle ones at most, however many boards asked at once. */
-	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)HTTP_MAX_IDLE_CONNS);
+	keep_conns(h);
 	return h;
 }
 
@@ -208,12 +218,14 @@ struct http *http_ref(struct loop *l, struct lab_err *e)
 	for (struct http *h = shared_list; h; h = h->next_shared)
 		if (h->loop == l) {
 			h->refs++;
+			keep_conns(h);
 			return h;
 		}
 	struct http *h = http_new(l, e);
 	if (!h)
 		return NULL;
 	h->refs = 1;
+	keep_conns(h);
 	h->next_shared = shared_list;
 	shared_list = h;
 	return h;
@@ -221,14 +233,23 @@ struct http *http_ref(struct loop *l, struct lab_err *e)
 
 void http_unref(struct http *h)
 {
-	if (!h || --h->refs > 0)
+	if (!h)
 		return;
+	if (--h->refs > 0) {
+		keep_conns(h);
+		return;
+	}
 	for (struct http **pp = &shared_list; *pp; pp = &(*pp)->next_shared)
 		if (*pp == h) {
 			*pp = h->next_shared;
 			break;
 		}
 	http_free(h);
+}
+
+uint64_t http_connects(const struct http *h)
+{
+	return h->connects;
 }
 
 size_t http_active(const struct http *h)
@@ -792,6 +813,9 @@ static void process_done(struct http *h)
 		curl_multi_remove_handle(h->multi, easy);
 		if (!r)
 			continue;
+		long conns = 0;
+		if (curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &conns) == CURLE_OK && conns > 0)
+			h->connects += (uint64_t)conns;
 		r->in_multi = false;
 		attempt_done(r, cc);
 	}

@@ -80,6 +80,7 @@ void http_free(struct http *h); /* cancels in-flight requests without callbacks 
 struct http *http_ref(struct loop *l, struct lab_err *e); /* shared per loop */
 void http_unref(struct http *h);
 size_t http_active(const struct http *h); /* requests started and not completed */
+uint64_t http_connects(const struct http *h); /* connections opened so far (the rest reused one) */
 
 /* method: "GET", "POST", "PUT", "DELETE", ... ; url: http:// or https://. */
 struct http_req *http_req_new(struct http *h, const char *method, const char *url);

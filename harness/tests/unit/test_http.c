@@ -108,6 +108,42 @@ static void test_concurrent(struct loop *l, struct http *h)
 	is_int(http_active(h), 0, "nothing left in flight");
 }
 
+/* One wave of N concurrent requests; returns the connections it opened. */
+static uint64_t wave(struct loop *l, struct http *h, int n)
+{
+	static struct got g[64];
+	memset(g, 0, sizeof g);
+	uint64_t c0 = http_connects(h);
+	for (int i = 0; i < n; i++)
+		http_req_start(get(h, "/sleep?ms=150"), on_done, &g[i]);
+	run_until(l, g, (size_t)n, 20000);
+	int good = 0;
+	for (int i = 0; i < n; i++)
+		good += g[i].rc == LAB_OK && g[i].status == 200;
+	ok(good == n, "a wave of %d concurrent requests answered (%d)", n, good);
+	return http_connects(h) - c0;
+}
+
+/* Idle connections kept for the next wave: 32 for a few users, one for each
+ * user of the shared instance beyond that (a board with HTTP power each). */
+static void test_keepalive(struct loop *l)
+{
+	enum { N = 48, USERS = 48 };
+	struct http *h = http_ref(l, NULL);
+	is_int((int)wave(l, h, N), N, "first wave: a connection for each request");
+	is_int((int)wave(l, h, N), N - 32, "one user: 32 idle connections kept, the rest opened again");
+	struct http *more[USERS - 1];
+	for (int i = 0; i < USERS - 1; i++)
+		more[i] = http_ref(l, NULL);
+	wave(l, h, N); /* the cache grows to the new cap */
+	is_int((int)wave(l, h, N), 0, "48 users: every connection of the wave kept and reused");
+	for (int i = 0; i < USERS - 1; i++)
+		http_unref(more[i]);
+	wave(l, h, N); /* back to 32 kept */
+	is_int((int)wave(l, h, N), N - 32, "users gone: 32 idle connections kept again");
+	http_unref(h);
+}
+
 static void test_timeout(struct loop *l, struct http *h)
 {
 	struct got g = {0};
@@ -380,6 +416,7 @@ int main(void)
 	test_bodies(l, h);
 	test_redirects(l, h);
 	http_unref(h);
+	test_keepalive(l);
 	test_cancel(l);
 	loop_free(l);
 	fakedev_stop(srv);

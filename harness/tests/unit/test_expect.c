@@ -319,6 +319,28 @@ static void test_shared_regexes(void)
 		}
 	}
 	ok(ok_all, "200 add/match/remove rounds over 100 distinct regexes (evicted ones recompiled)");
+	/* one regex taken back from the idle list again and again between others
+	 * that push older idle ones out (the idle list's unlink and eviction) */
+	struct rec r4 = {0};
+	ok_all = 1;
+	for (int i = 0; i < 300; i++) {
+		char re[64], line[64];
+		bool hot = i % 3 == 0;
+		if (hot)
+			snprintf(re, sizeof re, "^hot-([0-9]+)$");
+		else
+			snprintf(re, sizeof re, "^cold%d-([0-9]+)$", i);
+		snprintf(line, sizeof line, hot ? "hot-%d\n" : "cold%d-1\n", i);
+		int before = r4.n;
+		int id = expect_add(x1, EXPECT_REGEX, re, 0, cb, &r4, NULL);
+		feeds(x1, line);
+		if (id < 0 || r4.n != before + 1)
+			ok_all = 0;
+		expect_remove(x1, id);
+		if (r4.n == 64)
+			r4.n = 0;
+	}
+	ok(ok_all, "a regex reused from the idle list between 200 others: every add matched");
 	struct lab_err e = {0};
 	is_int(expect_add(x1, EXPECT_REGEX, "a(b", 0, cb, &r1, &e), -1, "a bad regex is refused");
 	ok(strstr(e.msg, "bad regex") != NULL, "with a message: %s", e.msg);

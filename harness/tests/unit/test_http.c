@@ -130,17 +130,26 @@ static void test_keepalive(struct loop *l)
 {
 	enum { N = 48, USERS = 48 };
 	struct http *h = http_ref(l, NULL);
-	is_int((int)wave(l, h, N), N, "first wave: a connection for each request");
-	is_int((int)wave(l, h, N), N - 32, "one user: 32 idle connections kept, the rest opened again");
+	uint64_t c = wave(l, h, N);
+	ok(c >= N && c <= N + 3, "first wave: a connection for each request (%llu)", (unsigned long long)c);
+	/* exact when nothing else happens; a connection libcurl finds dead (a
+	 * loaded machine) is opened again, so a little slack either side */
+	c = wave(l, h, N);
+	ok(c >= N - 32 && c <= N - 32 + 3,
+	   "one user: 32 idle connections kept, the other 16 opened again (%llu)", (unsigned long long)c);
 	struct http *more[USERS - 1];
 	for (int i = 0; i < USERS - 1; i++)
 		more[i] = http_ref(l, NULL);
 	wave(l, h, N); /* the cache grows to the new cap */
-	is_int((int)wave(l, h, N), 0, "48 users: every connection of the wave kept and reused");
+	c = wave(l, h, N);
+	ok(c <= 3, "48 users: the wave's connections kept and reused (%llu opened; 16 with a fixed 32)",
+	   (unsigned long long)c);
 	for (int i = 0; i < USERS - 1; i++)
 		http_unref(more[i]);
 	wave(l, h, N); /* back to 32 kept */
-	is_int((int)wave(l, h, N), N - 32, "users gone: 32 idle connections kept again");
+	c = wave(l, h, N);
+	ok(c >= N - 32 && c <= N - 32 + 3, "users gone: 32 idle connections kept again (%llu opened)",
+	   (unsigned long long)c);
 	http_unref(h);
 }
 

@@ -133,7 +133,7 @@ static void test_keepalive(struct loop *l)
 	uint64_t c = wave(l, h, N);
 	ok(c >= N && c <= N + 3, "first wave: a connection for each request (%llu)", (unsigned long long)c);
 	/* exact when nothing else happens; a connection libcurl finds dead (a
-	 * loaded machine) is opened again, so a little slack either side */
+	 * loaded machine) is opened again, so a little slack upward */
 	c = wave(l, h, N);
 	ok(c >= N - 32 && c <= N - 32 + 3,
 	   "one user: 32 idle connections kept, the other 16 opened again (%llu)", (unsigned long long)c);

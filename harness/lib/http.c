@@ -224,8 +224,7 @@ struct http *http_ref(struct loop *l, struct lab_err *e)
 	struct http *h = http_new(l, e);
 	if (!h)
 		return NULL;
-	h->refs = 1;
-	keep_conns(h);
+	h->refs = 1; /* http_new kept HTTP_MAX_IDLE_CONNS, as one user gets */
 	h->next_shared = shared_list;
 	shared_list = h;
 	return h;

@@ -144,6 +144,14 @@ grep -q 'Kernel command line: "console=ttyS0,115200 panic=-1 quiet loglevel=4 mm
 	"$tmp"/transcripts/ub1-*.log || fail "bootargs not merged type + kernel + mode"
 grep -q 'Starting kernel' "$tr" || fail "no kernel start"
 
+# case_fail NAME MESSAGE: a boot case failed: emmclab's report, the transcript
+# and QEMU's log, then the failure
+case_fail() {
+	cat "$tmp/$1.err"
+	show_tail "$tmp/transcripts-$1"/*.log
+	fail "$2"
+}
+
 # boot_case NAME MAX_S WANT_EXIT LAB [board boot args...]: runs `board boot`,
 # leaves its stderr in $tmp/NAME.err and the elapsed ms in $took.  Two
 # failures are not the fault under test: their transcript and QEMU's log are
@@ -181,17 +189,15 @@ boot_case() {
 		fi
 		show_tail "$tmp/transcripts-$name"/*.log
 	done
-	[ "$rc" = "$want" ] || { cat "$tmp/$name.err"; show_tail "$tmp/transcripts-$name"/*.log
-		fail "$name: exit $rc, want $want"; }
-	[ "$took" -lt $((max * 1000)) ] || { cat "$tmp/$name.err"; show_tail "$tmp/transcripts-$name"/*.log
-		fail "$name: $took ms, want < $max s"; }
+	[ "$rc" = "$want" ] || case_fail "$name" "$name: exit $rc, want $want"
+	[ "$took" -lt $((max * 1000)) ] || case_fail "$name" "$name: $took ms, want < $max s"
 }
 
 # 2. wrong TFTP file: QEMU serves another directory than the one staged into
 mklab "$tmp/lab-wrongfile.yaml" qemu-x86-uboot-once "$ROM" "$tmp/empty" "$TFTP"
 boot_case wrong-tftp 15 3 "$tmp/lab-wrongfile.yaml"
 grep -q "deploy in deploy: .*tftp kernel failed: TFTP error: 'File not found'" "$tmp/wrong-tftp.err" \
-	|| { cat "$tmp/wrong-tftp.err"; show_tail "$tmp/transcripts-wrong-tftp"/*.log; fail "wrong TFTP file: not reported as deploy with U-Boot's text"; }
+	|| case_fail wrong-tftp "wrong TFTP file: not reported as deploy with U-Boot's text"
 
 # the same through the echo-paced type: each window of 16 characters goes on
 # the echo of the previous one; at the fallback pace (1 s a character) the
@@ -199,7 +205,7 @@ grep -q "deploy in deploy: .*tftp kernel failed: TFTP error: 'File not found'" "
 mklab "$tmp/lab-echo.yaml" qemu-x86-uboot-echo "$ROM" "$tmp/empty" "$TFTP"
 boot_case wrong-tftp-echo 25 3 "$tmp/lab-echo.yaml"
 grep -q "deploy in deploy: .*tftp kernel failed: TFTP error: 'File not found'" "$tmp/wrong-tftp-echo.err" \
-	|| { cat "$tmp/wrong-tftp-echo.err"; show_tail "$tmp/transcripts-wrong-tftp-echo"/*.log; fail "echo-paced typing: not the TFTP error"; }
+	|| case_fail wrong-tftp-echo "echo-paced typing: not the TFTP error"
 # the pace waits a full window would have cost: 16 s each.  Counted on the
 # lines typed at U-Boot's prompt as the transcript holds them: time prefixes
 # and the harness's own "== ... ==" marks taken out, and a line the echo left
@@ -239,7 +245,7 @@ mklab "$tmp/lab-wrongaddr.yaml" qemu-x86-uboot-once "$ROM" "$tmp/tftp" \
 boot_case wrong-addr 25 3 "$tmp/lab-wrongaddr.yaml"
 grep -q "deploy in deploy: .*boot failed: Error: Invalid Boot Flag" "$tmp/wrong-addr.err" \
 	&& grep -q "Kernel loading failed" "$tmp/wrong-addr.err" \
-	|| { cat "$tmp/wrong-addr.err"; show_tail "$tmp/transcripts-wrong-addr"/*.log; fail "wrong boot address: not reported with U-Boot's text"; }
+	|| case_fail wrong-addr "wrong boot address: not reported with U-Boot's text"
 
 # 4. autoboot not interruptible: bootdelay=-2 and a bootcmd that netboots the
 # staged kernel by itself (the environment of a copy of the ROM)

@@ -1447,15 +1447,12 @@ static bool store_gave_up(const struct runner *r)
 	return r->err.msg[0] != '\0';
 }
 
-static void flush_now(struct runner *r)
+/* The outcome of a flush of n entries: the backoff while the database is
+ * busy, giving up after store_wait, the note once it waited. */
+static void flush_result(struct runner *r, int rc, bool busy, size_t n, struct lab_err *e)
 {
-	if (!r->jnl || store_jnl_pending(r->jnl) == 0 || store_gave_up(r))
-		return;
-	size_t n = store_jnl_pending(r->jnl);
-	bool busy = false;
-	struct lab_err e = {0};
-	if (store_jnl_flush(r->jnl, &busy, &e)) {
-		store_fail(r, &e); /* the entries stay in the journal for a replay */
+	if (rc) {
+		store_fail(r, e); /* the entries stay in the journal for a replay */
 		return;
 	}
 	uint64_t now = loop_now_ms(r->loop);
@@ -1471,13 +1468,14 @@ static void flush_now(struct runner *r)
 										 : r->backoff_ms * 2;
 		}
 		if (now - r->busy_since_ms > r->lab->store_wait_ms) {
-			lab_err_set(&e, LAB_EINFRA,
+			lab_err_set(e, LAB_EINFRA,
 				    "%s: database busy for %.0f s (lab store_wait); %zu entries kept in "
 				    "the journal for the next run", store_path(r->store),
 				    (double)(now - r->busy_since_ms) / 1000.0, n);
-			store_fail(r, &e);
+			store_fail(r, e);
 			return;
 		}
+		loop_timer_stop(r->loop, &r->flush_t);
 		loop_timer_start(r->loop, &r->flush_t, r->backoff_ms);
 		return;
 	}
@@ -1491,11 +1489,51 @@ static void flush_now(struct runner *r)
 				    "lock); %zu entries waited in the journal, nothing lost",
 				    (double)waited / 1000.0, n);
 		logf_(r, "%s", m);
-		if (store_jnl_event(r->jnl, -1, NULL, "store-busy", NULL, m, &e))
-			store_fail(r, &e);
+		if (store_jnl_event(r->jnl, -1, NULL, "store-busy", NULL, m, e))
+			store_fail(r, e);
 		free(m);
-		jnl_dirty(r);
 	}
+	if (store_jnl_pending(r->jnl))
+		jnl_dirty(r);
+}
+
+static void flush_now(struct runner *r)
+{
+	if (!r->jnl || store_jnl_pending(r->jnl) == 0 || store_gave_up(r))
+		return;
+	if (store_jnl_async_fd(r->jnl) >= 0) {
+		/* on the journal's thread; on_jnl_done takes the outcome */
+		store_jnl_flush_start(r->jnl);
+		return;
+	}
+	size_t n = store_jnl_pending(r->jnl);
+	bool busy = false;
+	struct lab_err e = {0};
+	int rc = store_jnl_flush(r->jnl, &busy, &e);
+	flush_result(r, rc, busy, n, &e);
+}
+
+static void on_jnl_done(struct loop *l, int fd, unsigned ev, void *arg)
+{
+	LAB_UNUSED(l);
+	LAB_UNUSED(fd);
+	LAB_UNUSED(ev);
+	struct runner *r = arg;
+	if (!store_jnl_inflight(r->jnl))
+		return;
+	size_t n = 0;
+	bool busy = false;
+	struct lab_err e = {0};
+	int rc = store_jnl_flush_done(r->jnl, &n, &busy, &e);
+	if (store_jnl_inflight(r->jnl))
+		return; /* woken early */
+	flush_result(r, rc, busy, busy || rc ? store_jnl_pending(r->jnl) : n, &e);
+}
+
+/* Entries not yet committed: pending, or with the journal's thread. */
+static size_t jnl_outstanding(const struct runner *r)
+{
+	return r->jnl ? store_jnl_pending(r->jnl) + (store_jnl_inflight(r->jnl) ? 1 : 0) : 0;
 }
 
 static void on_flush(struct loop *l, struct loop_timer *t, void *arg)
@@ -1529,8 +1567,8 @@ static void runner_wait(struct runner *r, uint64_t ms)
  * (up to store_wait). */
 static void drain_store(struct runner *r)
 {
-	while (r->jnl && store_jnl_pending(r->jnl) > 0 && !store_gave_up(r)) {
-		if (!loop_timer_pending(&r->flush_t))
+	while (jnl_outstanding(r) > 0 && !store_gave_up(r)) {
+		if (!store_jnl_inflight(r->jnl) && !loop_timer_pending(&r->flush_t))
 			loop_timer_start(r->loop, &r->flush_t, 0);
 		if (loop_run_once(r->loop, -1) < 0)
 			break;
@@ -1862,7 +1900,7 @@ static void on_signal(struct loop *l, int signo, void *arg)
 	if (++r->signals >= 2) {
 		if (!r->hard_stop) {
 			hard_stop(r);
-		} else if (r->signals >= 3 && r->jnl && store_jnl_pending(r->jnl)) {
+		} else if (r->signals >= 3 && jnl_outstanding(r)) {
 			/* Waiting for a busy database after the boards stopped: give up
 			 * the wait, not the results (they stay in the journal). */
 			struct lab_err e = {0};
@@ -2089,6 +2127,12 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 	/* The run row first: its id is known from here on (or after the
 	 * database lock is released). */
 	flush_now(&r);
+	/* From here on the journal's SQLite work runs on its own thread. */
+	if (!rc && r.jnl && (rc = store_jnl_async(r.jnl, RUN_BUSY_TIMEOUT_MS, e)) == LAB_OK &&
+	    store_jnl_async_fd(r.jnl) >= 0)
+		loop_fd_add(r.loop, store_jnl_async_fd(r.jnl), LOOP_READ, on_jnl_done, &r);
+	if (rc)
+		goto out_boards;
 	res->jobs = (int)r.plan->njobs;
 
 	r.active = r.nrb;
@@ -2168,6 +2212,8 @@ out_boards:
 		free(r.rb[i].slot_done);
 	}
 	free(r.rb);
+	if (store_jnl_async_fd(r.jnl) >= 0)
+		loop_fd_del(r.loop, store_jnl_async_fd(r.jnl));
 	store_jnl_close(r.jnl);
 	loop_timer_stop(r.loop, &r.flush_t);
 	/* Let the children the boards' drivers killed (exec consoles, QEMU,

@@ -220,7 +220,23 @@ struct store_jnl;
 int store_jnl_open(struct store *s, const char *uuid, struct store_jnl **out, struct lab_err *e);
 /* Close; the file goes only when nothing is pending. */
 void store_jnl_close(struct store_jnl *j);
+/* Commit every pending entry now, on this thread (after the worker's batch, if
+ * one is out). */
 int store_jnl_flush(struct store_jnl *j, bool *busy, struct lab_err *e);
+/* Flushes on a thread of their own, with their own connection to the database
+ * (busy_ms: how long it waits for another process's lock inside SQLite), so the
+ * event loop never runs SQLite's work or waits on its lock.  A no-op for memory
+ * databases.  Then: store_jnl_flush_start hands every pending entry to the
+ * thread (false: nothing pending, or a batch is still out); the fd of
+ * store_jnl_async_fd turns readable when it is done, and store_jnl_flush_done
+ * takes the outcome: the entries applied (*applied), or, when the database was
+ * busy or an error came, the batch pending again before what came meanwhile.
+ * The entry functions may be called at any time; the rest waits for the batch. */
+int store_jnl_async(struct store_jnl *j, int busy_ms, struct lab_err *e);
+int store_jnl_async_fd(const struct store_jnl *j);
+bool store_jnl_flush_start(struct store_jnl *j);
+bool store_jnl_inflight(const struct store_jnl *j);
+int store_jnl_flush_done(struct store_jnl *j, size_t *applied, bool *busy, struct lab_err *e);
 size_t store_jnl_pending(const struct store_jnl *j);
 /* The run row's id once committed, else 0. */
 int64_t store_jnl_run_id(struct store_jnl *j);

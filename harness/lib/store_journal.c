@@ -27,9 +27,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -66,8 +69,28 @@ static const char *const jq_sql[JQ_COUNT] = {
 		      " WHERE job_id = ?1 AND workload = ?2 AND n = ?3",
 };
 
+/* The applying thread of store_jnl_async: it owns the batch, the journal's
+ * own connection and the apply state (q, job_ids, run_id) from flush_start
+ * until its eventfd fires; the loop's thread owns them otherwise. */
+struct jnl_worker {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool go, done, quit; /* under mu */
+	int efd;             /* readable: a batch was applied (or not) */
+	struct store *main_s; /* the caller's connection, given back at close */
+	char **lines;        /* the batch, oldest first */
+	size_t n;
+	int64_t skip;        /* entries up to this seq are committed already */
+	bool busy;
+	int rc;
+	struct lab_err err;
+};
+
 struct store_jnl {
 	struct store *s;
+	struct jnl_worker *w; /* NULL: flushes apply on the caller's thread */
+	bool inflight;        /* a batch is with the worker */
 	char *path; /* NULL: memory only (":memory:" databases, tests) */
 	int fd;
 	char uuid[40];
@@ -498,6 +521,9 @@ static int apply(struct store_jnl *j, const struct entry *en, struct lab_err *e)
 
 /* ---- the journal object ---- */
 
+static void worker_stop(struct store_jnl *j);
+static void finalize_stmts(struct store_jnl *j);
+
 static int jnl_write(struct store_jnl *j, const char *data, size_t len, struct lab_err *e)
 {
 	while (j->fd >= 0 && len > 0) {
@@ -737,6 +763,7 @@ void store_jnl_close(struct store_jnl *j)
 {
 	if (!j)
 		return;
+	worker_stop(j);
 	/* Nothing pending: the file has served; else it waits for a replay. */
 	if (j->fd >= 0 && j->n == 0 && j->path) {
 		unlink(j->path);
@@ -749,8 +776,7 @@ void store_jnl_close(struct store_jnl *j)
 	}
 	if (j->fd >= 0)
 		close(j->fd);
-	for (int i = 0; i < JQ_COUNT; i++)
-		sqlite3_finalize(j->q[i]);
+	finalize_stmts(j);
 	free_lines(j->lines, j->n);
 	free(j->job_ids);
 	lab_buf_free(&j->line);
@@ -827,13 +853,222 @@ int store_jnl_open(struct store *s, const char *uuid, struct store_jnl **out, st
 	return LAB_OK;
 }
 
+/* ---- applying on a worker thread ---- */
+
+static void *worker_main(void *arg)
+{
+	struct store_jnl *j = arg;
+	struct jnl_worker *w = j->w;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->go && !w->quit)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (w->quit)
+			break;
+		w->go = false;
+		pthread_mutex_unlock(&w->mu);
+		w->err = (struct lab_err){0};
+		w->busy = false;
+		w->rc = apply_lines(j, w->lines, w->n, w->skip, &w->busy, NULL, &w->err);
+		pthread_mutex_lock(&w->mu);
+		w->done = true;
+		pthread_cond_broadcast(&w->cv);
+		uint64_t one = 1;
+		while (write(w->efd, &one, sizeof one) < 0 && errno == EINTR)
+			;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static void finalize_stmts(struct store_jnl *j)
+{
+	for (int i = 0; i < JQ_COUNT; i++) {
+		sqlite3_finalize(j->q[i]);
+		j->q[i] = NULL;
+	}
+}
+
+int store_jnl_async(struct store_jnl *j, int busy_ms, struct lab_err *e)
+{
+	if (j->w || !j->path)
+		return LAB_OK; /* memory databases: a second connection is another database */
+	struct store *ws;
+	int rc = store_open(store_path(j->s), STORE_NO_MIGRATE, &ws, e);
+	if (rc)
+		return rc;
+	store_set_busy_timeout(ws, busy_ms);
+	struct jnl_worker *w = xcalloc(1, sizeof *w);
+	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->efd < 0) {
+		rc = LAB_ERR(e, LAB_EINFRA, "journal: eventfd: %s", strerror(errno));
+		store_close(ws);
+		free(w);
+		return rc;
+	}
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	if (j->mark < 0)
+		j->mark = run_mark(j);
+	finalize_stmts(j); /* prepared on the caller's connection */
+	w->main_s = j->s;
+	j->s = ws;
+	j->w = w;
+	/* The thread takes no signal: they stay the loop's (signalfd), whatever
+	 * the loop blocks later; blocked here, the new thread inherits the mask. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = pthread_create(&w->th, NULL, worker_main, j);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		j->s = w->main_s;
+		j->w = NULL;
+		close(w->efd);
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		free(w);
+		store_close(ws);
+		return LAB_ERR(e, LAB_EINFRA, "journal: thread: %s", strerror(err));
+	}
+	return LAB_OK;
+}
+
+int store_jnl_async_fd(const struct store_jnl *j)
+{
+	return j && j->w ? j->w->efd : -1;
+}
+
+bool store_jnl_inflight(const struct store_jnl *j)
+{
+	return j && j->inflight;
+}
+
+bool store_jnl_flush_start(struct store_jnl *j)
+{
+	struct jnl_worker *w = j->w;
+	if (!w || j->inflight || j->n == 0)
+		return false;
+	w->lines = j->lines;
+	w->n = j->n;
+	w->skip = j->mark;
+	j->lines = NULL;
+	j->n = j->cap = 0;
+	j->inflight = true;
+	pthread_mutex_lock(&w->mu);
+	w->done = false;
+	w->go = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return true;
+}
+
+static int64_t line_seq(const char *line)
+{
+	return strtoll(line, NULL, 10);
+}
+
+/* The batch's outcome, on the caller's thread once the worker is done. */
+static int batch_done(struct store_jnl *j, size_t *applied, bool *busy, struct lab_err *e)
+{
+	struct jnl_worker *w = j->w;
+	j->inflight = false;
+	*busy = w->busy;
+	*applied = 0;
+	if (w->rc || w->busy) {
+		/* Still pending, before what came meanwhile. */
+		size_t n = w->n + j->n;
+		char **l = xreallocarray(NULL, n ? n : 1, sizeof *l);
+		memcpy(l, w->lines, w->n * sizeof *l);
+		if (j->n)
+			memcpy(l + w->n, j->lines, j->n * sizeof *l);
+		free(j->lines);
+		free(w->lines);
+		j->lines = l;
+		j->n = j->cap = n;
+		w->lines = NULL;
+		w->n = 0;
+		if (w->rc)
+			*e = w->err;
+		return w->rc;
+	}
+	*applied = w->n;
+	if (w->n)
+		j->mark = line_seq(w->lines[w->n - 1]);
+	free_lines(w->lines, w->n);
+	w->lines = NULL;
+	w->n = 0;
+	/* Emptied only with nothing pending: what came meanwhile stays in the file. */
+	return j->n == 0 && j->bytes > JNL_RESET_BYTES ? jnl_reset_file(j, e) : LAB_OK;
+}
+
+int store_jnl_flush_done(struct store_jnl *j, size_t *applied, bool *busy, struct lab_err *e)
+{
+	*busy = false;
+	*applied = 0;
+	if (!j->w || !j->inflight)
+		return LAB_OK;
+	uint64_t v;
+	if (read(j->w->efd, &v, sizeof v) < 0 && errno == EAGAIN)
+		return LAB_OK; /* not yet */
+	pthread_mutex_lock(&j->w->mu);
+	bool done = j->w->done;
+	pthread_mutex_unlock(&j->w->mu);
+	if (!done)
+		return LAB_OK;
+	return batch_done(j, applied, busy, e);
+}
+
+/* Wait for the worker's batch (close, a synchronous flush). */
+static int wait_batch(struct store_jnl *j, bool *busy, struct lab_err *e)
+{
+	*busy = false;
+	if (!j->w || !j->inflight)
+		return LAB_OK;
+	pthread_mutex_lock(&j->w->mu);
+	while (!j->w->done)
+		pthread_cond_wait(&j->w->cv, &j->w->mu);
+	pthread_mutex_unlock(&j->w->mu);
+	uint64_t v;
+	while (read(j->w->efd, &v, sizeof v) < 0 && errno == EINTR)
+		;
+	size_t applied;
+	return batch_done(j, &applied, busy, e);
+}
+
+static void worker_stop(struct store_jnl *j)
+{
+	struct jnl_worker *w = j->w;
+	if (!w)
+		return;
+	bool busy;
+	struct lab_err e = {0};
+	wait_batch(j, &busy, &e); /* what failed stays pending: the file stays */
+	pthread_mutex_lock(&w->mu);
+	w->quit = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->th, NULL);
+	close(w->efd);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	finalize_stmts(j);
+	store_close(j->s);
+	j->s = w->main_s;
+	j->w = NULL;
+	free(w);
+}
+
 int store_jnl_flush(struct store_jnl *j, bool *busy, struct lab_err *e)
 {
 	*busy = false;
+	int rc = wait_batch(j, busy, e);
+	if (rc || *busy)
+		return rc;
 	if (j->n == 0)
 		return LAB_OK;
 	int64_t mark = j->mark >= 0 ? j->mark : run_mark(j);
-	int rc = apply_lines(j, j->lines, j->n, mark, busy, NULL, e);
+	rc = apply_lines(j, j->lines, j->n, mark, busy, NULL, e);
 	if (rc || *busy)
 		return rc;
 	for (size_t i = 0; i < j->n; i++)
@@ -850,6 +1085,8 @@ size_t store_jnl_pending(const struct store_jnl *j)
 
 int64_t store_jnl_run_id(struct store_jnl *j)
 {
+	if (j->inflight)
+		return 0; /* the worker has the connection: ask after its batch */
 	struct lab_err e = {0};
 	find_run(j, &e);
 	return j->run_id;

@@ -8,6 +8,9 @@
 #include "util.h"
 
 #include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -777,6 +780,88 @@ static void test_journal(void)
 	free(path);
 }
 
+/* Wait until the journal's thread is done with its batch (poll on its fd). */
+static bool wait_jnl(struct store_jnl *j)
+{
+	struct pollfd pfd = {.fd = store_jnl_async_fd(j), .events = POLLIN};
+	return pfd.fd >= 0 && poll(&pfd, 1, 10000) == 1;
+}
+
+static void test_journal_async(void)
+{
+	char *path = tpath("jnl-async.db");
+	struct store *s;
+	struct lab_err e = {0};
+	struct store_jnl *j = NULL;
+	bool busy = true;
+	size_t applied = 0;
+	ok(store_open(path, 0, &s, &e) == LAB_OK, "open");
+	ok(start_journal(s, "async-run", &j) == LAB_OK, "entries queued");
+	ok(store_jnl_flush(j, &busy, &e) == LAB_OK && !busy, "the run row, on this thread");
+	sigset_t before, after;
+	pthread_sigmask(SIG_SETMASK, NULL, &before);
+	ok(store_jnl_async(j, 10, &e) == LAB_OK && store_jnl_async_fd(j) >= 0, "a thread of its own: %s",
+	   e.msg);
+	pthread_sigmask(SIG_SETMASK, NULL, &after);
+	ok(sigismember(&before, SIGTERM) == sigismember(&after, SIGTERM) &&
+		   sigismember(&before, SIGINT) == sigismember(&after, SIGINT),
+	   "the caller's signal mask unchanged");
+	ok(!store_jnl_flush_start(j), "nothing pending: no batch");
+
+	ok(fill_journal(j, 1, 3) == LAB_OK, "three iterations");
+	ok(store_jnl_flush_start(j), "handed to the thread");
+	ok(store_jnl_inflight(j) && store_jnl_pending(j) == 0, "in flight, none pending");
+	ok(fill_journal(j, 4, 5) == LAB_OK, "two more while it applies");
+	ok(!store_jnl_flush_start(j), "one batch at a time");
+	is_int((int64_t)store_jnl_run_id(j), 0, "no connection use while the thread has it");
+	ok(wait_jnl(j), "its fd turns readable");
+	ok(store_jnl_flush_done(j, &applied, &busy, &e) == LAB_OK && !busy, "done: %s", e.msg);
+	is_int((int64_t)applied, 3, "three entries applied");
+	is_int((int64_t)store_jnl_pending(j), 2, "the two that came meanwhile still pending");
+	is_int(q_int(s, "SELECT count(*) FROM iteration"), 3, "committed, seen by the caller's connection");
+	ok(store_jnl_run_id(j) > 0, "the run row's id known");
+
+	/* Another process holds the lock: the batch comes back, before what came meanwhile. */
+	sqlite3 *other;
+	sqlite3_open(path, &other);
+	ok(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK, "lock held");
+	ok(store_jnl_flush_start(j), "the two handed over");
+	ok(fill_journal(j, 6, 6) == LAB_OK, "one more meanwhile");
+	ok(wait_jnl(j), "done");
+	ok(store_jnl_flush_done(j, &applied, &busy, &e) == LAB_OK && busy, "busy");
+	is_int((int64_t)applied, 0, "nothing applied");
+	is_int((int64_t)store_jnl_pending(j), 3, "all three pending again");
+	sqlite3_exec(other, "COMMIT", NULL, NULL, NULL);
+	sqlite3_close(other);
+	ok(store_jnl_flush_start(j) && wait_jnl(j), "again, the lock free");
+	ok(store_jnl_flush_done(j, &applied, &busy, &e) == LAB_OK && !busy && applied == 3,
+	   "applied: %s", e.msg);
+	is_int(q_int(s, "SELECT count(DISTINCT n) FROM iteration"), 6, "iterations 1..6 once each");
+	is_int(q_int(s, "SELECT journal_seq FROM run"), 16, /* 10 entries, 6 iterations */
+	       "the mark is the last entry's: the returned batch kept its place before the newer one");
+
+	/* Closed while a batch is out: it waits for it; nothing pending, the file goes. */
+	ok(fill_journal(j, 7, 7) == LAB_OK && store_jnl_flush_start(j), "iteration 7 handed over");
+	store_jnl_close(j);
+	is_int(q_int(s, "SELECT count(*) FROM iteration"), 7, "committed before the close returned");
+	char *jpath = xasprintf("%s.pending/async-run.jnl", path);
+	struct stat st;
+	ok(stat(jpath, &st) < 0, "journal removed: nothing pending");
+	free(jpath);
+
+	/* A memory database has no second connection: flushes stay on this thread. */
+	struct store *m;
+	ok(store_open(":memory:", 0, &m, &e) == LAB_OK, "memory database");
+	ok(start_journal(m, "mem-run", &j) == LAB_OK, "entries");
+	ok(store_jnl_async(j, 10, &e) == LAB_OK && store_jnl_async_fd(j) < 0, "no thread");
+	ok(!store_jnl_flush_start(j) && store_jnl_flush(j, &busy, &e) == LAB_OK && !busy, "flushed here");
+	is_int(q_int(m, "SELECT count(*) FROM job"), 2, "committed");
+	store_jnl_close(j);
+	store_close(m);
+	store_close(s);
+	free(path);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -794,6 +879,7 @@ int main(void)
 	test_queries();
 	test_lathist();
 	test_journal();
+	test_journal_async();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "# could not remove %s\n", tmpdir);

@@ -5,6 +5,8 @@
 #include "csv.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -139,9 +141,81 @@ static void lat_keep_parts(struct report_model *m, size_t keep)
 	store_lathist_truncate(&m->lat, &m->nlat, cut);
 }
 
+/* The latency histograms, read on a thread of their own with their own
+ * read-only connection while the caller's loads the samples and the trends
+ * (each about a third of a 1,024-board night's report). */
+struct lat_load {
+	char *path;
+	int64_t run_id;
+	const struct results_filter *filter;
+	bool exclude_warmup;
+	struct store_lathist *lat;
+	size_t nlat;
+	int rc;
+	struct lab_err e;
+	pthread_t th;
+	bool started;
+};
+
+static void *lat_load_main(void *arg)
+{
+	struct lat_load *L = arg;
+	struct store *rs;
+	L->rc = store_open(L->path, STORE_READONLY, &rs, &L->e);
+	if (L->rc == LAB_OK) {
+		L->rc = store_lathist_load(rs, L->run_id, L->filter, L->exclude_warmup, &L->lat,
+					   &L->nlat, &L->e);
+		store_close(rs);
+	}
+	return NULL;
+}
+
+static void lat_load_start(struct lat_load *L, struct store *s, const struct report_opts *o,
+			   int64_t run_id)
+{
+	const char *p = store_path(s);
+	memset(L, 0, sizeof *L);
+	/* a memory database is the caller's connection's alone */
+	if (!p || strcmp(p, ":memory:") == 0 || strncmp(p, "file:", 5) == 0)
+		return;
+	L->path = xstrdup(p);
+	L->run_id = run_id;
+	L->filter = &o->filter;
+	L->exclude_warmup = o->exclude_warmup;
+	/* no signal for this thread: they stay the caller's */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	L->started = pthread_create(&L->th, NULL, lat_load_main, L) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Join the thread (or load here when there was none); its result into m. */
+static int lat_load_finish(struct lat_load *L, struct store *s, struct report_model *m,
+			   const struct report_opts *o, struct lab_err *e)
+{
+	int rc;
+	if (L->started) {
+		pthread_join(L->th, NULL);
+		L->started = false;
+		m->lat = L->lat;
+		m->nlat = L->nlat;
+		rc = L->rc;
+		if (rc)
+			*e = L->e;
+	} else {
+		rc = store_lathist_load(s, m->run_id, &o->filter, o->exclude_warmup, &m->lat, &m->nlat,
+					e);
+	}
+	free(L->path);
+	L->path = NULL;
+	return rc;
+}
+
 int report_build(struct store *s, const struct report_opts *o, struct report_model **out,
 		 struct lab_err *e)
 {
+	struct lat_load L = {0};
 	struct report_model *m = xcalloc(1, sizeof *m);
 	int rc;
 	if (o)
@@ -167,6 +241,8 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 		}
 		f.run_id = m->run_id;
 	}
+	if (!o->modes_only)
+		lat_load_start(&L, s, o, m->run_id);
 	if ((rc = results_load(s, &f, &m->res, e)))
 		goto fail;
 	if (m->run_id) {
@@ -174,13 +250,6 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 		snprintf(m->scope, sizeof m->scope, "run %lld (%s%s%s, %s)", (long long)m->run_id,
 			 u->started_at, u->plan[0] ? ", plan " : "", u->plan, u->source);
 	}
-	/* The latency histograms before the comparison is built: those past the
-	 * first lat_parts parts go again before the comparison's peak (11 MB at
-	 * 1,024 boards). */
-	if (!o->modes_only &&
-	    (rc = store_lathist_load(s, m->run_id, &o->filter, o->exclude_warmup, &m->lat, &m->nlat, e)))
-		goto fail;
-	lat_keep_parts(m, o->lat_parts);
 	if (m->run_id && !o->modes_only) {
 		const struct results_run *u = results_run_by_id(m->res, m->run_id);
 		/* Trends: this night and the ones before it. */
@@ -198,6 +267,12 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 	}
 	if (!m->trend && !o->modes_only)
 		m->trend = results_trend_of(m->res, o->dut_detail);
+	/* The latency histograms before the comparison is built: those past the
+	 * first lat_parts parts go again before the comparison's peak (11 MB at
+	 * 1,024 boards). */
+	if (!o->modes_only && (rc = lat_load_finish(&L, s, m, o, e)))
+		goto fail;
+	lat_keep_parts(m, o->lat_parts);
 	struct compare_opts co;
 	compare_opts_init(&co);
 	co.alpha = o->alpha;
@@ -225,6 +300,13 @@ int report_build(struct store *s, const struct report_opts *o, struct report_mod
 	*out = m;
 	return LAB_OK;
 fail:
+	if (L.started) { /* a failure before its result was taken: wait, then drop it */
+		struct lab_err le = {0};
+		struct report_model tmp = {0};
+		lat_load_finish(&L, s, &tmp, o, &le);
+		store_lathist_free(tmp.lat, tmp.nlat);
+	}
+	free(L.path);
 	report_free(m);
 	return rc;
 }

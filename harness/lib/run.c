@@ -2132,12 +2132,19 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 	/* The run row first: its id is known from here on (or after the
 	 * database lock is released). */
 	flush_now(&r);
-	/* From here on the journal's SQLite work runs on its own thread. */
-	if (!rc && r.jnl && (rc = store_jnl_async(r.jnl, RUN_BUSY_TIMEOUT_MS, e)) == LAB_OK &&
-	    store_jnl_async_fd(r.jnl) >= 0)
-		loop_fd_add(r.loop, store_jnl_async_fd(r.jnl), LOOP_READ, on_jnl_done, &r);
-	if (rc)
-		goto out_boards;
+	/* From here on the journal's SQLite work runs on its own thread; without
+	 * one (no second connection, no thread) it stays on this one. */
+	if (r.jnl) {
+		struct lab_err ae = {0};
+		if (store_jnl_async(r.jnl, RUN_BUSY_TIMEOUT_MS, &ae) != LAB_OK)
+			logf_(&r, "results store: commits stay on the event loop's thread: %s", ae.msg);
+		else if (store_jnl_async_fd(r.jnl) >= 0 &&
+			 loop_fd_add(r.loop, store_jnl_async_fd(r.jnl), LOOP_READ, on_jnl_done, &r) != 0) {
+			store_jnl_async_end(r.jnl);
+			logf_(&r, "results store: commits stay on the event loop's thread: "
+				  "cannot watch the journal thread's eventfd");
+		}
+	}
 	res->jobs = (int)r.plan->njobs;
 
 	r.active = r.nrb;

@@ -238,6 +238,8 @@ int store_jnl_flush(struct store_jnl *j, bool *busy, struct lab_err *e);
  * busy or an error came, the batch pending again before what came meanwhile.
  * The entry functions may be called at any time; the rest waits for the batch. */
 int store_jnl_async(struct store_jnl *j, int busy_ms, struct lab_err *e);
+/* Back to flushes on the caller's thread (after the batch that is out, if any). */
+void store_jnl_async_end(struct store_jnl *j);
 int store_jnl_async_fd(const struct store_jnl *j);
 bool store_jnl_flush_start(struct store_jnl *j);
 bool store_jnl_inflight(const struct store_jnl *j);

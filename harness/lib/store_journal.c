@@ -966,6 +966,12 @@ int store_jnl_async(struct store_jnl *j, int busy_ms, struct lab_err *e)
 	return LAB_OK;
 }
 
+void store_jnl_async_end(struct store_jnl *j)
+{
+	if (j)
+		worker_stop(j);
+}
+
 int store_jnl_async_fd(const struct store_jnl *j)
 {
 	return j && j->w ? j->w->efd : -1;

@@ -1501,11 +1501,6 @@ static void flush_now(struct runner *r)
 {
 	if (!r->jnl || store_jnl_pending(r->jnl) == 0 || store_gave_up(r))
 		return;
-	struct lab_err se = {0};
-	if (store_jnl_sync(r->jnl, &se)) {
-		store_fail(r, &se); /* the file is where a killed run's results wait: stop */
-		return;
-	}
 	if (store_jnl_async_fd(r->jnl) >= 0) {
 		/* on the journal's thread; on_jnl_done takes the outcome */
 		store_jnl_flush_start(r->jnl);

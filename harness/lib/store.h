@@ -220,11 +220,6 @@ struct store_jnl;
 int store_jnl_open(struct store *s, const char *uuid, struct store_jnl **out, struct lab_err *e);
 /* Close; the file goes only when nothing is pending. */
 void store_jnl_close(struct store_jnl *j);
-/* Entries are written to the journal file in one write per call of this (a run
- * calls it on its 50 ms flush tick), by a flush, when 64 KiB wait, and on close;
- * a killed controller loses only what was not written yet, as if it had died
- * that much earlier (its iterations are run again on resume). */
-int store_jnl_sync(struct store_jnl *j, struct lab_err *e);
 /* Commit every pending entry now, on this thread (after the worker's batch, if
  * one is out). */
 int store_jnl_flush(struct store_jnl *j, bool *busy, struct lab_err *e);

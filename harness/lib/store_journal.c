@@ -42,10 +42,6 @@
 /* Committed entries stay in the file (a replay skips them by run.journal_seq)
  * until it grows past this: one ftruncate per MiB, not two syscalls a flush. */
 #define JNL_RESET_BYTES (1u << 20)
-/* Entries reach the file in one write a flush tick (store_jnl_sync), not one
- * each (three an iteration), or at once past JNL_OUT_MAX. */
-#define JNL_OUT_MAX (64u * 1024u)
-#define JNL_OUT_KEEP (256u * 1024u)
 
 enum {
 	JQ_JOB_ID,
@@ -108,7 +104,6 @@ struct store_jnl {
 	size_t njob_ids;
 	sqlite3_stmt *q[JQ_COUNT];
 	struct lab_buf line;
-	struct lab_buf out; /* entries not yet in the file (store_jnl_sync) */
 };
 
 /* ---- encoding ---- */
@@ -555,37 +550,14 @@ static struct lab_buf *begin(struct store_jnl *j, const char *kind)
 	return &j->line;
 }
 
-/* Write what entries wait in j->out.  On a failed write they are dropped from
- * it (a line the failure cut is ignored by a replay); they stay pending. */
-static int jnl_sync(struct store_jnl *j, struct lab_err *e)
-{
-	if (!j->out.len)
-		return LAB_OK;
-	int rc = jnl_write(j, j->out.data, j->out.len, e);
-	j->out.len = 0;
-	if (j->out.cap > JNL_OUT_KEEP)
-		lab_buf_free(&j->out);
-	return rc;
-}
-
-int store_jnl_sync(struct store_jnl *j, struct lab_err *e)
-{
-	return j ? jnl_sync(j, e) : LAB_OK;
-}
-
-/* End it: CRC, newline, into the file's buffer and the pending list. */
+/* End it: CRC, newline, into the file and the pending list. */
 static int end(struct store_jnl *j, struct lab_err *e)
 {
 	struct lab_buf *b = &j->line;
 	lab_buf_printf(b, " %08x\n", crc32_ieee(b->data, b->len));
-	if (j->fd >= 0) {
-		lab_buf_append(&j->out, b->data, b->len);
-		if (j->out.len >= JNL_OUT_MAX) {
-			int rc = jnl_sync(j, e);
-			if (rc)
-				return rc;
-		}
-	}
+	int rc = jnl_write(j, b->data, b->len, e);
+	if (rc)
+		return rc;
 	if (j->n == j->cap) {
 		j->cap = j->cap ? j->cap * 2 : 64;
 		j->lines = xrealloc(j->lines, j->cap * sizeof *j->lines);
@@ -743,7 +715,6 @@ static int jnl_reset_file(struct store_jnl *j, struct lab_err *e)
 {
 	if (j->fd < 0)
 		return LAB_OK;
-	j->out.len = 0; /* nothing pending: what waits here is committed */
 	if (ftruncate(j->fd, 0) < 0)
 		return LAB_ERR(e, LAB_EINFRA, "%s: %s", j->path, strerror(errno));
 	j->bytes = 0;
@@ -793,8 +764,6 @@ void store_jnl_close(struct store_jnl *j)
 	if (!j)
 		return;
 	worker_stop(j);
-	struct lab_err se = {0};
-	jnl_sync(j, &se); /* a failure: the entries are committed or the file stays */
 	/* Nothing pending: the file has served; else it waits for a replay. */
 	if (j->fd >= 0 && j->n == 0 && j->path) {
 		unlink(j->path);
@@ -811,7 +780,6 @@ void store_jnl_close(struct store_jnl *j)
 	free_lines(j->lines, j->n);
 	free(j->job_ids);
 	lab_buf_free(&j->line);
-	lab_buf_free(&j->out);
 	free(j->path);
 	free(j);
 }
@@ -1100,10 +1068,7 @@ static void worker_stop(struct store_jnl *j)
 int store_jnl_flush(struct store_jnl *j, bool *busy, struct lab_err *e)
 {
 	*busy = false;
-	int rc = jnl_sync(j, e);
-	if (rc)
-		return rc;
-	rc = wait_batch(j, busy, e);
+	int rc = wait_batch(j, busy, e);
 	if (rc || *busy)
 		return rc;
 	if (j->n == 0)

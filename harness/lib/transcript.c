@@ -79,9 +79,9 @@ static void tr_flush(struct transcript *t)
 
 static void put(struct transcript *t, const void *p, size_t n);
 
-/* Put the held marks on their own lines: at the end of the board's open
+/* Write the held marks on their own lines: at the end of the board's open
  * line, or (flush timer, close) after the line stayed open - a prompt. */
-static void put_marks(struct transcript *t)
+static void emit_marks(struct transcript *t)
 {
 	if (!t->mlen)
 		return;
@@ -90,27 +90,14 @@ static void put_marks(struct transcript *t)
 	put(t, t->marks, t->mlen);
 	t->mlen = 0;
 	t->bol = true;
-}
-
-/* Marks go out with the board's bytes, on the flush timer (at most TR_FLUSH_MS
- * later): five marks a boot each written at once were most of a large lab's
- * transcript writes.  Without a loop, at once. */
-static void emit_marks(struct transcript *t)
-{
-	if (!t->mlen)
-		return;
-	put_marks(t);
-	if (!t->loop)
-		tr_flush(t);
-	else if (!loop_timer_pending(&t->flush_timer))
-		loop_timer_start(t->loop, &t->flush_timer, TR_FLUSH_MS);
+	tr_flush(t); /* marks are rare and matter: make them visible at once */
 }
 
 static void on_flush(struct loop *l, struct loop_timer *tm, void *arg)
 {
 	LAB_UNUSED(l);
 	LAB_UNUSED(tm);
-	put_marks(arg);
+	emit_marks(arg);
 	tr_flush(arg);
 }
 
@@ -296,7 +283,7 @@ int transcript_close(struct transcript *t, char sha256[65], uint64_t *bytes, str
 		return LAB_OK;
 	if (t->loop)
 		loop_timer_stop(t->loop, &t->flush_timer);
-	put_marks(t);
+	emit_marks(t);
 	tr_flush(t);
 	int rc = LAB_OK;
 	if (t->fd >= 0 && close(t->fd) < 0)

@@ -231,7 +231,8 @@ int store_jnl_flush(struct store_jnl *j, bool *busy, struct lab_err *e);
  * store_jnl_async_fd turns readable when it is done, and store_jnl_flush_done
  * takes the outcome: the entries applied (*applied), or, when the database was
  * busy or an error came, the batch pending again before what came meanwhile.
- * The entry functions may be called at any time; the rest waits for the batch. */
+ * The entry functions may be called at any time; store_jnl_flush and
+ * store_jnl_close wait for a batch that is out, store_jnl_run_id answers 0 then. */
 int store_jnl_async(struct store_jnl *j, int busy_ms, struct lab_err *e);
 /* Back to flushes on the caller's thread (after the batch that is out, if any). */
 void store_jnl_async_end(struct store_jnl *j);

@@ -6,7 +6,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -182,12 +181,7 @@ static void lat_load_start(struct lat_load *L, struct store *s, const struct rep
 	L->run_id = run_id;
 	L->filter = &o->filter;
 	L->exclude_warmup = o->exclude_warmup;
-	/* no signal for this thread: they stay the caller's */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	L->started = pthread_create(&L->th, NULL, lat_load_main, L) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	L->started = lab_thread_start(&L->th, lat_load_main, L) == 0;
 }
 
 /* Join the thread (or load here when there was none); its result into m. */

@@ -28,7 +28,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -914,13 +913,7 @@ int store_jnl_async(struct store_jnl *j, int busy_ms, struct lab_err *e)
 	w->main_s = j->s;
 	j->s = ws;
 	j->w = w;
-	/* The thread takes no signal: they stay the loop's (signalfd), whatever
-	 * the loop blocks later; blocked here, the new thread inherits the mask. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = pthread_create(&w->th, NULL, worker_main, j);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int err = lab_thread_start(&w->th, worker_main, j);
 	if (err) {
 		j->s = w->main_s;
 		j->w = NULL;

@@ -10,6 +10,7 @@
 #include <malloc.h>
 #endif
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -962,4 +963,14 @@ void lab_text_fit(char *buf, int width)
 	size_t n = strlen(buf);
 	while (n && buf[n - 1] == ' ')
 		buf[--n] = '\0';
+}
+
+int lab_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
 }

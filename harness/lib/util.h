@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -121,6 +122,11 @@ uint64_t lab_now_ns(void);
 uint64_t lab_now_ms(void);
 /* Wall clock, UTC, ISO 8601 "2026-11-30T06:14:07Z" into buf (>= 21 bytes). */
 void lab_utc_iso(char *buf, size_t n, int64_t unix_secs);
+
+/* Start a thread that takes no signal (they stay the event loop's signalfd,
+ * whatever the loop blocks later): created with every signal blocked, it
+ * inherits that mask.  0 or the pthread_create error. */
+int lab_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Set O_CLOEXEC / O_NONBLOCK on an fd. */
 int lab_fd_cloexec(int fd);

@@ -523,7 +523,15 @@ static void pct_select(double *v, long n, const long *at, size_t nk, double *out
 		}
 		of[k] = nd - 1;
 	}
-	double *tmp = xreallocarray(NULL, seg[nd - 1] + len[nd - 1], sizeof *tmp);
+	/* kept between calls (the simulator is one thread): a free of 64 KiB or
+	 * more makes malloc consolidate its whole heap, each iteration */
+	static double *tmp;
+	static size_t tmp_cap;
+	size_t need = seg[nd - 1] + len[nd - 1];
+	if (need > tmp_cap) {
+		tmp_cap = need;
+		tmp = xreallocarray(tmp, tmp_cap, sizeof *tmp);
+	}
 	for (long i = 0; i < n; i++) {
 		uint64_t x;
 		memcpy(&x, &v[i], sizeof x);
@@ -536,7 +544,6 @@ static void pct_select(double *v, long n, const long *at, size_t nk, double *out
 		select_kth(tmp, s, s + (long)len[of[k]] - 1, s + inb[k]);
 		out[k] = tmp[s + inb[k]];
 	}
-	free(tmp);
 }
 
 static void percentiles(double *v, long n, const long *at, size_t nk, double *out)
@@ -575,6 +582,7 @@ static void percentiles(double *v, long n, const long *at, size_t nk, double *ou
 
 #define PCT_WIN_OCT 16
 #define PCT_WIN (PCT_WIN_OCT << (52 - PCT_SHIFT)) /* 1/256-octave buckets */
+#define PCT_PER_LH (1 << (50 - PCT_SHIFT))       /* of them in a lathist bucket */
 static uint32_t pct_window[PCT_WIN];
 
 /* Per-request latency as the real agent reports it (suites/agent/latency.c):
@@ -594,19 +602,28 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 	snprintf(stream, sizeof stream, "lat/%s/%s/%s/%u/%s", r->b->name, sim_mode_name(r->b->dev), w,
 		 it, op);
 	sim_rng_seed(&g, (uint64_t)r->b->cfg.seed, stream);
-	double *v = xreallocarray(NULL, (size_t)n, sizeof *v);
+	/* kept between calls, as pct_select's (one thread) */
+	static double *v;
+	static size_t v_cap;
+	if ((size_t)n > v_cap) {
+		v_cap = (size_t)n;
+		v = xreallocarray(v, v_cap, sizeof *v);
+	}
 	/* percentiles()'s counts per 1/256 octave, taken as the values are
 	 * drawn (two passes over v fewer), in a window of PCT_WIN_OCT octaves
 	 * around the median, 1/256 to 256 times it: the model's draws lie
 	 * within about 1/8 to 48 times it (med_us > 0, so every draw is
 	 * positive).  A draw outside the window sends the percentiles through
-	 * percentiles() instead. */
+	 * percentiles() instead.  The window starts on a lathist bucket's edge
+	 * (64 of its buckets to one), so the lathist counts are its sums when
+	 * every draw is in it and at least 4 us (lathist_bucket_d's shift). */
 	uint64_t mb, wlo;
 	memcpy(&mb, &med_us, sizeof mb);
 	mb >>= PCT_SHIFT;
-	wlo = mb > PCT_WIN / 2 ? mb - PCT_WIN / 2 : 0;
+	wlo = (mb > PCT_WIN / 2 ? mb - PCT_WIN / 2 : 0) & ~(uint64_t)(PCT_PER_LH - 1);
 	memset(pct_window, 0, sizeof pct_window);
 	bool inwin = true;
+	double xmin = med_us;
 	lognormal_init();
 	/* a copy whose address stays here: the generator's words stay in
 	 * registers (counts, a long array, could alias g's once seeded) */
@@ -616,7 +633,7 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 		if (rand_next(&lg) % 100 == 0)
 			x *= 3.0 + (double)(rand_next(&lg) % 300) / 100.0;
 		v[i] = x;
-		counts[lathist_bucket_d(x)]++;
+		xmin = x < xmin ? x : xmin;
 		uint64_t xb;
 		memcpy(&xb, &x, sizeof xb);
 		xb = (xb >> PCT_SHIFT) - wlo; /* wraps when below the window */
@@ -624,6 +641,19 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 			pct_window[xb]++;
 		else
 			inwin = false;
+	}
+	if (inwin && xmin >= 4.0) {
+		for (size_t at = 0; at < PCT_WIN; at += PCT_PER_LH) {
+			uint32_t sum = 0;
+			for (size_t i = 0; i < PCT_PER_LH; i++)
+				sum += pct_window[at + i];
+			/* lathist_bucket_d: 4 * octave + quarter, the top bucket open */
+			uint64_t k = ((wlo + at) >> (50 - PCT_SHIFT)) - ((uint64_t)1023 << 2);
+			counts[k < LATHIST_BUCKETS ? k : LATHIST_BUCKETS - 1] += sum;
+		}
+	} else {
+		for (long i = 0; i < n; i++)
+			counts[lathist_bucket_d(v[i])]++;
 	}
 	/* nearest-rank percentiles, ascending ranks */
 	double at_v[LAB_ARRAY_SIZE(pc)];
@@ -639,7 +669,6 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 		snprintf(metric, sizeof metric, "rq_%s_lat_%s_us", op, pc[k].name);
 		emit_sample(r, w, it, metric, floor(at_v[k]), "us");
 	}
-	free(v);
 	size_t used = 0;
 	buckets[0] = '\0';
 	for (unsigned k = 0; k < LATHIST_BUCKETS; k++)

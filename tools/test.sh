@@ -3,13 +3,15 @@
 # warnings as errors and run every test (unit, scenario, virt, the short fault
 # campaign, the kernel series, a real LAVA farm) with ctest; then the same
 # suite built with AddressSanitizer + UndefinedBehaviorSanitizer (less the
-# tests that run no emmclab code or only repeat it on the 6.12 kernel); then a clang build of the
+# tests that run no emmclab code or only repeat it on the 6.12 kernel); then
+# the tests of the journal's and the report's threads built with
+# ThreadSanitizer (ctest label threads); then a clang build of the
 # libFuzzer targets, each run for a bounded time over its seed corpus, plus the
 # replay of the crash regressions.  Exits non-zero on any failure, and on any
 # skipped or disabled test (a test that cannot run exits 77) unless
 # EMMCLAB_ALLOW_SKIP=1.
 #
-# Developer knobs: EMMCLAB_SKIP_ASAN=1, EMMCLAB_SKIP_FUZZ=1 leave a stage out;
+# Developer knobs: EMMCLAB_SKIP_ASAN=1, EMMCLAB_SKIP_TSAN=1, EMMCLAB_SKIP_FUZZ=1 leave a stage out;
 # EMMCLAB_FUZZ_SECONDS (default 15) is each fuzz target's run time.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,6 +68,26 @@ if [ "${EMMCLAB_SKIP_ASAN:-0}" != 1 ]; then
 	run_ctest build-asan --timeout 1800 -LE '^kernel$' -E '(_6[.]12|virt_suspend)$'
 	unset ASAN_OPTIONS UBSAN_OPTIONS
 	echo "test.sh: sanitized suite $(($(date +%s) - start)) s"
+fi
+
+if [ "${EMMCLAB_SKIP_TSAN:-0}" != 1 ]; then
+	# The tests with label threads (the journal's and the report's threads)
+	# built with ThreadSanitizer.  A race ends the process (exit 66), and
+	# every report also goes to build-tsan/tsan.PID, checked after ctest, so
+	# a race in a command a test expects to fail fails the stage too.
+	start=$(date +%s)
+	cmake -S . -B build-tsan -DEMMCLAB_WERROR=ON -DEMMCLAB_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build-tsan -j"$jobs"
+	rm -f build-tsan/tsan.*
+	export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$top/build-tsan/tsan"
+	run_ctest build-tsan --timeout 900 -L threads
+	unset TSAN_OPTIONS
+	if ls build-tsan/tsan.* > /dev/null 2>&1; then
+		cat build-tsan/tsan.* >&2
+		echo "test.sh: FAIL: ThreadSanitizer reported the above" >&2
+		exit 1
+	fi
+	echo "test.sh: thread-sanitized tests $(($(date +%s) - start)) s"
 fi
 
 if [ "${EMMCLAB_SKIP_FUZZ:-0}" != 1 ]; then

@@ -75,15 +75,28 @@ if [ "${EMMCLAB_SKIP_TSAN:-0}" != 1 ]; then
 	# built with ThreadSanitizer.  A race ends the process (exit 66), and
 	# every report also goes to build-tsan/tsan.PID, checked after ctest, so
 	# a race in a command a test expects to fail fails the stage too.
+	# The reports are printed however the stage ends (a failed test stops
+	# this script: the trap shows why, as ctest's output does not have them).
+	tsan_reports() {
+		found=1
+		for f in "$top"/build-tsan/tsan.*; do
+			[ -e "$f" ] || continue
+			found=0
+			echo "== ThreadSanitizer report $f" >&2
+			cat "$f" >&2
+		done
+		return $found
+	}
 	start=$(date +%s)
 	cmake -S . -B build-tsan -DEMMCLAB_WERROR=ON -DEMMCLAB_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build-tsan -j"$jobs"
 	rm -f build-tsan/tsan.*
+	trap 'tsan_reports || true; harness/tests/servers/lava_farm.sh stop' EXIT
 	export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$top/build-tsan/tsan"
 	run_ctest build-tsan --timeout 900 -L threads
 	unset TSAN_OPTIONS
-	if ls build-tsan/tsan.* > /dev/null 2>&1; then
-		cat build-tsan/tsan.* >&2
+	trap 'harness/tests/servers/lava_farm.sh stop' EXIT
+	if tsan_reports; then
 		echo "test.sh: FAIL: ThreadSanitizer reported the above" >&2
 		exit 1
 	fi

@@ -492,6 +492,23 @@ static double lognormal_draw(struct rand_gen *g)
 #define PCT_MAXB 32768
 #define PCT_MARK 0x80000000u
 
+/* A buffer of doubles kept between calls (the simulator is one thread):
+ * freeing 64 KiB or more makes malloc consolidate its whole heap, and the
+ * latency draws would do it every iteration. */
+struct scratch {
+	double *v;
+	size_t cap;
+};
+
+static double *scratch_get(struct scratch *b, size_t n)
+{
+	if (n > b->cap) {
+		b->cap = n;
+		b->v = xreallocarray(b->v, b->cap, sizeof *b->v);
+	}
+	return b->v;
+}
+
 /* percentiles() from its counts on: cnt[b - lo] counts the values of v whose
  * bits >> PCT_SHIFT are b (every value's bucket lies in cnt, nk <= 8). */
 static void pct_select(double *v, long n, const long *at, size_t nk, double *out, uint32_t *cnt,
@@ -523,15 +540,8 @@ static void pct_select(double *v, long n, const long *at, size_t nk, double *out
 		}
 		of[k] = nd - 1;
 	}
-	/* kept between calls (the simulator is one thread): a free of 64 KiB or
-	 * more makes malloc consolidate its whole heap, each iteration */
-	static double *tmp;
-	static size_t tmp_cap;
-	size_t need = seg[nd - 1] + len[nd - 1];
-	if (need > tmp_cap) {
-		tmp_cap = need;
-		tmp = xreallocarray(tmp, tmp_cap, sizeof *tmp);
-	}
+	static struct scratch sel;
+	double *tmp = scratch_get(&sel, seg[nd - 1] + len[nd - 1]);
 	for (long i = 0; i < n; i++) {
 		uint64_t x;
 		memcpy(&x, &v[i], sizeof x);
@@ -602,13 +612,8 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 	snprintf(stream, sizeof stream, "lat/%s/%s/%s/%u/%s", r->b->name, sim_mode_name(r->b->dev), w,
 		 it, op);
 	sim_rng_seed(&g, (uint64_t)r->b->cfg.seed, stream);
-	/* kept between calls, as pct_select's (one thread) */
-	static double *v;
-	static size_t v_cap;
-	if ((size_t)n > v_cap) {
-		v_cap = (size_t)n;
-		v = xreallocarray(v, v_cap, sizeof *v);
-	}
+	static struct scratch draws;
+	double *v = scratch_get(&draws, (size_t)n);
 	/* percentiles()'s counts per 1/256 octave, taken as the values are
 	 * drawn (two passes over v fewer), in a window of PCT_WIN_OCT octaves
 	 * around the median, 1/256 to 256 times it: the model's draws lie
@@ -616,14 +621,14 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 	 * positive).  A draw outside the window sends the percentiles through
 	 * percentiles() instead.  The window starts on a lathist bucket's edge
 	 * (64 of its buckets to one), so the lathist counts are its sums when
-	 * every draw is in it and at least 4 us (lathist_bucket_d's shift). */
+	 * every draw is in it and none of them below 4 us (lathist_bucket_d's
+	 * shift; 4 us is such an edge too). */
 	uint64_t mb, wlo;
 	memcpy(&mb, &med_us, sizeof mb);
 	mb >>= PCT_SHIFT;
 	wlo = (mb > PCT_WIN / 2 ? mb - PCT_WIN / 2 : 0) & ~(uint64_t)(PCT_PER_LH - 1);
 	memset(pct_window, 0, sizeof pct_window);
 	bool inwin = true;
-	double xmin = med_us;
 	lognormal_init();
 	/* a copy whose address stays here: the generator's words stay in
 	 * registers (counts, a long array, could alias g's once seeded) */
@@ -633,7 +638,6 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 		if (rand_next(&lg) % 100 == 0)
 			x *= 3.0 + (double)(rand_next(&lg) % 300) / 100.0;
 		v[i] = x;
-		xmin = x < xmin ? x : xmin;
 		uint64_t xb;
 		memcpy(&xb, &x, sizeof xb);
 		xb = (xb >> PCT_SHIFT) - wlo; /* wraps when below the window */
@@ -642,19 +646,25 @@ static void emit_latency(struct agent_run *r, const char *w, unsigned it, const 
 		else
 			inwin = false;
 	}
-	if (inwin && xmin >= 4.0) {
-		for (size_t at = 0; at < PCT_WIN; at += PCT_PER_LH) {
-			uint32_t sum = 0;
-			for (size_t i = 0; i < PCT_PER_LH; i++)
-				sum += pct_window[at + i];
-			/* lathist_bucket_d: 4 * octave + quarter, the top bucket open */
-			uint64_t k = ((wlo + at) >> (50 - PCT_SHIFT)) - ((uint64_t)1023 << 2);
+	bool summed = inwin;
+	for (size_t at = 0; summed && at < PCT_WIN; at += PCT_PER_LH) {
+		uint32_t sum = 0;
+		for (size_t i = 0; i < PCT_PER_LH; i++)
+			sum += pct_window[at + i];
+		/* lathist_bucket_d: 4 * octave + quarter (from 4 us: 4 * 1025),
+		 * the top bucket open */
+		uint64_t q = (wlo + at) >> (50 - PCT_SHIFT);
+		if (sum && q < (uint64_t)1025 << 2) {
+			memset(counts, 0, sizeof counts); /* a draw below 4 us */
+			summed = false;
+		} else {
+			uint64_t k = q - ((uint64_t)1023 << 2);
 			counts[k < LATHIST_BUCKETS ? k : LATHIST_BUCKETS - 1] += sum;
 		}
-	} else {
+	}
+	if (!summed)
 		for (long i = 0; i < n; i++)
 			counts[lathist_bucket_d(v[i])]++;
-	}
 	/* nearest-rank percentiles, ascending ranks */
 	double at_v[LAB_ARRAY_SIZE(pc)];
 	for (size_t k = 0; k < LAB_ARRAY_SIZE(pc); k++) {

@@ -41,12 +41,24 @@ PY
 	skips=$((skips + n))
 }
 
+# ThreadSanitizer's report files (its stage's log_path): printed however the
+# script ends, as a failed test stops it and ctest's output does not hold
+# them.  Those of an earlier run go first.
+rm -f build-tsan/tsan.*
+tsan_reports() {
+	for f in "$top"/build-tsan/tsan.*; do
+		[ -e "$f" ] || continue
+		echo "== ThreadSanitizer report $f" >&2
+		cat "$f" >&2
+	done
+}
+
 # The LAVA farm (harness/tests/servers/lava_farm.sh): started once for both
 # suites (scenario.lava_farm reuses it), stopped by the PIDs it recorded.
 if ! harness/tests/servers/lava_farm.sh start > /dev/null; then
 	echo "test.sh: the LAVA farm did not start (scenario.lava_farm will fail and say why)" >&2
 fi
-trap 'harness/tests/servers/lava_farm.sh stop' EXIT
+trap 'tsan_reports; harness/tests/servers/lava_farm.sh stop' EXIT
 
 start=$(date +%s)
 cmake -S . -B build-test -DEMMCLAB_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -75,30 +87,15 @@ if [ "${EMMCLAB_SKIP_TSAN:-0}" != 1 ]; then
 	# built with ThreadSanitizer.  A race ends the process (exit 66), and
 	# every report also goes to build-tsan/tsan.PID, checked after ctest, so
 	# a race in a command a test expects to fail fails the stage too.
-	# The reports are printed however the stage ends (a failed test stops
-	# this script: the trap shows why, as ctest's output does not have them).
-	tsan_reports() {
-		found=1
-		for f in "$top"/build-tsan/tsan.*; do
-			[ -e "$f" ] || continue
-			found=0
-			echo "== ThreadSanitizer report $f" >&2
-			cat "$f" >&2
-		done
-		return $found
-	}
 	start=$(date +%s)
 	cmake -S . -B build-tsan -DEMMCLAB_WERROR=ON -DEMMCLAB_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build-tsan -j"$jobs"
-	rm -f build-tsan/tsan.*
-	trap 'tsan_reports || true; harness/tests/servers/lava_farm.sh stop' EXIT
 	export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$top/build-tsan/tsan"
 	run_ctest build-tsan --timeout 900 -L threads
 	unset TSAN_OPTIONS
-	trap 'harness/tests/servers/lava_farm.sh stop' EXIT
-	if tsan_reports; then
-		echo "test.sh: FAIL: ThreadSanitizer reported the above" >&2
-		exit 1
+	if ls build-tsan/tsan.* > /dev/null 2>&1; then
+		echo "test.sh: FAIL: ThreadSanitizer reported races (below)" >&2
+		exit 1 # the EXIT trap prints them
 	fi
 	echo "test.sh: thread-sanitized tests $(($(date +%s) - start)) s"
 fi

@@ -9,6 +9,8 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define TEXT_WIDTH 72
@@ -201,6 +203,13 @@ static void fmt_mean(char *buf, size_t n, const struct compare_side *s)
 		snprintf(buf, n, "%.4g", s->d.mean);
 }
 
+/* Rows of one block of the table: the same part, board and source. */
+static bool same_block(const struct compare_row *a, const struct compare_row *b)
+{
+	return strcmp(a->part_label, b->part_label) == 0 && strcmp(a->board, b->board) == 0 &&
+	       strcmp(a->source, b->source) == 0;
+}
+
 static void mode_table(const struct report_model *m, FILE *f);
 
 /* Written through lab_text_stream: part labels, board and kernel names come
@@ -225,16 +234,25 @@ static void mode_table(const struct report_model *m, FILE *f)
 	if (m->provenance[0])
 		banner(f, TEXT_WIDTH, m->provenance);
 	size_t nassumed = 0;
-	const char *last_part = NULL, *last_board = NULL, *last_src = NULL;
+	/* Each block's interactions, listed once (in their order) by the row
+	 * that starts the block: looking them up among all of the run's for
+	 * every block cost a thousand parts a million string comparisons. */
+	size_t *bstart = c->nrows ? xmalloc(c->nrows * sizeof *bstart) : NULL;
+	size_t *ihead = c->nrows ? xmalloc(c->nrows * sizeof *ihead) : NULL;
+	size_t *inext = c->ninter ? xmalloc(c->ninter * sizeof *inext) : NULL;
+	for (size_t i = 0; i < c->nrows; i++) {
+		ihead[i] = SIZE_MAX;
+		bstart[i] = i > 0 && same_block(&c->rows[i - 1], &c->rows[i]) ? bstart[i - 1] : i;
+	}
+	for (size_t i = c->ninter; i-- > 0;) {
+		size_t b = bstart[c->inter[i].row_off];
+		inext[i] = ihead[b];
+		ihead[b] = i;
+	}
 	for (size_t pi = 0; pi < c->nrows; pi++) {
-		const struct compare_row *r0 = &c->rows[pi];
-		/* One block per part/board/kernel; rows of a block are contiguous. */
-		if (last_part && strcmp(last_part, r0->part_label) == 0 && last_board &&
-		    strcmp(last_board, r0->board) == 0 && strcmp(last_src, r0->source) == 0)
+		/* One block per part/board/source; rows of a block are contiguous. */
+		if (bstart[pi] != pi)
 			continue;
-		last_part = r0->part_label;
-		last_board = r0->board;
-		last_src = r0->source;
 		bool header = false;
 		/* A sub-table per pair of the 2x2 (compare_mode_pairs). */
 		struct compare_mode_pair mp[2 * MODE_COUNT];
@@ -244,8 +262,7 @@ static void mode_table(const struct report_model *m, FILE *f)
 			bool sub = false;
 			for (size_t i = pi; i < c->nrows; i++) {
 				const struct compare_row *x = &c->rows[i];
-				if (strcmp(x->part_label, last_part) != 0 || strcmp(x->board, last_board) != 0 ||
-				    strcmp(x->source, last_src) != 0)
+				if (bstart[i] != pi)
 					break;
 				if (!x->a->label || !x->b->label || strcmp(x->a->label, lab_mode_names[pa]) != 0 ||
 				    strcmp(x->b->label, lab_mode_names[pb]) != 0 || !report_headline_metric(x->workload, x->metric))
@@ -284,14 +301,16 @@ static void mode_table(const struct report_model *m, FILE *f)
 				shown++;
 			}
 		}
-		for (size_t i = 0; i < c->ninter; i++) {
+		for (size_t i = ihead[pi]; i != SIZE_MAX; i = inext[i]) {
 			const struct compare_row *x = &c->rows[c->inter[i].row_off];
-			if (strcmp(x->part_label, last_part) != 0 || strcmp(x->board, last_board) != 0 ||
-			    !report_headline_metric(x->workload, x->metric))
+			if (!report_headline_metric(x->workload, x->metric))
 				continue;
 			inter_lines(f, TEXT_WIDTH, c, &c->inter[i]);
 		}
 	}
+	free(bstart);
+	free(ihead);
+	free(inext);
 	if (shown == 0)
 		fprintf(f, "\nNo FUA vs cache-no-FUA pair with samples in %s.\n", m->scope);
 	if (nassumed)

@@ -93,6 +93,36 @@ static bool lines_within(const char *text, int width)
 	return true;
 }
 
+/* Every headline interaction of the mode table printed once, after its own
+ * part's header and before the next part's: the table lists them per block. */
+static bool inter_in_blocks(const struct compare_result *c, const char *tb)
+{
+	size_t shown = 0;
+	for (size_t i = 0; i < c->ninter; i++) {
+		const struct compare_row *x = &c->rows[c->inter[i].row_off];
+		if (!report_headline_metric(x->workload, x->metric))
+			continue;
+		shown++;
+		char head[160], line[160];
+		snprintf(head, sizeof head, "\n\n%.72s", x->part_label);
+		snprintf(line, sizeof line, "  CQE x FUA %s/%s:", x->workload, x->metric);
+		const char *h = strstr(tb, head), *l = h ? strstr(h, line) : NULL;
+		const char *next = h ? strstr(h + 2, "\n\n") : NULL;
+		while (next && next[2] == ' ') /* a sub-table's blank line, same block */
+			next = strstr(next + 2, "\n\n");
+		if (!l || (next && l > next)) {
+			ok(0, "interaction %s %s/%s not in its block", x->part_label, x->workload, x->metric);
+			return false;
+		}
+	}
+	size_t n = 0;
+	for (const char *q = strstr(tb, "  CQE x FUA "); q; q = strstr(q + 1, "  CQE x FUA "))
+		n++;
+	if (n != shown || shown == 0)
+		ok(0, "%zu interaction lines for %zu headline interactions", n, shown);
+	return n == shown && shown > 0;
+}
+
 static void test_reference_report(struct store *s)
 {
 	struct report_opts o;
@@ -123,6 +153,7 @@ static void test_reference_report(struct store *s)
 		   strstr(tb, "  workload/metric        unit   n     nofua nofua-cqe   change verdict") &&
 		   strstr(tb, "  CQE x FUA fscopy/wall_time") && lines_within(tb, 72),
 	   "mode table: the 2x2 and the interaction, <= 72 cols");
+	ok(inter_in_blocks(m->modes, tb), "mode table: each interaction once, in its part's block");
 	free(tb);
 	char *j = render(m, "json");
 	ok(strstr(j, "\"interactions\":[\n{\"part\":\"DUT5") != NULL, "json: interactions");

@@ -95,6 +95,8 @@ struct results_filter {
 	size_t last_runs;      /* 0: no limit */
 	bool complete_only;    /* only runs with status complete (and imports) */
 	const char *part, *board, *kernel, *mode, *suite, *workload, *metric, *source; /* source: as stored or its kind */
+	const int64_t *part_ids; /* optional: only jobs on these parts (used when npart_ids > 0) */
+	size_t npart_ids;
 	bool values_only;      /* no part health readings, no worn or sysfs-only flags (trends) */
 };
 

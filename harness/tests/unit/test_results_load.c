@@ -211,6 +211,33 @@ static void check_trend_sums(const struct results_trend *t, const struct results
 	ok(seen > 0, "trend %s: warm-ups are left out of the kept sums", what);
 }
 
+/* The parts filter the night-by-night trend load uses: with f plus one
+ * part's id, exactly the values a load with f alone (all) has for that part. */
+static void check_part_ids(struct store *s, const struct results_filter *f, const struct results *all,
+			   const char *what)
+{
+	struct lab_err e = {0};
+	struct results *one = NULL;
+	int64_t pid = all->parts[1].id;
+	struct results_filter pf = *f;
+	pf.part_ids = &pid;
+	pf.npart_ids = 1;
+	if (results_load(s, &pf, &one, &e) != LAB_OK) {
+		ok(0, "part_ids filter, %s: %s", what, e.msg);
+		return;
+	}
+	size_t want = 0, got = 0, other = 0;
+	for (size_t i = 0; i < all->ngroups; i++)
+		want += all->groups[i].part == 1 ? all->groups[i].n : 0;
+	for (size_t i = 0; i < one->ngroups; i++) {
+		got += one->groups[i].n;
+		other += one->parts[one->groups[i].part].id != pid;
+	}
+	ok(want > 0 && got == want && other == 0,
+	   "part_ids filter, %s: %zu of %zu values, %zu groups of another part", what, got, want, other);
+	results_free(one);
+}
+
 static void check_trend(struct store *s, const int64_t *runs)
 {
 	struct lab_err e = {0};
@@ -237,6 +264,14 @@ static void check_trend(struct store *s, const int64_t *runs)
 	check_trend_sums(t, all, 3, "of loaded data");
 	results_trend_free(t);
 	t = NULL;
+	check_part_ids(s, &hf, all, "some nights (the join)");
+	struct results_filter none = {0};
+	struct results *every = NULL;
+	if (results_load(s, &none, &every, &e) == LAB_OK)
+		check_part_ids(s, &none, every, "every night (the scan)");
+	else
+		ok(0, "load everything: %s", e.msg);
+	results_free(every);
 	if (results_trend_load(s, &hf, cur, 0, &t, &e) == LAB_OK)
 		ok(t->npts == 0 && t->nparts == 0 && t->nparts_seen == 3, "trend of 0 parts: none drawn");
 	else

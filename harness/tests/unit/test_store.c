@@ -630,6 +630,29 @@ static void test_lathist(void)
 		   !strcmp(h[1].workload, "androbench"), "part, mode and workload kept");
 	}
 	store_lathist_free(h, n);
+
+	/* Two more nights: each night's histograms are its own, read from the
+	 * rowids of its counters only (first, middle and last night). */
+	int64_t runs[3] = {q_int(s, "SELECT max(id) FROM run"), 0, 0};
+	for (int k = 1; k < 3; k++) {
+		int64_t j = make_job(s, "partL", "fua");
+		struct store_counter c[2] = {{"rq_write_lat_b3", 100 * k}, {"reliable_writes", 9}};
+		rc = store_iteration_write(s, j, "androbench", 1, 1.0, 0, sm, 1, c, 2, NULL, &e);
+		rc |= store_job_finish(s, j, "ok", &e);
+		ok(rc == LAB_OK, "night %d stored (%s)", k + 1, e.msg);
+		runs[k] = q_int(s, "SELECT max(id) FROM run");
+	}
+	long long want[3] = {12, 100, 200};
+	for (int k = 0; k < 3; k++) {
+		h = NULL;
+		n = 0;
+		ok(store_lathist_load(s, runs[k], NULL, false, &h, &n, &e) == LAB_OK, "night %d loaded", k + 1);
+		size_t w = n == 2 ? 1 : 0;
+		ok(n >= 1 && !strcmp(h[w].op, "write") && (long long)h[w].counts[3] == want[k] &&
+			   (long long)h[w].n == want[k] + (k == 0),
+		   "night %d: its own write bucket 3, %lld (%zu histograms)", k + 1, want[k], n);
+		store_lathist_free(h, n);
+	}
 	store_close(s);
 }
 

@@ -49,8 +49,44 @@ static void push_span(double span_s, double dur_s, int64_t slots, void *arg)
 		push_val((span_s - dur_s) / (double)slots, &sp->overhead);
 }
 
+/* The board schedules of a type and suite, the same for each of its modes:
+ * read once per pair. */
+struct span_cache {
+	const char *type;
+	const void *suite;
+	struct spans sp;
+};
+
+static int spans_of(struct store *s, const char *type, const struct plan_job *j,
+                    struct span_cache **cache, size_t *n, const struct spans **out,
+                    struct lab_err *e)
+{
+	for (size_t k = 0; k < *n; k++)
+		if ((*cache)[k].suite == (const void *)j->suite && strcmp((*cache)[k].type, type) == 0) {
+			*out = &(*cache)[k].sp;
+			return LAB_OK;
+		}
+	*cache = xreallocarray(*cache, *n + 1, sizeof **cache);
+	struct span_cache *c = &(*cache)[(*n)++];
+	memset(c, 0, sizeof *c);
+	c->type = type;
+	c->suite = j->suite;
+	*out = &c->sp;
+	return store_history_spans(s, type, j->suite->name, push_span, &c->sp, e);
+}
+
+static void spans_free(struct span_cache *c, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		free(c[k].sp.overhead.v);
+		free(c[k].sp.per_slot.v);
+	}
+	free(c);
+}
+
 static int estimate_job(struct store *s, const char *type, const struct plan_job *j,
-                        struct schedule_job_est *out, struct lab_err *e)
+                        struct span_cache **cache, size_t *ncache, struct schedule_job_est *out,
+                        struct lab_err *e)
 {
 	out->slot_s = -1;
 	out->samples = 0;
@@ -58,8 +94,9 @@ static int estimate_job(struct store *s, const char *type, const struct plan_job
 	if (!s || !type)
 		return LAB_OK;
 	const char *mode = lab_mode_names[j->mode];
-	struct spans sp = {0};
-	int rc = store_history_spans(s, type, j->suite->name, push_span, &sp, e);
+	const struct spans *spc;
+	int rc = spans_of(s, type, j, cache, ncache, &spc, e);
+	struct spans sp = *spc; /* median() sorts in place: sorting the cached copy is harmless */
 	double sum = 0;
 	int64_t n = 0;
 	bool all = true;
@@ -85,8 +122,6 @@ static int estimate_job(struct store *s, const char *type, const struct plan_job
 			out->samples = n;
 		}
 	}
-	free(sp.overhead.v);
-	free(sp.per_slot.v);
 	return rc;
 }
 
@@ -101,6 +136,8 @@ int schedule_estimate(const struct lab_cfg *lab, const struct plan *p, struct st
 	 * distinct one is looked up once (a 1,024-board lab has 4 of them,
 	 * where every job's queries cost 1.3 s of CPU). */
 	size_t *firsts = xcalloc(p->njobs + 1, sizeof *firsts), nfirst = 0;
+	struct span_cache *cache = NULL;
+	size_t ncache = 0;
 	for (size_t i = 0; i < p->njobs; i++) {
 		const struct plan_job *j = &p->jobs[i];
 		const char *type = lab->boards[j->board].type_name;
@@ -116,13 +153,15 @@ int schedule_estimate(const struct lab_cfg *lab, const struct plan *p, struct st
 			out->jobs[i] = out->jobs[firsts[k]];
 			continue;
 		}
-		int rc = estimate_job(s, type, j, &out->jobs[i], e);
+		int rc = estimate_job(s, type, j, &cache, &ncache, &out->jobs[i], e);
 		if (rc) {
+			spans_free(cache, ncache);
 			free(firsts);
 			return rc;
 		}
 		firsts[nfirst++] = i;
 	}
+	spans_free(cache, ncache);
 	free(firsts);
 	uint64_t budget_ms = lab->plan->budget_ms;
 	size_t par = lab->plan->parallel > 0 && (size_t)lab->plan->parallel < p->nboards

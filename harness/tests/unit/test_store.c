@@ -656,6 +656,80 @@ static void test_lathist(void)
 	store_close(s);
 }
 
+/* `run --dry-run`'s board schedules: newest run first, finished lab runs
+ * only, at most 200 (run, board) schedules, read run by run. */
+struct spans_seen {
+	int64_t slots[256];
+	size_t n;
+};
+
+static void on_span(double span_s, double dur_s, int64_t slots, void *arg)
+{
+	struct spans_seen *sp = arg;
+	(void)span_s;
+	(void)dur_s;
+	if (sp->n < LAB_ARRAY_SIZE(sp->slots))
+		sp->slots[sp->n] = slots;
+	sp->n++;
+}
+
+static void test_history_spans(void)
+{
+	struct lab_err e = {0};
+	struct store *s = topen("spans.db");
+	if (!s)
+		return;
+	struct store_sample sm[1] = {{"seq_read", 1.0, "MiB/s"}};
+	int rc = 0;
+	/* runs 1-3 (finished): one board's job with k iterations; run 4 still running */
+	for (int k = 1; k <= 4; k++) {
+		int64_t job = make_job(s, "partH", "fua");
+		for (int n = 1; n <= k; n++)
+			rc |= store_iteration_write(s, job, "androbench", n, 0.5, 0, sm, 1, NULL, 0, NULL, &e);
+		rc |= store_job_finish(s, job, "ok", &e);
+		if (k < 4)
+			rc |= store_run_finish(s, q_int(s, "SELECT max(id) FROM run"), "complete", &e);
+	}
+	ok(rc == LAB_OK, "four runs stored (%s)", e.msg);
+	struct spans_seen sp = {0};
+	is_int(store_history_spans(s, "rk3399", "androbench", on_span, &sp, &e), LAB_OK, "spans read");
+	ok(sp.n == 3 && sp.slots[0] == 3 && sp.slots[1] == 2 && sp.slots[2] == 1,
+	   "newest finished run first, the running one left out (%zu)", sp.n);
+	/* a newer run of 205 boards: 200 schedules, all its own */
+	struct store_run_info ri = {.plan = "nightly", .lab = "lab1"};
+	int64_t run, part, kernel, board, job;
+	struct store_part p;
+	store_part_init(&p);
+	p.label = "partH";
+	p.cid = "150100444a54533452082a8b23009f00";
+	rc = store_part_upsert(s, &p, &part, &e);
+	rc |= store_kernel_upsert(s, "6.1.0-fua", "abc", NULL, "img", &kernel, &e);
+	rc |= store_run_begin(s, &ri, &run, &e);
+	for (int b = 0; b < 205 && !rc; b++) {
+		char name[32];
+		snprintf(name, sizeof name, "big-%d", b);
+		rc |= store_board_upsert(s, name, "rk3399", "sdhci-of-arasan", "lab1", &board, &e);
+		struct store_job_info ji = {.run_id = run, .board_id = board, .part_id = part,
+					    .kernel_id = kernel, .suite = "androbench", .mode = "fua"};
+		rc |= store_job_begin(s, &ji, &job, &e);
+		for (int n = 1; n <= 5; n++)
+			rc |= store_iteration_write(s, job, "androbench", n, 0.5, 0, sm, 1, NULL, 0, NULL, &e);
+		rc |= store_job_finish(s, job, "ok", &e);
+	}
+	rc |= store_run_finish(s, run, "complete", &e);
+	ok(rc == LAB_OK, "a run of 205 boards stored (%s)", e.msg);
+	memset(&sp, 0, sizeof sp);
+	is_int(store_history_spans(s, "rk3399", "androbench", on_span, &sp, &e), LAB_OK, "spans read again");
+	size_t five = 0;
+	for (size_t i = 0; i < sp.n && i < LAB_ARRAY_SIZE(sp.slots); i++)
+		five += sp.slots[i] == 5;
+	ok(sp.n == 200 && five == 200, "at most 200 schedules, all from the newest run (%zu, %zu)", sp.n, five);
+	memset(&sp, 0, sizeof sp);
+	is_int(store_history_spans(s, "other-type", "androbench", on_span, &sp, &e), LAB_OK, "other type");
+	is_int((long long)sp.n, 0, "no schedule of another board type");
+	store_close(s);
+}
+
 /* ---- the run's journal ---- */
 
 static int fill_journal(struct store_jnl *j, int iter_from, int iter_to)
@@ -911,6 +985,7 @@ int main(void)
 	test_merge();
 	test_queries();
 	test_lathist();
+	test_history_spans();
 	test_journal();
 	test_journal_async();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);

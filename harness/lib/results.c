@@ -737,10 +737,66 @@ struct siter {
 	uint32_t origin;
 };
 
+/* The rowid ranges of some runs' iterations and samples (load_samples_scan
+ * reads only those), and whether the runs' rows fill their ranges closely
+ * enough for that to beat the join. */
+struct id_ranges {
+	int64_t ilo, ihi, slo, shi;
+	bool dense;
+};
+
+static int night_ranges(sqlite3 *db, const char *runs_sql, struct id_ranges *rg, struct lab_err *e)
+{
+	memset(rg, 0, sizeof *rg);
+	rg->ilo = rg->slo = 1; /* empty until found */
+	sqlite3_stmt *st;
+	char *sql = xasprintf("SELECT min(i.id), max(i.id), count(*) FROM iteration i "
+			      "JOIN job j ON j.id = i.job_id WHERE 1%s", runs_sql);
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	free(sql);
+	if (rc != SQLITE_OK)
+		return db_err(e, db, "bounding iterations");
+	int64_t n = 0;
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		rg->ilo = sqlite3_column_int64(st, 0);
+		rg->ihi = sqlite3_column_int64(st, 1);
+		n = sqlite3_column_int64(st, 2);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return db_err(e, db, "bounding iterations");
+	/* rows of other runs in the range are read and dropped: at most as
+	 * many as the runs' own */
+	rg->dense = n == 0 || rg->ihi - rg->ilo + 1 <= 2 * n;
+	if (!rg->dense || n == 0)
+		return LAB_OK;
+	if (sqlite3_prepare_v2(db, "SELECT min(id), max(id) FROM sample WHERE iteration_id BETWEEN ?1 AND ?2",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(e, db, "bounding samples");
+	sqlite3_bind_int64(st, 1, rg->ilo);
+	sqlite3_bind_int64(st, 2, rg->ihi);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		rg->slo = sqlite3_column_int64(st, 0);
+		rg->shi = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? LAB_OK : db_err(e, db, "bounding samples");
+}
+
+/* rg NULL: every run (runs_sql ""); else the runs of runs_sql, whose rows
+ * lie in rg's rowid ranges. */
 static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 			     const struct results_filter *f, const struct idx *rix,
-			     const struct idx *pix, struct lab_err *e)
+			     const struct idx *pix, const char *runs_sql, const struct id_ranges *rg,
+			     struct lab_err *e)
 {
+	char irange[64] = "", srange[64] = "";
+	if (rg) {
+		snprintf(irange, sizeof irange, "i.id BETWEEN %lld AND %lld", (long long)rg->ilo,
+			 (long long)rg->ihi);
+		snprintf(srange, sizeof srange, "id BETWEEN %lld AND %lld", (long long)rg->slo,
+			 (long long)rg->shi);
+	}
 	struct sjob *jobs = NULL;
 	struct siter *its = NULL;
 	size_t njobs = 0, jcap = 0, nits = 0, icap = 0;
@@ -748,7 +804,7 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	char *jf = job_filters(f, "");
+	char *jf = job_filters(f, runs_sql);
 	char *sql = xasprintf("SELECT j.id, j.run_id, j.part_id, COALESCE(b.name, ''), "
 			      "COALESCE(k.version, ''), j.mode, j.suite FROM job j "
 			      "LEFT JOIN board b ON b.id = j.board_id "
@@ -786,9 +842,10 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 	st = NULL;
 
 	struct mru mru = {0};
-	sql = xasprintf("SELECT i.id, i.job_id, i.workload, i.n, i.warmup, %s FROM iteration i%s"
+	sql = xasprintf("SELECT i.id, i.job_id, i.workload, i.n, i.warmup, %s FROM iteration i%s%s%s%s"
 			" ORDER BY i.id", pv->has_origin ? ORIGIN_COLS : NO_ORIGIN,
-			f->workload ? " WHERE i.workload = ?6" : "");
+			f->workload || rg ? " WHERE " : "", irange, f->workload && rg ? " AND " : "",
+			f->workload ? "i.workload = ?6" : "");
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	free(sql);
 	if (rc != SQLITE_OK) {
@@ -818,8 +875,9 @@ static int load_samples_scan(struct results *r, struct priv *pv, sqlite3 *db,
 	sqlite3_finalize(st);
 	st = NULL;
 
-	sql = xasprintf("SELECT iteration_id, metric, unit, value FROM sample%s",
-			f->metric ? " WHERE metric = ?7" : "");
+	sql = xasprintf("SELECT iteration_id, metric, unit, value FROM sample%s%s%s%s",
+			f->metric || rg ? " WHERE " : "", srange, f->metric && rg ? " AND " : "",
+			f->metric ? "metric = ?7" : "");
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	free(sql);
 	if (rc != SQLITE_OK) {
@@ -958,11 +1016,21 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 	qsort(pix, r->nparts, sizeof *pix, cmp_idx);
 	if ((rc = load_counts(r, pv, db, rix, lab_buf_cstr(&runs_sql), e)))
 		goto fail;
-	/* An empty run clause means every run is selected: scan everything. */
-	if (lab_buf_cstr(&runs_sql)[0])
-		rc = load_samples_join(r, pv, db, f, rix, pix, lab_buf_cstr(&runs_sql), e);
-	else
-		rc = load_samples_scan(r, pv, db, f, rix, pix, e);
+	/* An empty run clause means every run is selected: scan everything.
+	 * Whole nights out of many (no filter but the runs) are scanned too,
+	 * within their rowid ranges: the join's four lookups a sample cost a
+	 * 1,024-board night 0.76 s where its scan takes 0.3 s.  A sparser
+	 * selection goes through the join. */
+	const char *rs = lab_buf_cstr(&runs_sql);
+	struct id_ranges rg;
+	bool whole = !f->part && !f->board && !f->kernel && !f->mode && !f->suite && !f->workload &&
+		     !f->metric && !f->npart_ids;
+	if (!rs[0])
+		rc = load_samples_scan(r, pv, db, f, rix, pix, "", NULL, e);
+	else if (whole && (rc = night_ranges(db, rs, &rg, e)) == LAB_OK && rg.dense)
+		rc = load_samples_scan(r, pv, db, f, rix, pix, rs, &rg, e);
+	else if (!rc)
+		rc = load_samples_join(r, pv, db, f, rix, pix, rs, e);
 	if (!rc && !f->values_only)
 		rc = mark_sysfs_only(r, db, e);
 	if (!rc && !f->values_only)

@@ -1,8 +1,9 @@
 /*
  * results_load has two ways to read samples: a scan of job, iteration and
- * sample joined in C (every run selected) and one SQL join driven by the
- * selected runs.  Both must give the same groups, values, flags and counts,
- * with every filter, and both must drop mode-mismatched jobs.
+ * sample joined in C (every run selected, or whole runs within their rowid
+ * ranges) and one SQL join driven by the selected runs (any other filter).
+ * Both must give the same groups, values, flags and counts, with every
+ * filter, and both must drop mode-mismatched jobs.
  */
 #include "compare.h"
 #include "results.h"
@@ -281,6 +282,84 @@ static void check_trend(struct store *s, const int64_t *runs)
 	results_free(cur);
 }
 
+/* The groups of `some` are exactly those of `all` (every run) whose run is
+ * one of ids, in the same order, values and flags included. */
+static bool same_as_all(const struct results *all, const struct results *some, const int64_t *ids, size_t nids)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < all->ngroups; i++) {
+		bool in = false;
+		for (size_t k = 0; k < nids; k++)
+			in |= all->runs[all->groups[i].run].id == ids[k];
+		if (!in)
+			continue;
+		if (j >= some->ngroups || !same_group(all, &all->groups[i], some, &some->groups[j]))
+			return false;
+		j++;
+	}
+	return j == some->ngroups && j > 0;
+}
+
+/*
+ * Whole nights out of many are scanned within their rowid ranges; a night
+ * whose rows are interleaved with another's (two controllers at once) reads
+ * the other's rows in its range and must drop them.  Each night alone, and
+ * the same night through the join (a filter naming every part), give the
+ * groups of one load of everything.
+ */
+static void check_ranges(struct store *s, const int64_t *runs)
+{
+	struct lab_err e = {0};
+	int64_t part, board, kernel, ab[2], job[2];
+	int rc = testdb_part(s, "p-a", &part) | testdb_run(s, "lab", &ab[0]) | testdb_run(s, "lab", &ab[1]);
+	rc |= store_board_upsert(s, "board-1", "sim", "sdhci", "lab", &board, &e);
+	rc |= store_kernel_upsert(s, "6.1-fua", "s", "c", "i", &kernel, &e);
+	for (int k = 0; k < 2 && !rc; k++) {
+		struct store_job_info ji = {.run_id = ab[k], .part_id = part, .board_id = board,
+					    .kernel_id = kernel, .suite = "nightly", .mode = modes[k]};
+		rc |= store_job_begin(s, &ji, &job[k], &e);
+		rc |= store_job_verified(s, job[k], -1, -1, -1, modes[k], &e);
+	}
+	for (int it = 1; it <= 6 && !rc; it++)
+		for (int k = 0; k < 2; k++) { /* the two nights' rows alternate */
+			struct store_sample smp[2] = {{"bw", 50.0 + it + 10 * k, "MiB/s"}, {"lat", 9.0 * it, "us"}};
+			rc |= store_iteration_write(s, job[k], "ab", it, 1.0, 0, smp, 2, NULL, 0, NULL, &e);
+		}
+	for (int k = 0; k < 2 && !rc; k++)
+		rc |= store_job_finish(s, job[k], "ok", &e) | store_run_finish(s, ab[k], "complete", &e);
+	ok(rc == 0, "two interleaved nights stored (%s)", e.msg);
+	struct results *all = NULL;
+	struct results_filter none = {0};
+	if (rc || results_load(s, &none, &all, &e)) {
+		ok(0, "load everything: %s", e.msg);
+		return;
+	}
+	int64_t *pids = xcalloc(all->nparts + 1, sizeof *pids);
+	for (size_t k = 0; k < all->nparts; k++)
+		pids[k] = all->parts[k].id;
+	int64_t nights[NRUNS + 2];
+	memcpy(nights, runs, NRUNS * sizeof *runs);
+	nights[NRUNS] = ab[0];
+	nights[NRUNS + 1] = ab[1];
+	size_t bad = 0, badj = 0;
+	for (size_t k = 0; k < NRUNS + 2; k++) {
+		struct results_filter f = {.run_id = nights[k]};
+		struct results *one = NULL, *joined = NULL;
+		if (results_load(s, &f, &one, &e) || !same_as_all(all, one, &nights[k], 1))
+			bad++;
+		f.part_ids = pids;
+		f.npart_ids = all->nparts;
+		if (results_load(s, &f, &joined, &e) || !same_as_all(all, joined, &nights[k], 1))
+			badj++;
+		results_free(one);
+		results_free(joined);
+	}
+	ok(bad == 0, "each night alone: the groups of a load of everything (%zu differ)", bad);
+	ok(badj == 0, "each night through the join: the same (%zu differ)", badj);
+	free(pids);
+	results_free(all);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/emmclab-test-paths-XXXXXX";
@@ -309,6 +388,7 @@ int main(void)
 	check_paths(s, runs, "metric=lat", per_run / 2 * NRUNS);
 	check_paths(s, runs, "suite=none", 0);
 	check_trend(s, runs);
+	check_ranges(s, runs);
 	store_close(s);
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

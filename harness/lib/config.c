@@ -305,8 +305,8 @@ static const struct opt lab_opts[] = {
 	 .help = "bytes per transcript file before it rotates"},
 	{.key = "transcripts_keep", .type = OPT_SIZE, .offset = F(lab_section, transcripts_keep),
 	 .def = "4GiB", .min = 0, .max = 1125899906842624.0,
-	 .help = "total bytes the transcript directory may hold: each run first removes the oldest "
-		 "transcripts beyond it (0: no cap)"},
+	 .help = "total bytes the transcript directory may hold: each run removes the oldest "
+		 "transcripts beyond it, on a thread while its boards start (0: no cap)"},
 	{.key = "locks", .type = OPT_STR, .offset = F(lab_section, locks), .def = "",
 	 .help = "directory of the board lock files (empty: $EMMCLAB_LOCKS, /run/emmclab, or a "
 		 "per-user directory when /run is not writable; see docs/running.md)"},

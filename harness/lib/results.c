@@ -653,8 +653,10 @@ static char *job_filters(const struct results_filter *f, const char *runs_sql)
 }
 
 /*
- * Some runs: one join driven by the selected jobs (job_run, the iteration
- * unique index, sample_iter), so a night out of a year reads only its rows.
+ * Some runs with a filter besides the runs, or runs whose rows are spread
+ * thin over their rowid ranges: one join driven by the selected jobs
+ * (job_run, the iteration unique index, sample_iter), so the part of a
+ * night out of a year reads only its rows.
  */
 static int load_samples_join(struct results *r, struct priv *pv, sqlite3 *db,
 			     const struct results_filter *f, const struct idx *rix,
@@ -720,10 +722,11 @@ static int load_samples_join(struct results *r, struct priv *pv, sqlite3 *db,
 /* ---- ids in ascending order ---------------------------------------------- */
 
 /*
- * Every run: three plain scans (jobs, iterations, samples) joined in C
- * through sorted id lists.  For a whole year this is ~3x cheaper in SQLite than the
- * join's four rowid lookups per sample, and samples arrive in rowid order
- * as the join's full scan gave them.
+ * Every run, or whole runs within their rowid ranges (night_ranges): three
+ * plain scans (jobs, iterations, samples) joined in C through sorted id
+ * lists.  For a whole year this is ~3x cheaper in SQLite than the join's
+ * four rowid lookups per sample, and samples arrive in rowid order as the
+ * join's full scan gave them.
  */
 struct sjob {
 	size_t run, part;

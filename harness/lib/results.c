@@ -748,7 +748,8 @@ struct id_ranges {
 	bool dense;
 };
 
-static int night_ranges(sqlite3 *db, const char *runs_sql, struct id_ranges *rg, struct lab_err *e)
+static int night_ranges(struct store *s, sqlite3 *db, const char *runs_sql, struct id_ranges *rg,
+			struct lab_err *e)
 {
 	memset(rg, 0, sizeof *rg);
 	rg->ilo = rg->slo = 1; /* empty until found */
@@ -773,17 +774,7 @@ static int night_ranges(sqlite3 *db, const char *runs_sql, struct id_ranges *rg,
 	rg->dense = n == 0 || rg->ihi - rg->ilo + 1 <= 2 * n;
 	if (!rg->dense || n == 0)
 		return LAB_OK;
-	if (sqlite3_prepare_v2(db, "SELECT min(id), max(id) FROM sample WHERE iteration_id BETWEEN ?1 AND ?2",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_err(e, db, "bounding samples");
-	sqlite3_bind_int64(st, 1, rg->ilo);
-	sqlite3_bind_int64(st, 2, rg->ihi);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		rg->slo = sqlite3_column_int64(st, 0);
-		rg->shi = sqlite3_column_int64(st, 1);
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW ? LAB_OK : db_err(e, db, "bounding samples");
+	return store_iter_rowids(s, "sample", rg->ilo, rg->ihi, &rg->slo, &rg->shi, e);
 }
 
 /* rg NULL: every run (runs_sql ""); else the runs of runs_sql, whose rows
@@ -1030,7 +1021,7 @@ int results_load(struct store *s, const struct results_filter *f, struct results
 		     !f->metric && !f->npart_ids;
 	if (!rs[0])
 		rc = load_samples_scan(r, pv, db, f, rix, pix, "", NULL, e);
-	else if (whole && (rc = night_ranges(db, rs, &rg, e)) == LAB_OK && rg.dense)
+	else if (whole && (rc = night_ranges(s, db, rs, &rg, e)) == LAB_OK && rg.dense)
 		rc = load_samples_scan(r, pv, db, f, rix, pix, rs, &rg, e);
 	else if (!rc)
 		rc = load_samples_join(r, pv, db, f, rix, pix, rs, e);

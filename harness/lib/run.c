@@ -2045,22 +2045,19 @@ static int begin_new_run(struct runner *r, const char *cfg_json, struct lab_err 
 	return rc;
 }
 
-/* Wait for the transcript pruning (once) and say what it did. */
+/* Wait for the transcript pruning, if it still runs; say: and tell what it did. */
 static void prune_finish(struct runner *r, bool say)
 {
 	struct prune_job *pj = &r->prune;
 	if (pj->started) {
 		pthread_join(pj->th, NULL);
 		pj->started = false;
-	} else if (!pj->keep) {
-		return;
 	}
 	if (say && pj->rc)
 		logf_(r, "%s", pj->err.msg);
 	else if (say && pj->removed)
 		logf_(r, "transcripts: removed the %zu oldest (%.1f MiB) to stay under transcripts_keep",
 		      pj->removed, (double)pj->freed / 1048576.0);
-	pj->keep = 0; /* said once */
 }
 
 int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, struct run_result *res,

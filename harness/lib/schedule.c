@@ -58,8 +58,7 @@ struct span_cache {
 };
 
 static int spans_of(struct store *s, const char *type, const struct plan_job *j,
-                    struct span_cache **cache, size_t *n, const struct spans **out,
-                    struct lab_err *e)
+                    struct span_cache **cache, size_t *n, struct spans **out, struct lab_err *e)
 {
 	for (size_t k = 0; k < *n; k++)
 		if ((*cache)[k].suite == (const void *)j->suite && strcmp((*cache)[k].type, type) == 0) {
@@ -94,9 +93,8 @@ static int estimate_job(struct store *s, const char *type, const struct plan_job
 	if (!s || !type)
 		return LAB_OK;
 	const char *mode = lab_mode_names[j->mode];
-	const struct spans *spc;
-	int rc = spans_of(s, type, j, cache, ncache, &spc, e);
-	struct spans sp = *spc; /* median() sorts in place: sorting the cached copy is harmless */
+	struct spans *sp; /* the cache's: median() sorts its values in place, harmless */
+	int rc = spans_of(s, type, j, cache, ncache, &sp, e);
 	double sum = 0;
 	int64_t n = 0;
 	bool all = true;
@@ -112,12 +110,12 @@ static int estimate_job(struct store *s, const char *type, const struct plan_job
 		free(d.v);
 	}
 	if (!rc) {
-		if (sp.per_slot.n > 0 && sp.virt * 2 >= sp.per_slot.n) {
-			out->slot_s = median(&sp.per_slot);
-			out->samples = (int64_t)sp.per_slot.n;
+		if (sp->per_slot.n > 0 && sp->virt * 2 >= sp->per_slot.n) {
+			out->slot_s = median(&sp->per_slot);
+			out->samples = (int64_t)sp->per_slot.n;
 			out->wall = true;
 		} else if (all && n > 0) {
-			double oh = median(&sp.overhead);
+			double oh = median(&sp->overhead);
 			out->slot_s = sum + (oh > 0 ? oh : 0);
 			out->samples = n;
 		}

@@ -361,6 +361,12 @@ int store_board_quarantined(struct store *s, int64_t board_id, bool *quarantined
 extern const char *const store_info_tables[];
 /* Rows of a table of the schema; LAB_EUSAGE when this database has no such table. */
 int store_table_rows(struct store *s, const char *table, int64_t *n, struct lab_err *e);
+/* The rowids of the rows of `table` ("sample" or "counter") whose iteration
+ * is in first..last, [*lo, *hi] (through the table's index on iteration_id,
+ * which holds them): a night's rows out of many.  The empty range [1, 0]
+ * when there is none. */
+int store_iter_rowids(struct store *s, const char *table, int64_t first, int64_t last, int64_t *lo,
+		      int64_t *hi, struct lab_err *e);
 /* PRAGMA page_count, page_size, freelist_count; each -1 when unknown. */
 int store_pages(struct store *s, int64_t *count, int64_t *size, int64_t *free_pages,
 		struct lab_err *e);

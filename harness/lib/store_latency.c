@@ -117,14 +117,6 @@ static bool lat_name(const char *name, const char **op, size_t *ol, int64_t *k)
 	return lab_parse_i64(b + 6, k) == 0 && *k >= 0 && *k < LATHIST_BUCKETS;
 }
 
-/*
- * Two plain reads joined here, as results_load joins a night's samples: the
- * iterations that count (ok jobs of the run, the filters), then every
- * histogram counter in storage order, each found among those iterations by
- * its id.  SQLite joining the six tables for each counter row instead (38
- * rows an AndroBench iteration) was most of the HTML report's CPU on a
- * 1,024-board night; a plain scan of the counters costs a third of that.
- */
 /* The rowids of the counters of iterations first..last, [*lo, *hi]; left
  * as they are (everything) when first..last is every iteration there is. */
 static int counter_bounds(struct store *s, int64_t first, int64_t last, int64_t *lo, int64_t *hi,
@@ -139,25 +131,17 @@ static int counter_bounds(struct store *s, int64_t first, int64_t last, int64_t 
 	sqlite3_finalize(q);
 	if (r != SQLITE_ROW)
 		return store_fail_infra(s, e, "reading latency histograms");
-	if (all)
-		return LAB_OK;
-	if (!(q = store_prepare(s,
-				"SELECT min(id), max(id) FROM counter WHERE iteration_id BETWEEN ?1 AND ?2",
-				e)))
-		return LAB_EINFRA;
-	sqlite3_bind_int64(q, 1, first);
-	sqlite3_bind_int64(q, 2, last);
-	r = sqlite3_step(q);
-	if (r == SQLITE_ROW) {
-		/* no counter at all: an empty range */
-		bool none = sqlite3_column_type(q, 0) == SQLITE_NULL;
-		*lo = none ? 1 : sqlite3_column_int64(q, 0);
-		*hi = none ? 0 : sqlite3_column_int64(q, 1);
-	}
-	sqlite3_finalize(q);
-	return r == SQLITE_ROW ? LAB_OK : store_fail_infra(s, e, "reading latency histograms");
+	return all ? LAB_OK : store_iter_rowids(s, "counter", first, last, lo, hi, e);
 }
 
+/*
+ * Two plain reads joined here, as results_load joins a night's samples: the
+ * iterations that count (ok jobs of the run, the filters), then every
+ * histogram counter in storage order, each found among those iterations by
+ * its id.  SQLite joining the six tables for each counter row instead (38
+ * rows an AndroBench iteration) was most of the HTML report's CPU on a
+ * 1,024-board night; a plain scan of the counters costs a third of that.
+ */
 int store_lathist_load(struct store *s, int64_t run_id, const struct results_filter *f,
                        bool exclude_warmup, struct store_lathist **out, size_t *n,
                        struct lab_err *e)

@@ -200,6 +200,34 @@ int store_table_rows(struct store *s, const char *table, int64_t *n, struct lab_
 	return finish(s, q, r, "counting rows", e);
 }
 
+int store_iter_rowids(struct store *s, const char *table, int64_t first, int64_t last, int64_t *lo,
+		      int64_t *hi, struct lab_err *e)
+{
+	*lo = 1; /* an empty range until found */
+	*hi = 0;
+	const char *sql = strcmp(table, "sample") == 0
+				  ? "SELECT min(id), max(id) FROM sample WHERE iteration_id BETWEEN ?1 AND ?2"
+			  : strcmp(table, "counter") == 0
+				  ? "SELECT min(id), max(id) FROM counter WHERE iteration_id BETWEEN ?1 AND ?2"
+				  : NULL;
+	if (!sql)
+		return lab_err_set(e, LAB_EUSAGE, "no iteration rows in table %s", table);
+	sqlite3_stmt *q = store_prepare(s, sql, e);
+	if (!q)
+		return LAB_EINFRA;
+	sqlite3_bind_int64(q, 1, first);
+	sqlite3_bind_int64(q, 2, last);
+	int r = sqlite3_step(q);
+	if (r == SQLITE_ROW) {
+		if (sqlite3_column_type(q, 0) != SQLITE_NULL) {
+			*lo = sqlite3_column_int64(q, 0);
+			*hi = sqlite3_column_int64(q, 1);
+		}
+		r = SQLITE_DONE;
+	}
+	return finish(s, q, r, "bounding rows by iteration", e);
+}
+
 static int pragma_i64(struct store *s, const char *sql, int64_t *v, struct lab_err *e)
 {
 	*v = -1;

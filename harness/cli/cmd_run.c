@@ -107,11 +107,13 @@ static void say(const char *fmt, ...)
 /* --log-format json: the closing summary as one object (docs/running.md). */
 static void print_summary_json(const struct run_result *r)
 {
+	char ts[40];
+	progress_ts(ts, sizeof ts);
 	fprintf(stderr,
-		"{\"event\":\"summary\",\"run\":%lld,\"status\":\"%s\",\"wall_s\":%.1f,\"jobs\":%d,"
+		"{\"ts\":\"%s\",\"event\":\"summary\",\"run\":%lld,\"status\":\"%s\",\"wall_s\":%.1f,\"jobs\":%d,"
 		"\"jobs_ok\":%d,\"jobs_infra\":%d,\"jobs_mismatch\":%d,\"jobs_skipped\":%d,"
 		"\"iterations\":%d,\"samples\":%d,\"events\":%d,\"boards_quarantined\":%d}\n",
-		(long long)r->run_id, r->aborted ? "aborted" : "finished", (double)r->wall_ms / 1000.0,
+		ts, (long long)r->run_id, r->aborted ? "aborted" : "finished", (double)r->wall_ms / 1000.0,
 		r->jobs, r->jobs_ok, r->jobs_infra, r->jobs_mismatch, r->jobs_skipped, r->iterations,
 		r->samples, r->events, r->boards_quarantined);
 }

@@ -112,7 +112,7 @@ void progress_fmt_duration(char *buf, size_t n, double secs)
 		snprintf(buf, n, "%lds", s);
 }
 
-static void iso_now_ms(char *buf, size_t n)
+void progress_ts(char *buf, size_t n)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -162,7 +162,7 @@ static void totals(const struct progress *p, uint64_t now, int64_t *done, int64_
 static void json_begin(struct lab_buf *j, const char *event)
 {
 	char ts[40];
-	iso_now_ms(ts, sizeof ts);
+	progress_ts(ts, sizeof ts);
 	lab_buf_init(j, 0);
 	lab_buf_printf(j, "{\"ts\":\"%s\",\"event\":\"%s\"", ts, event);
 }

@@ -110,5 +110,7 @@ int progress_scan(const char *dir, void (*cb)(const struct progress_view *v, voi
 
 /* "1h02m", "4m05s", "12s"; "-" when negative. */
 void progress_fmt_duration(char *buf, size_t n, double secs);
+/* The time now as the JSON lines' "ts": UTC with milliseconds, 2026-12-01T17:04:25.939Z. */
+void progress_ts(char *buf, size_t n);
 
 #endif

@@ -111,7 +111,7 @@ pid=
 sed -n '/^in progress/,/^$/p' "$T/status" | grep -q '(none)' || { cat "$T/status" >&2; fail "status shows a finished run in progress"; }
 
 python3 - "$T/err" "$(q "select count(*) from iteration")" "$(q "select count(*) from job where status='ok'")" <<'PY' || fail "JSON log"
-import json, sys
+import json, re, sys
 events = {}
 lines = open(sys.argv[1]).read().splitlines()
 assert lines, "no log lines"
@@ -121,8 +121,7 @@ for n, line in enumerate(lines, 1):
     except ValueError:
         sys.exit(f"line {n} is not one JSON object: {line!r}")
     assert isinstance(o, dict) and "event" in o, line
-    if o["event"] != "summary":
-        assert o["ts"].endswith("Z"), line
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", o.get("ts", "")), line
     events.setdefault(o["event"], []).append(o)
 for k in ("run-start", "stage", "slot-done", "job", "board-done", "run-end", "summary"):
     assert k in events, f"no {k} event"

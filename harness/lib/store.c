@@ -38,6 +38,8 @@ enum stmt_id {
 	ST_JOB_VERIFIED,
 	ST_JOB_VERIFIED_BY,
 	ST_JOB_FINISH,
+	ST_JOB_DROP_SAMPLES,
+	ST_JOB_DROP_COUNTERS,
 	ST_JOB_DROP_ITERS,
 	ST_ITER_INSERT,
 	ST_SAMPLE_INSERT,
@@ -89,6 +91,12 @@ static const char *const stmt_sql[ST_COUNT] = {
 			    " verified_cqe = ?4, verified_mode = ?5 WHERE id = ?1",
 	[ST_JOB_VERIFIED_BY] = "UPDATE job SET verified_by = ?2 WHERE id = ?1",
 	[ST_JOB_FINISH] = "UPDATE job SET status = ?2, finished_at = ?3 WHERE id = ?1",
+	/* an iteration's samples and counters go before it: the cascade does
+	 * not run on a connection without foreign keys (STORE_NO_FK) */
+	[ST_JOB_DROP_SAMPLES] = "DELETE FROM sample WHERE iteration_id IN"
+				" (SELECT id FROM iteration WHERE job_id = ?1)",
+	[ST_JOB_DROP_COUNTERS] = "DELETE FROM counter WHERE iteration_id IN"
+				 " (SELECT id FROM iteration WHERE job_id = ?1)",
 	[ST_JOB_DROP_ITERS] = "DELETE FROM iteration WHERE job_id = ?1",
 	[ST_ITER_INSERT] = "INSERT INTO iteration (job_id, workload, n, started_at, duration_s,"
 			   " warmup) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -578,7 +586,8 @@ int store_open(const char *path, int flags, struct store **out, struct lab_err *
 		rc = lab_err_set(e, LAB_EINFRA, "%s: database file is read-only", path);
 		goto fail;
 	}
-	if ((rc = store_exec(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", e)))
+	if ((rc = store_exec(s, flags & STORE_NO_FK ? "PRAGMA foreign_keys = OFF" : "PRAGMA foreign_keys = ON",
+			     "enabling foreign keys", e)))
 		goto fail;
 	if (!(flags & STORE_READONLY)) {
 		sqlite3_stmt *q;
@@ -1154,16 +1163,30 @@ int store_run_resume(struct store *s, int64_t run_id, const char *config_json, s
 int store_iteration_drop(struct store *s, int64_t job_id, const char *workload, int n,
 			 struct lab_err *e)
 {
-	sqlite3_stmt *q = store_prepare(
-		s, "DELETE FROM iteration WHERE job_id = ?1 AND workload = ?2 AND n = ?3", e);
-	if (!q)
-		return LAB_EINFRA;
-	sqlite3_bind_int64(q, 1, job_id);
-	store_bind_text(q, 2, workload);
-	sqlite3_bind_int(q, 3, n);
-	int rc = step_done(s, q, "discarding an interrupted iteration", e);
-	sqlite3_finalize(q);
-	return rc;
+	/* its samples and counters first, as ST_JOB_DROP_SAMPLES */
+	static const char *const sql[] = {
+		"DELETE FROM sample WHERE iteration_id IN (SELECT id FROM iteration"
+		" WHERE job_id = ?1 AND workload = ?2 AND n = ?3)",
+		"DELETE FROM counter WHERE iteration_id IN (SELECT id FROM iteration"
+		" WHERE job_id = ?1 AND workload = ?2 AND n = ?3)",
+		"DELETE FROM iteration WHERE job_id = ?1 AND workload = ?2 AND n = ?3"};
+	struct store_unit u;
+	int rc = store_unit_begin(s, &u, e);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < LAB_ARRAY_SIZE(sql) && rc == LAB_OK; i++) {
+		sqlite3_stmt *q = store_prepare(s, sql[i], e);
+		if (!q) {
+			rc = LAB_EINFRA;
+			break;
+		}
+		sqlite3_bind_int64(q, 1, job_id);
+		store_bind_text(q, 2, workload);
+		sqlite3_bind_int(q, 3, n);
+		rc = step_done(s, q, "discarding an interrupted iteration", e);
+		sqlite3_finalize(q);
+	}
+	return store_unit_end(s, &u, rc, e);
 }
 
 int store_job_begin(struct store *s, const struct store_job_info *ji, int64_t *job_id,
@@ -1243,11 +1266,14 @@ int store_job_finish(struct store *s, int64_t job_id, const char *status, struct
 	}
 	/* A sample measured in the wrong mode is never a result. */
 	if (rc == LAB_OK && strcmp(status, "mode-mismatch") == 0) {
-		if (!(q = stmt(s, ST_JOB_DROP_ITERS, e))) {
-			rc = LAB_EINFRA;
-		} else {
-			sqlite3_bind_int64(q, 1, job_id);
-			rc = step_done(s, q, "dropping mismatched iterations", e);
+		static const int drop[] = {ST_JOB_DROP_SAMPLES, ST_JOB_DROP_COUNTERS, ST_JOB_DROP_ITERS};
+		for (size_t i = 0; i < LAB_ARRAY_SIZE(drop) && rc == LAB_OK; i++) {
+			if (!(q = stmt(s, drop[i], e))) {
+				rc = LAB_EINFRA;
+			} else {
+				sqlite3_bind_int64(q, 1, job_id);
+				rc = step_done(s, q, "dropping mismatched iterations", e);
+			}
 		}
 	}
 	return store_unit_end(s, &u, rc, e);

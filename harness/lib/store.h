@@ -29,6 +29,12 @@ enum store_open_flags {
 	STORE_READONLY = 1,   /* no migration, no writes */
 	STORE_NO_MIGRATE = 2, /* fail if the schema is not current instead of migrating */
 	STORE_AS_IS = 4,      /* accept an older schema without migrating (db info, db migrate --to) */
+	/* foreign keys not enforced on this connection: the journal's writer,
+	 * whose rows name the rows it has just written in the same transaction
+	 * (the parent lookups were a fifth of its inserts' work).  The store's
+	 * own deletes remove an iteration's samples and counters themselves, so
+	 * they leave no orphan on such a connection either; `db check` finds any. */
+	STORE_NO_FK = 8,
 };
 
 /* The database path a command uses: `opt` (--db) if given, else $EMMCLAB_DB,

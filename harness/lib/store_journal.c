@@ -893,7 +893,7 @@ int store_jnl_async(struct store_jnl *j, int busy_ms, struct lab_err *e)
 	if (j->w || !j->path)
 		return LAB_OK; /* memory databases: a second connection is another database */
 	struct store *ws;
-	int rc = store_open(store_path(j->s), STORE_NO_MIGRATE, &ws, e);
+	int rc = store_open(store_path(j->s), STORE_NO_MIGRATE | STORE_NO_FK, &ws, e);
 	if (rc)
 		return rc;
 	store_set_busy_timeout(ws, busy_ms);

@@ -337,6 +337,60 @@ static void test_atomic(void)
 	free(p);
 }
 
+/* The journal's writer has no foreign keys (STORE_NO_FK): no cascade runs
+ * there, so the store's deletes of iterations remove their samples and
+ * counters themselves; neither a discarded iteration nor a mismatched job
+ * leaves an orphan row. */
+static void test_no_fk(void)
+{
+	struct lab_err e = {0};
+	struct store *s, *w;
+	char *p = tpath("nofk.db");
+	if (store_open(p, 0, &s, &e)) {
+		ok(0, "open: %s", e.msg);
+		free(p);
+		return;
+	}
+	int64_t job = make_job(s, "DUT5", "fua"), job2 = make_job(s, "DUT5", "cache-nofua");
+	if (store_open(p, STORE_NO_MIGRATE | STORE_NO_FK, &w, &e)) {
+		ok(0, "open without foreign keys: %s", e.msg);
+		store_close(s);
+		free(p);
+		return;
+	}
+	is_int(q_int(w, "PRAGMA foreign_keys"), 0, "foreign keys off on that connection");
+	is_int(q_int(s, "PRAGMA foreign_keys"), 1, "and still on on the other");
+	struct store_sample sm[2] = {{"m1", 1, "s"}, {"m2", 2, "s"}};
+	struct store_counter ct[2] = {{"flushes", 1}, {"rq_write_lat_b10", 7}};
+	int64_t it;
+	int wrote = 0;
+	for (int n = 1; n <= 3; n++)
+		wrote += store_iteration_write(w, job, "w", n, 1.0, 0, sm, 2, ct, 2, &it, &e) == LAB_OK;
+	for (int n = 1; n <= 2; n++)
+		wrote += store_iteration_write(w, job2, "w", n, 1.0, 0, sm, 2, ct, 2, &it, &e) == LAB_OK;
+	is_int(wrote, 5, "five iterations written without foreign keys");
+	/* inside a transaction, as the journal applies it, and alone */
+	is_int(store_begin(w, &e), LAB_OK, "begin");
+	is_int(store_iteration_drop(w, job, "w", 2, &e), LAB_OK, "iteration 2 discarded");
+	is_int(store_commit(w, &e), LAB_OK, "commit");
+	is_int(store_iteration_drop(w, job, "w", 3, &e), LAB_OK, "iteration 3 discarded");
+	is_int(q_int(s, "SELECT count(*) FROM iteration"), 3, "three iterations left");
+	is_int(q_int(s, "SELECT count(*) FROM sample"), 6, "their samples only");
+	is_int(q_int(s, "SELECT count(*) FROM counter"), 6, "their counters only");
+	is_int(store_job_finish(w, job2, "mode-mismatch", &e), LAB_OK, "a job's mode mismatch");
+	is_int(q_int(s, "SELECT count(*) FROM iteration"), 1, "its iterations gone");
+	is_int(q_int(s, "SELECT count(*) FROM sample"), 2, "its samples gone");
+	is_int(q_int(s, "SELECT count(*) FROM counter"), 2, "its counters gone");
+	is_int(q_int(s, "SELECT count(*) FROM pragma_foreign_key_check"), 0, "no orphan row");
+	char *kept = xasprintf("SELECT count(*) FROM sample s JOIN iteration i ON i.id = s.iteration_id"
+			       " WHERE i.job_id = %lld AND i.n = 1", (long long)job);
+	is_int(q_int(s, kept), 2, "iteration 1's samples kept");
+	free(kept);
+	store_close(w);
+	store_close(s);
+	free(p);
+}
+
 static void test_disk_full(void)
 {
 	struct lab_err e = {0};
@@ -980,6 +1034,7 @@ int main(void)
 	test_from_each_version();
 	test_round_trip();
 	test_atomic();
+	test_no_fk();
 	test_disk_full();
 	test_refusals();
 	test_merge();

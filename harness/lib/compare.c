@@ -9,6 +9,7 @@
 #include "mode.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,11 @@ struct ckey {
 	const char *board, *kernel, *mode, *workload, *metric;
 	const char *source; /* results_source_kind, or empty with pool_sources */
 	const char *dim;    /* the compared value */
+};
+
+struct pair {
+	const char *a, *b;
+	bool need_both; /* emit only when both sides have data */
 };
 
 /* The values of one context and compared value.  Its key is not stored:
@@ -54,13 +60,27 @@ struct cpriv {
 	size_t nslot;
 	char **labels; /* owned strings ("run 12") */
 	size_t nlabels;
-	struct stats_memo memo; /* most sides have the same n: one t quantile */
 	double **vals; /* after the build: the cells' value arrays the rows point into */
 	size_t nvals;
 	/* The rows' sides: one per cell (the same cell is a side of up to three
-	 * rows; 12.8 MB less at 1,024 boards than a copy in every row), and one
-	 * per label for a side without data. */
+	 * rows; 12.8 MB less at 1,024 boards than a copy in every row), and, per
+	 * share of the rows (rows_share), one per label for a side without data. */
 	struct compare_side *sides;
+	struct cshare *shares;
+	size_t nshares;
+};
+
+/* A run of whole contexts whose rows one thread builds: the rows and
+ * interactions go into sub (its own arrays and counts, appended to the
+ * result in order afterwards); its memo and blank sides are its own. */
+struct cshare {
+	struct compare_result sub;
+	const struct results *r;
+	const struct pair *pairs;
+	size_t npairs;
+	size_t from, to; /* cells [from, to) */
+	size_t cap, icap;
+	struct stats_memo memo; /* most sides have the same n: one t quantile */
 	struct compare_side blanks[4 * MODE_COUNT];
 	size_t nblanks;
 };
@@ -282,11 +302,6 @@ static size_t context_end(const struct cpriv *p, size_t i, struct ckey *ctx)
 	return j;
 }
 
-struct pair {
-	const char *a, *b;
-	bool need_both; /* emit only when both sides have data */
-};
-
 /* One sorted copy per cell: a cell is described and tested in up to three rows. */
 static const double *cell_sorted(struct cell *c)
 {
@@ -317,7 +332,8 @@ static void side_fill(struct compare_side *s, struct cell *c, const char *label,
 }
 
 /* The side of cell c (NULL: no data for label), described once. */
-static const struct compare_side *side_of(struct cpriv *p, struct cell *c, const char *label)
+static const struct compare_side *side_of(struct cpriv *p, struct cshare *sh, struct cell *c,
+					  const char *label)
 {
 	struct compare_side *s;
 	if (c) {
@@ -325,15 +341,15 @@ static const struct compare_side *side_of(struct cpriv *p, struct cell *c, const
 		if (s->label)
 			return s;
 	} else {
-		for (size_t i = 0; i < p->nblanks; i++)
-			if (strcmp(p->blanks[i].label, label) == 0)
-				return &p->blanks[i];
+		for (size_t i = 0; i < sh->nblanks; i++)
+			if (strcmp(sh->blanks[i].label, label) == 0)
+				return &sh->blanks[i];
 		/* at most two labels per pair, 2 * MODE_COUNT pairs */
-		if (p->nblanks == LAB_ARRAY_SIZE(p->blanks))
+		if (sh->nblanks == LAB_ARRAY_SIZE(sh->blanks))
 			abort();
-		s = &p->blanks[p->nblanks++];
+		s = &sh->blanks[sh->nblanks++];
 	}
-	side_fill(s, c, label, &p->memo);
+	side_fill(s, c, label, &sh->memo);
 	return s;
 }
 
@@ -347,14 +363,13 @@ static size_t part_named(const struct results *r, const char *label)
 	return NONE;
 }
 
-static void row_emit(struct compare_result *res, size_t *cap, const struct results *r,
-		     const struct ckey *ctx, struct cell *ca, struct cell *cb,
+static void row_emit(struct cshare *sh, const struct ckey *ctx, struct cell *ca, struct cell *cb,
 		     const char *la, const char *lb)
 {
-	if (res->nrows == *cap) {
-		*cap = *cap ? *cap * 2 : 64;
-		res->rows = xreallocarray(res->rows, *cap, sizeof *res->rows);
-	}
+	struct compare_result *res = &sh->sub;
+	const struct results *r = sh->r;
+	if (res->nrows == sh->cap)
+		abort(); /* more than one row for a context and pair: cannot be */
 	struct compare_row *w = &res->rows[res->nrows++];
 	memset(w, 0, sizeof *w);
 	w->part = ctx->part;
@@ -379,8 +394,8 @@ static void row_emit(struct compare_result *res, size_t *cap, const struct resul
 		w->provenance = strcmp(pa, fit) == 0 && strcmp(pb, fit) == 0 ? fit : "assumed (no published data)";
 	}
 	struct cpriv *p = res->priv;
-	w->a = side_of(p, ca, la);
-	w->b = side_of(p, cb, lb);
+	w->a = side_of(p, sh, ca, la);
+	w->b = side_of(p, sh, cb, lb);
 	w->unit = w->a->unit ? w->a->unit : w->b->unit ? w->b->unit : "";
 	w->direction = stats_direction(w->metric, w->unit);
 	struct stats_cmp_opts so;
@@ -527,6 +542,126 @@ static void interactions(struct compare_result *res, size_t *cap, size_t first)
 	}
 }
 
+/* The rows of the contexts in cells [from, to) of one share, in order. */
+static void *rows_share(void *arg)
+{
+	struct cshare *sh = arg;
+	struct compare_result *res = &sh->sub;
+	struct cpriv *p = res->priv;
+	for (size_t i = sh->from; i < sh->to;) {
+		size_t first = res->nrows;
+		struct ckey ctx;
+		size_t j = context_end(p, i, &ctx);
+		for (size_t q = 0; q < sh->npairs; q++) {
+			const struct pair *pq = &sh->pairs[q];
+			struct cell *ca = find_dim(&p->cells[i], j - i, pq->a);
+			struct cell *cb = find_dim(&p->cells[i], j - i, pq->b);
+			if (!ca && !cb)
+				continue;
+			if (pq->need_both && (!ca || !cb))
+				continue;
+			row_emit(sh, &ctx, ca, cb, pq->a, pq->b);
+		}
+		if (p->by == COMPARE_BY_MODE && !res->opts.a)
+			interactions(res, &sh->icap, first);
+		for (size_t k = i; k < j; k++) { /* the context's rows are made */
+			free(p->cells[k].sorted);
+			p->cells[k].sorted = NULL;
+		}
+		i = j;
+	}
+	return NULL;
+}
+
+/* From this many contexts on, two threads build the rows (their tests were
+ * 40 % of a 1,024-board night's report, 0.36-0.42 s of one core). */
+#define COMPARE_THREADS_FROM 512
+
+/*
+ * Every context's rows: with two threads, each takes a run of whole contexts
+ * (about half the cells), builds its rows into its own arrays, and the second
+ * share's rows and interactions are appended to the first's, so the result
+ * is the same, row for row, as one thread's.  What the shares touch in common
+ * is read only (the results, the options) or per cell (a cell is a side of
+ * its own context's rows only); the statistics' caches lock (stats.c).
+ */
+static void rows_build(struct compare_result *res, const struct results *r,
+		       const struct pair *pairs, size_t npairs)
+{
+	struct cpriv *p = res->priv;
+	/* the contexts, and the first context boundary at or after half the
+	 * cells with the contexts before it */
+	size_t ncontexts = 0, mid = p->ncells, nfirst = 0;
+	for (size_t i = 0; i < p->ncells; ncontexts++) {
+		struct ckey ctx;
+		i = context_end(p, i, &ctx);
+		if (mid == p->ncells && i >= p->ncells / 2) {
+			mid = i;
+			nfirst = ncontexts + 1;
+		}
+	}
+	int threads = res->opts.threads ? res->opts.threads : ncontexts >= COMPARE_THREADS_FROM ? 2 : 1;
+	size_t nsh = threads >= 2 && ncontexts > 1 ? 2 : 1;
+	p->shares = xcalloc(nsh, sizeof *p->shares);
+	p->nshares = nsh;
+	if (nsh == 1) {
+		mid = p->ncells;
+		nfirst = ncontexts;
+	}
+	/* At most one row per context and pair: the rows are allocated once at
+	 * that size (grown by doubling they took up to twice their room, 72 MB at
+	 * 1,024 boards when they were 552 bytes), the second share's from its
+	 * first context's place on. */
+	size_t cap = ncontexts * npairs;
+	res->rows = cap ? xreallocarray(NULL, cap, sizeof *res->rows) : NULL;
+	for (size_t k = 0; k < nsh; k++) {
+		struct cshare *sh = &p->shares[k];
+		sh->sub.opts = res->opts;
+		sh->sub.priv = p;
+		sh->r = r;
+		sh->pairs = pairs;
+		sh->npairs = npairs;
+		sh->from = k ? mid : 0;
+		sh->to = k || nsh == 1 ? p->ncells : mid;
+		sh->cap = (k ? ncontexts - nfirst : nfirst) * npairs;
+		sh->sub.rows = res->rows ? res->rows + (k ? nfirst * npairs : 0) : NULL;
+	}
+	pthread_t th;
+	bool joined = nsh == 2 && lab_thread_start(&th, rows_share, &p->shares[1]) == 0;
+	res->builders = joined ? 2 : 1;
+	rows_share(&p->shares[0]);
+	if (joined)
+		pthread_join(th, NULL);
+	else if (nsh == 2)
+		rows_share(&p->shares[1]); /* no thread: this one builds both */
+	/* the second share's rows move up behind the first's; its interactions
+	 * follow the first's, their row numbers moved with them */
+	for (size_t k = 0; k < nsh; k++) {
+		struct compare_result *b = &p->shares[k].sub;
+		if (b->nrows && b->rows != res->rows + res->nrows)
+			memmove(res->rows + res->nrows, b->rows, b->nrows * sizeof *b->rows);
+		if (b->ninter) {
+			res->inter = xreallocarray(res->inter, res->ninter + b->ninter, sizeof *res->inter);
+			for (size_t i = 0; i < b->ninter; i++) {
+				struct compare_interaction x = b->inter[i];
+				x.row_off += res->nrows;
+				x.row_on += res->nrows;
+				res->inter[res->ninter + i] = x;
+			}
+		}
+		res->nrows += b->nrows;
+		res->ninter += b->ninter;
+		res->nbetter += b->nbetter;
+		res->nworse += b->nworse;
+		res->nnodiff += b->nnodiff;
+		res->nchanged += b->nchanged;
+		res->nnotest += b->nnotest;
+		free(b->inter);
+		b->rows = NULL;
+		b->inter = NULL;
+	}
+}
+
 static const char *own(struct cpriv *p, char *s)
 {
 	p->labels = xreallocarray(p->labels, p->nlabels + 1, sizeof *p->labels);
@@ -647,38 +782,7 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 		pairs[npairs++] = (struct pair){"baseline", "run", false};
 	}
 
-	/* At most one row per context and pair: allocated once at that size (the
-	 * rows are 192 bytes each; grown by doubling they took up to 2x that,
-	 * 72 MB at 1024 boards when they were 552). */
-	size_t ncontexts = 0;
-	for (size_t i = 0; i < p->ncells; ncontexts++) {
-		struct ckey ctx;
-		i = context_end(p, i, &ctx);
-	}
-	size_t cap = ncontexts * npairs, icap = 0;
-	if (cap)
-		res->rows = xreallocarray(NULL, cap, sizeof *res->rows);
-	for (size_t i = 0; i < p->ncells;) {
-		size_t first = res->nrows;
-		struct ckey ctx;
-		size_t j = context_end(p, i, &ctx);
-		for (size_t q = 0; q < npairs; q++) {
-			struct cell *ca = find_dim(&p->cells[i], j - i, pairs[q].a);
-			struct cell *cb = find_dim(&p->cells[i], j - i, pairs[q].b);
-			if (!ca && !cb)
-				continue;
-			if (pairs[q].need_both && (!ca || !cb))
-				continue;
-			row_emit(res, &cap, r, &ctx, ca, cb, pairs[q].a, pairs[q].b);
-		}
-		if (by == COMPARE_BY_MODE && !o->a)
-			interactions(res, &icap, first);
-		for (size_t k = i; k < j; k++) { /* the context's rows are made */
-			free(p->cells[k].sorted);
-			p->cells[k].sorted = NULL;
-		}
-		i = j;
-	}
+	rows_build(res, r, pairs, npairs);
 	free(run_label);
 	/* The rows are built: of the cells only their own values stay (the rows'
 	 * sides point into them); the cells go (17 MB at 1,024 boards, which the
@@ -714,6 +818,7 @@ void compare_free(struct compare_result *c)
 			free(p->labels[i]);
 		free(p->labels);
 		free(p->sides);
+		free(p->shares);
 		free(p);
 	}
 	free(c->rows);

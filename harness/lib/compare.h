@@ -41,6 +41,7 @@ struct compare_opts {
 	const int64_t *base_runs; /* COMPARE_BY_BASELINE: the baseline runs */
 	size_t nbase_runs;
 	int64_t test_run;         /* COMPARE_BY_BASELINE: the run under test */
+	int threads; /* the rows' builders: 0 automatic (two from 512 contexts on), 1, 2 */
 };
 void compare_opts_init(struct compare_opts *o);
 
@@ -98,6 +99,7 @@ struct compare_result {
 	struct compare_interaction *inter; /* by mode without --a/--b only */
 	size_t ninter;
 	size_t nbetter, nworse, nnodiff, nnotest, nchanged;
+	unsigned builders; /* the threads that built the rows (compare_opts.threads) */
 	void *priv; /* the value arrays the rows point into */
 };
 

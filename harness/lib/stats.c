@@ -10,6 +10,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,13 +52,21 @@ static double betacf(double a, double b, double x)
 	return h;
 }
 
+/* ln |Gamma(x)| without lgamma's global signgam, which two threads building
+ * a comparison's rows (compare.c) would both write; the same value. */
+static double lgam(double x)
+{
+	int sign;
+	return lgamma_r(x, &sign);
+}
+
 double stats_betainc(double a, double b, double x)
 {
 	if (!(a > 0) || !(b > 0) || !(x >= 0) || !(x <= 1))
 		return NAN;
 	if (x == 0 || x == 1)
 		return x;
-	double lbt = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
+	double lbt = lgam(a + b) - lgam(a) - lgam(b) + a * log(x) + b * log1p(-x);
 	double bt = exp(lbt);
 	/* The continued fraction converges fast for x < (a+1)/(a+b+2); use symmetry otherwise. */
 	if (x < (a + 1.0) / (a + b + 2.0))
@@ -112,7 +121,7 @@ double stats_t_quantile(double p, double df)
 	if (p == 0.5)
 		return 0.0;
 	double u = p > 0.5 ? 1.0 - p : p;
-	double lc = lgamma((df + 1.0) / 2.0) - lgamma(df / 2.0) - 0.5 * log(df * 3.14159265358979323846);
+	double lc = lgam((df + 1.0) / 2.0) - lgam(df / 2.0) - 0.5 * log(df * 3.14159265358979323846);
 	double z = u < 0.5 ? norm_upper_quantile_approx(u) : 0.0;
 	double z2 = z * z;
 	double t = z + z * (z2 + 1.0) / (4.0 * df) +
@@ -390,25 +399,36 @@ static struct {
 	double *row;
 } mwu_cache[MWU_CACHE];
 static size_t mwu_ncache;
+/* compare's two row builders share the cache (compare.c rows_build); a row
+ * once in it is never changed or freed, so it is read after the unlock */
+static pthread_mutex_t mwu_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static const double *mwu_cached_row(size_t na, size_t nb)
 {
-	for (size_t i = 0; i < mwu_ncache; i++)
+	const double *row = NULL;
+	pthread_mutex_lock(&mwu_mu);
+	for (size_t i = 0; i < mwu_ncache && !row; i++)
 		if (mwu_cache[i].na == na && mwu_cache[i].nb == nb)
-			return mwu_cache[i].row;
-	return NULL;
+			row = mwu_cache[i].row;
+	pthread_mutex_unlock(&mwu_mu);
+	return row;
 }
 
 static void mwu_cache_row(size_t na, size_t nb, const double *row, size_t width)
 {
-	if (mwu_ncache == MWU_CACHE)
-		return;
-	double *copy = xmalloc(width * sizeof *copy);
-	memcpy(copy, row, width * sizeof *copy);
-	mwu_cache[mwu_ncache].na = na;
-	mwu_cache[mwu_ncache].nb = nb;
-	mwu_cache[mwu_ncache].row = copy;
-	mwu_ncache++;
+	pthread_mutex_lock(&mwu_mu);
+	bool have = false;
+	for (size_t i = 0; i < mwu_ncache && !have; i++) /* the other builder's, meanwhile */
+		have = mwu_cache[i].na == na && mwu_cache[i].nb == nb;
+	if (!have && mwu_ncache < MWU_CACHE) {
+		double *copy = xmalloc(width * sizeof *copy);
+		memcpy(copy, row, width * sizeof *copy);
+		mwu_cache[mwu_ncache].na = na;
+		mwu_cache[mwu_ncache].nb = nb;
+		mwu_cache[mwu_ncache].row = copy;
+		mwu_ncache++;
+	}
+	pthread_mutex_unlock(&mwu_mu);
 }
 
 int stats_mwu_sorted(const double *as, size_t na, const double *bs, size_t nb, struct stats_mwu *m)
@@ -531,6 +551,7 @@ void stats_cmp_opts_init(struct stats_cmp_opts *o)
 /* The interned notes, never freed: the few texts stats_compare and the
  * comparison write. */
 static struct lab_strpool notes;
+static pthread_mutex_t notes_mu = PTHREAD_MUTEX_INITIALIZER; /* compare's two row builders */
 
 const char *stats_note(const char *s)
 {
@@ -538,7 +559,10 @@ const char *stats_note(const char *s)
 		return "";
 	char cut[STATS_NOTE_MAX];
 	lab_strlcpy(cut, s, sizeof cut);
-	return lab_strpool_intern(&notes, cut);
+	pthread_mutex_lock(&notes_mu);
+	const char *in = lab_strpool_intern(&notes, cut);
+	pthread_mutex_unlock(&notes_mu);
+	return in;
 }
 
 const char *stats_note_join(const char *a, const char *b)

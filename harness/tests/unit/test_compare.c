@@ -182,6 +182,110 @@ static void test_bad_input(const char *dir)
 	store_close(s);
 }
 
+/* Two row builders give the result of one, row for row (compare.c
+ * rows_build): a store of 40 parts in the four modes, some parts without a
+ * mode (blank sides), ties and constant cells among the values. */
+static bool same_side(const struct compare_side *a, const struct compare_side *b)
+{
+	return strcmp(a->label, b->label) == 0 && a->n == b->n && a->v == b->v &&
+	       a->nwarmup == b->nwarmup && strcmp(a->unit ? a->unit : "", b->unit ? b->unit : "") == 0 &&
+	       memcmp(&a->d, &b->d, sizeof a->d) == 0;
+}
+
+static bool same_cmp(const struct stats_cmp *a, const struct stats_cmp *b)
+{
+	/* NaN == NaN here: the bits */
+	return memcmp(&a->change, &b->change, sizeof a->change) == 0 &&
+	       memcmp(&a->change_lo, &b->change_lo, sizeof a->change_lo) == 0 &&
+	       memcmp(&a->change_hi, &b->change_hi, sizeof a->change_hi) == 0 &&
+	       memcmp(&a->welch, &b->welch, sizeof a->welch) == 0 &&
+	       memcmp(&a->mwu.p, &b->mwu.p, sizeof a->mwu.p) == 0 && a->verdict == b->verdict &&
+	       strcmp(a->note, b->note) == 0;
+}
+
+static void test_threads(const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/threads.db", dir);
+	struct store *s;
+	struct lab_err e = {0};
+	if (store_open(path, 0, &s, &e)) {
+		ok(0, "store_open: %s", e.msg);
+		return;
+	}
+	static const char *const modes[] = {"fua", "cache-nofua", "fua-cqe", "cache-nofua-cqe"};
+	int64_t run;
+	int bad = testdb_run(s, "sim", &run);
+	for (int pi = 0; pi < 40 && !bad; pi++) {
+		char label[32];
+		snprintf(label, sizeof label, "part-%02d", pi);
+		int64_t part;
+		bad |= testdb_part(s, label, &part);
+		for (int m = 0; m < 4 && !bad; m++) {
+			if ((pi % 7 == 3 && m == 1) || (pi % 11 == 5 && m >= 2))
+				continue; /* a mode without data: a blank side, no interaction */
+			int64_t job;
+			bad |= testdb_job(s, run, part, modes[m], "ok", modes[m], &job);
+			for (int it = 1; it <= 5 && !bad; it++) {
+				struct store_sample sm[3] = {
+					{"seq_write", 50 + pi + 3 * m + (it % 3) * 0.5, "MiB/s"},
+					{"rand_write", pi % 5 == 0 ? 7.0 : 7 + m * (it - 3) * 0.25, "MiB/s"},
+					{"wall_time", 400 - 2 * m + ((it * 7 + pi) % 5), "s"}};
+				int64_t iid;
+				bad |= store_iteration_write(s, job, "androbench", it, 1.0, 0, sm, 3, NULL, 0,
+							     &iid, &e);
+			}
+		}
+	}
+	ok(!bad, "40 parts written");
+	struct results *r = NULL;
+	int rc = results_load(s, NULL, &r, &e);
+	is_int(rc, 0, "load them");
+	if (rc) {
+		store_close(s);
+		return;
+	}
+	struct compare_opts o;
+	compare_opts_init(&o);
+	struct compare_result *one = NULL, *two = NULL;
+	o.threads = 1;
+	is_int(compare_build(r, &o, &one, &e), 0, "one builder");
+	o.threads = 2;
+	is_int(compare_build(r, &o, &two, &e), 0, "two builders");
+	if (one && two) {
+		is_int(one->builders, 1, "one thread built the rows");
+		is_int(two->builders, 2, "two threads built them");
+		ok(one->nrows > 300, "rows: %zu", one->nrows);
+		is_int(two->nrows, one->nrows, "as many rows");
+		is_int(two->ninter, one->ninter, "as many interactions");
+		ok(one->ninter > 20, "interactions built");
+		size_t diff = 0;
+		for (size_t i = 0; i < one->nrows && i < two->nrows; i++) {
+			const struct compare_row *a = &one->rows[i], *b = &two->rows[i];
+			diff += !(a->part == b->part && strcmp(a->metric, b->metric) == 0 &&
+				  same_side(a->a, b->a) && same_side(a->b, b->b) &&
+				  same_cmp(&a->cmp, &b->cmp) && strcmp(a->provenance, b->provenance) == 0);
+		}
+		is_int(diff, 0, "every row the same");
+		diff = 0;
+		for (size_t i = 0; i < one->ninter && i < two->ninter; i++) {
+			const struct compare_interaction *a = &one->inter[i], *b = &two->inter[i];
+			diff += !(a->row_off == b->row_off && a->row_on == b->row_on &&
+				  memcmp(&a->ratio, &b->ratio, sizeof a->ratio) == 0 &&
+				  memcmp(&a->p, &b->p, sizeof a->p) == 0);
+		}
+		is_int(diff, 0, "every interaction the same, on the same rows");
+		ok(one->nbetter == two->nbetter && one->nworse == two->nworse &&
+		   one->nnodiff == two->nnodiff && one->nnotest == two->nnotest &&
+		   one->nchanged == two->nchanged, "the same verdict counts");
+		ok(one->nnotest > 0, "blank sides among them (%zu without a test)", one->nnotest);
+	}
+	compare_free(one);
+	compare_free(two);
+	results_free(r);
+	store_close(s);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/emmclab-test-compare-XXXXXX";
@@ -203,6 +307,7 @@ int main(void)
 	test_reference(s);
 	store_close(s);
 	test_bad_input(dir);
+	test_threads(dir);
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)

@@ -34,13 +34,25 @@ struct agent_run {
 
 static void alog_add(struct sim_board *b, const char *line);
 
+/* The agent log's line k (k < nalog), valid until the next alog_add. */
+static const char *alog_line(const struct sim_board *b, size_t k)
+{
+	return b->alog_text.data + b->alog_off[k];
+}
+
+/* A command's log starts empty; its room is kept for the next command (a
+ * string each line and freeing them all were a tenth of the simulator's
+ * allocations), unless a long run (powerfail-write) made it large. */
 static void log_reset(struct sim_board *b)
 {
-	for (size_t i = 0; i < b->nalog; i++)
-		free(b->alog[i]);
-	free(b->alog);
-	b->alog = NULL;
-	b->nalog = b->alog_cap = 0;
+	b->nalog = 0;
+	b->alog_text.len = 0;
+	if (b->alog_text.cap > 64 * 1024 || b->alog_cap > 4096) {
+		lab_buf_free(&b->alog_text);
+		free(b->alog_off);
+		b->alog_off = NULL;
+		b->alog_cap = 0;
+	}
 }
 
 static void wait_ms(struct agent_run *r, double ms)
@@ -800,9 +812,10 @@ static void alog_add(struct sim_board *b, const char *line)
 		return; /* resend cannot serve lines this far; the log is capped */
 	if (b->nalog == b->alog_cap) {
 		b->alog_cap = b->alog_cap ? 2 * b->alog_cap : 64;
-		b->alog = xreallocarray(b->alog, b->alog_cap, sizeof *b->alog);
+		b->alog_off = xreallocarray(b->alog_off, b->alog_cap, sizeof *b->alog_off);
 	}
-	b->alog[b->nalog++] = xstrdup(line);
+	b->alog_off[b->nalog++] = b->alog_text.len;
+	lab_buf_append(&b->alog_text, line, strlen(line) + 1);
 }
 
 static void write_log_file(struct sim_board *b, const char *log_path)
@@ -812,7 +825,7 @@ static void write_log_file(struct sim_board *b, const char *log_path)
 		return;
 	f->data.len = 0;
 	for (size_t k = 0; k < b->nalog; k++)
-		if (lab_buf_append(&f->data, b->alog[k], strlen(b->alog[k])) != 0)
+		if (lab_buf_append(&f->data, alog_line(b, k), strlen(alog_line(b, k))) != 0)
 			break;
 }
 
@@ -960,7 +973,7 @@ static int cmd_resend(struct agent_run *r, int argc, char **argv)
 		if (lab_parse_i64(argv[i], &seq) != 0 || seq < 1)
 			continue;
 		if ((size_t)seq <= b->nalog)
-			out_line(r, b->alog[seq - 1], false);
+			out_line(r, alog_line(b, (size_t)seq - 1), false);
 	}
 	if (r->to_console && r->pending > 0)
 		sim_emit(b, r->pending, "");

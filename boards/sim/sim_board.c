@@ -934,9 +934,8 @@ void sim_board_free(struct sim_board *b)
 		free(b->files[i].path);
 		lab_buf_free(&b->files[i].data);
 	}
-	for (size_t i = 0; i < b->nalog; i++)
-		free(b->alog[i]);
-	free(b->alog);
+	lab_buf_free(&b->alog_text);
+	free(b->alog_off);
 	sim_kv_clear(&b->env);
 	sim_kv_clear(&b->env_saved);
 	sim_kv_clear(&b->vars);

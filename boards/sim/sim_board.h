@@ -146,7 +146,8 @@ struct sim_board {
 	size_t nfiles;
 
 	/* agent */
-	char **alog;
+	struct lab_buf alog_text; /* the agent log's lines, each NUL-ended, one after the other */
+	size_t *alog_off;         /* where line k starts in alog_text */
 	size_t nalog, alog_cap;
 	int fs_runs;           /* fscopy iterations since the last precondition (warm-up); device state, survives power cycles */
 	uint64_t wear_bytes;   /* written by the agent's workloads: the part's wear (sim_agent.c sim_life) */

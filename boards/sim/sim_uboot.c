@@ -1033,12 +1033,13 @@ static void ub_dispatch(struct sim_board *b, unsigned char c)
 static void ub_key(struct sim_board *b, unsigned char c)
 {
 	{
-		struct lab_buf echo;
-		lab_buf_init(&echo, 4096);
+		/* one buffer for every key's echo (the simulator is one thread): a
+		 * buffer of its own each was a quarter of the simulator's mallocs */
+		static struct lab_buf echo = {.max = 4096};
+		echo.len = 0;
 		int r = sim_lined_feed(&b->lined, c, &echo);
 		if (echo.len)
 			sim_out_now(b, echo.data, echo.len);
-		lab_buf_free(&echo);
 		if (r == SIM_LINED_INTR) {
 			sim_out_now(b, "<INTERRUPT>\n", 12);
 			ub_prompt(b, 0);

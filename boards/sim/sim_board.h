@@ -24,7 +24,7 @@ extern const char *const sim_stage_names[];
 /* Small ordered string map (U-Boot environment, shell variables). */
 struct sim_kv {
 	char **k, **v;
-	size_t n;
+	size_t n, cap; /* cap: room in k and v */
 };
 const char *sim_kv_get(const struct sim_kv *kv, const char *k);
 void sim_kv_set(struct sim_kv *kv, const char *k, const char *v); /* v NULL deletes */

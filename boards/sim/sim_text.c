@@ -40,8 +40,11 @@ void sim_kv_set(struct sim_kv *kv, const char *k, const char *v)
 	}
 	if (!v)
 		return;
-	kv->k = xreallocarray(kv->k, kv->n + 1, sizeof *kv->k);
-	kv->v = xreallocarray(kv->v, kv->n + 1, sizeof *kv->v);
+	if (kv->n == kv->cap) {
+		kv->cap = kv->cap ? 2 * kv->cap : 16;
+		kv->k = xreallocarray(kv->k, kv->cap, sizeof *kv->k);
+		kv->v = xreallocarray(kv->v, kv->cap, sizeof *kv->v);
+	}
 	memmove(kv->k + i + 1, kv->k + i, (kv->n - i) * sizeof *kv->k);
 	memmove(kv->v + i + 1, kv->v + i, (kv->n - i) * sizeof *kv->v);
 	kv->k[i] = xstrdup(k);
@@ -58,13 +61,29 @@ void sim_kv_clear(struct sim_kv *kv)
 	free(kv->k);
 	free(kv->v);
 	kv->k = kv->v = NULL;
-	kv->n = 0;
+	kv->n = kv->cap = 0;
 }
 
+/* dst becomes a copy of src.  Every power-on loads the saved environment
+ * over the one in RAM, which mostly holds the same names and values: only
+ * the values that differ are copied then (copying all of them was a tenth of
+ * the simulator's allocations). */
 void sim_kv_copy(struct sim_kv *dst, const struct sim_kv *src)
 {
+	bool same_names = dst->n == src->n;
+	for (size_t i = 0; i < src->n && same_names; i++)
+		same_names = strcmp(dst->k[i], src->k[i]) == 0;
+	if (same_names) {
+		for (size_t i = 0; i < src->n; i++) {
+			if (strcmp(dst->v[i], src->v[i]) != 0) {
+				free(dst->v[i]);
+				dst->v[i] = xstrdup(src->v[i]);
+			}
+		}
+		return;
+	}
 	sim_kv_clear(dst);
-	for (size_t i = 0; i < src->n; i++)
+	for (size_t i = 0; i < src->n; i++) /* src is sorted: each goes at the end */
 		sim_kv_set(dst, src->k[i], src->v[i]);
 }
 
@@ -207,8 +226,10 @@ static void push_op(struct sim_tok *toks, size_t max, size_t *n, int type, int f
 
 size_t sim_tokenize(const char *s, sim_var_fn var, void *ctx, struct sim_tok *toks, size_t max)
 {
-	struct lab_buf w;
-	lab_buf_init(&w, 65536);
+	/* the word being built: one buffer kept from call to call (the
+	 * simulator is one thread, and var() does not tokenize) */
+	static struct lab_buf w = {.max = 65536};
+	w.len = 0;
 	size_t n = 0;
 	bool have = false;
 	const char *p = s;
@@ -282,7 +303,6 @@ size_t sim_tokenize(const char *s, sim_var_fn var, void *ctx, struct sim_tok *to
 		}
 	}
 	push_word(toks, max, &n, &w, &have);
-	lab_buf_free(&w);
 	return n;
 }
 

@@ -58,6 +58,8 @@ struct loop {
 	bool stopped;
 	struct deferred *defer;
 	size_t ndefer, capdefer;
+	struct deferred *defer_spare; /* run_deferred's other array */
+	size_t capspare;
 	uint64_t now_ns;
 };
 
@@ -98,6 +100,7 @@ void loop_free(struct loop *l)
 	free(l->heap);
 	free(l->children);
 	free(l->defer);
+	free(l->defer_spare);
 	free(l);
 }
 
@@ -351,13 +354,21 @@ void loop_defer(struct loop *l, loop_defer_cb fn, void *arg)
 static void run_deferred(struct loop *l)
 {
 	while (l->ndefer) {
-		size_t n = l->ndefer;
-		struct deferred *d = xmalloc(n * sizeof *d);
-		memcpy(d, l->defer, n * sizeof *d);
+		/* The calls made now are taken out whole, and the spare array takes
+		 * what they defer meanwhile: two arrays swapped, where a copy each
+		 * pass was an allocation each pass of both programs. */
+		size_t n = l->ndefer, cap = l->capdefer;
+		struct deferred *d = l->defer;
+		l->defer = l->defer_spare;
+		l->capdefer = l->capspare;
+		l->defer_spare = NULL;
+		l->capspare = 0;
 		l->ndefer = 0;
 		for (size_t i = 0; i < n; i++)
 			d[i].fn(d[i].arg);
-		free(d);
+		free(l->defer_spare); /* a nested pass's, if a callback ran one */
+		l->defer_spare = d;
+		l->capspare = cap;
 	}
 }
 

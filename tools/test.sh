@@ -4,8 +4,8 @@
 # campaign, the kernel series, a real LAVA farm) with ctest; then the same
 # suite built with AddressSanitizer + UndefinedBehaviorSanitizer (less the
 # tests that run no emmclab code or only repeat it on the 6.12 kernel); then
-# the tests of the journal's and the report's threads built with
-# ThreadSanitizer (ctest label threads); then a clang build of the
+# the tests of the journal's, the report's and the comparison's threads
+# built with ThreadSanitizer (ctest label threads); then a clang build of the
 # libFuzzer targets, each run for a bounded time over its seed corpus, plus the
 # replay of the crash regressions.  Exits non-zero on any failure, and on any
 # skipped or disabled test (a test that cannot run exits 77) unless
@@ -83,7 +83,8 @@ if [ "${EMMCLAB_SKIP_ASAN:-0}" != 1 ]; then
 fi
 
 if [ "${EMMCLAB_SKIP_TSAN:-0}" != 1 ]; then
-	# The tests with label threads (the journal's and the report's threads)
+	# The tests with label threads (the journal's, the report's and the
+	# comparison's threads)
 	# built with ThreadSanitizer.  A race ends the process (exit 66), and
 	# every report also goes to build-tsan/tsan.PID, checked after ctest, so
 	# a race in a command a test expects to fail fails the stage too.

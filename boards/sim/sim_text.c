@@ -211,6 +211,8 @@ static void push_word(struct sim_tok *toks, size_t max, size_t *n, struct lab_bu
 		(*n)++;
 	}
 	w->len = 0;
+	if (w->data)
+		w->data[0] = '\0'; /* a next word with nothing appended ($UNSET) is empty, not this one */
 	*have = false;
 }
 
@@ -230,6 +232,8 @@ size_t sim_tokenize(const char *s, sim_var_fn var, void *ctx, struct sim_tok *to
 	 * simulator is one thread, and var() does not tokenize) */
 	static struct lab_buf w = {.max = 65536};
 	w.len = 0;
+	if (w.data)
+		w.data[0] = '\0';
 	size_t n = 0;
 	bool have = false;
 	const char *p = s;

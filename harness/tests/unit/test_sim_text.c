@@ -69,6 +69,16 @@ static void test_tokens(void)
 	n = sim_tokenize("echo '' \"\"", var, NULL, t, 16);
 	is_int((long long)n, 3, "empty quoted words are words");
 	sim_toks_free(t, n);
+
+	/* an unset variable's word is empty, never the word before it (the
+	 * word buffer is kept from word to word and from call to call) */
+	n = sim_tokenize("echo $NOPE", var, NULL, t, 16);
+	is_int((long long)n, 2, "two words");
+	is_str(n == 2 ? t[1].s : NULL, "", "$NOPE: empty");
+	sim_toks_free(t, n);
+	n = sim_tokenize("$NOPE x", var, NULL, t, 16);
+	is_str(n == 2 ? t[0].s : NULL, "", "$NOPE first: empty, not the last call's word");
+	sim_toks_free(t, n);
 }
 
 static void test_base64(void)

@@ -20,7 +20,9 @@
  *    also searches text already buffered.
  *  - groups[0] is the whole match, groups[1..9] the subexpressions.
  *  - Regexes use REG_EXTENDED|REG_NEWLINE: `^`/`$` match at line boundaries and at the
- *    buffer ends ("=> $" matches a prompt waiting for input).
+ *    buffer ends ("=> $" matches a prompt waiting for input).  A match never holds a
+ *    newline, not even through a bracket range that includes one ([\003-9]), where
+ *    plain regexec would match across lines.
  *  - Callbacks may call expect_feed (queued until the callback returns) and even
  *    expect_free (deferred).  l may be NULL (no timeouts), e.g. in fuzzing or benchmarks.
  */

@@ -9,11 +9,14 @@
  *     give the same sequence of literal matches.
  *  3. Differential regex check: with the bytes stripped of what the cleaner removes,
  *     the engine's successive matches of the fuzzed regex (with its required-literal
- *     prefilter and line-bounded search) equal plain regexec over the whole text.
+ *     prefilter and line-bounded search) equal plain regexec over the whole text, up
+ *     to a regexec match that holds a newline (a bracket range such as [\003-9]),
+ *     which the line-bounded engine never makes.
  */
 #include "expect.h"
 
 #include <regex.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	expect_free(x);
 	size_t pos = 0;
 	int k = 0;
+	bool newline = false;
 	while (k < MAXM && pos <= tl) {
 		regmatch_t m[1];
 		int fl = pos > 0 && t[pos - 1] != '\n' ? REG_NOTBOL : 0;
@@ -139,12 +143,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t so = pos + (size_t)m[0].rm_so, eo = pos + (size_t)m[0].rm_eo;
 		if (so == eo && so >= tl)
 			break; /* the engine waits for more text after an empty match at the end */
+		if (memchr(t + so, '\n', eo - so)) {
+			/* a bracket range holding '\n' ([\003-9]): regexec matches across
+			 * lines there, the engine never does (expect.h); not comparable */
+			newline = true;
+			break;
+		}
 		if (k >= e.n || e.at[k] != so || e.len[k] != eo - so)
 			abort();
 		k++;
 		pos = eo > so ? eo : so + 1;
 	}
-	if (k < MAXM && k != e.n)
+	if (!newline && k < MAXM && k != e.n)
 		abort();
 	regfree(&r);
 	free(t);

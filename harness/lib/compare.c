@@ -66,8 +66,7 @@ struct cpriv {
 	 * rows; 12.8 MB less at 1,024 boards than a copy in every row), and, per
 	 * share of the rows (rows_share), one per label for a side without data. */
 	struct compare_side *sides;
-	struct cshare *shares;
-	size_t nshares;
+	struct cshare *shares; /* rows_build's one or two */
 };
 
 /* A run of whole contexts whose rows one thread builds: the rows and
@@ -603,7 +602,6 @@ static void rows_build(struct compare_result *res, const struct results *r,
 	int threads = res->opts.threads ? res->opts.threads : ncontexts >= COMPARE_THREADS_FROM ? 2 : 1;
 	size_t nsh = threads >= 2 && ncontexts > 1 ? 2 : 1;
 	p->shares = xcalloc(nsh, sizeof *p->shares);
-	p->nshares = nsh;
 	if (nsh == 1) {
 		mid = p->ncells;
 		nfirst = ncontexts;

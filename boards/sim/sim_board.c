@@ -170,6 +170,16 @@ static void on_master(struct loop *l, int fd, unsigned ev, void *arg)
 	sim_uboot_rxq_arm(b); /* once a read, not once a character */
 }
 
+/* A deadline the modelled firmware polls the UART for (U-Boot's countdown
+ * checks tstc() every 10 ms until its last moment) reads what the console
+ * holds first: a late simulator (not scheduled on a loaded host) must not let
+ * its own timer overtake a key that reached the console in time. */
+void sim_board_poll_input(struct sim_board *b)
+{
+	if (b->master >= 0)
+		on_master(b->loop, b->master, LOOP_READ, b);
+}
+
 static void watch_master(struct sim_board *b)
 {
 	if (b->master < 0)

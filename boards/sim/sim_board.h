@@ -183,6 +183,8 @@ bool sim_sched_idle(const struct sim_board *b);
 /* Write now (echo), bypassing the schedule. */
 void sim_out_now(struct sim_board *b, const char *data, size_t len);
 void sim_set_stage(struct sim_board *b, enum sim_stage s);
+/* Read what the console holds now (U-Boot's tstc() before a deadline). */
+void sim_board_poll_input(struct sim_board *b);
 
 /* sim_uboot.c */
 void sim_uboot_poweron(struct sim_board *b);

@@ -121,6 +121,13 @@ static void ub_autoboot(struct sim_board *b, long arg)
 
 static void ub_tick(struct sim_board *b, long left)
 {
+	if (left == 0) {
+		/* U-Boot polls tstc() up to the last moment: a key already in the
+		 * UART stops the countdown (ub_stop_autoboot prints the 0) */
+		sim_board_poll_input(b);
+		if (b->stage != SIM_AUTOBOOT)
+			return;
+	}
 	char s[32];
 	snprintf(s, sizeof s, "\b\b\b%2ld ", left);
 	sim_out_now(b, s, strlen(s));

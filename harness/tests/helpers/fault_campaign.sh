@@ -61,7 +61,7 @@ include:
 lab:
   name: campaign
   transcripts: ${TRANSCRIPTS:-$T/transcripts}
-  sim: {time_scale: 1000, seed: $1, autoboot_floor: 150ms}
+  sim: {time_scale: 1000, seed: $1, autoboot_floor: 1s}
 types:
   - name: camp
     host: sim

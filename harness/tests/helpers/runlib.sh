@@ -32,7 +32,9 @@ include:
 lab:
   name: $name
   transcripts: $T/transcripts
-  sim: {time_scale: 1000, seed: 7, autoboot_floor: 150ms}
+  # a countdown second is >= 1 s real: the controller interrupts at once, and
+  # a loaded test host that stalls it must not let U-Boot boot by itself
+  sim: {time_scale: 1000, seed: 7, autoboot_floor: 1s}
 types:
   - name: t
     host: sim

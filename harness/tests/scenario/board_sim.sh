@@ -26,7 +26,12 @@ fail() {
 	cat "$T/out" "$T/err" 2>/dev/null | tail -40
 	local tr
 	tr=$(ls -t "$T"/transcripts/*.log 2>/dev/null | head -1)
-	[ -n "$tr" ] && { echo "--- tail of $tr:"; tail -25 "$tr"; }
+	[ -n "$tr" ] && {
+		echo "--- power, autoboot and interrupt lines of $tr:"
+		grep -a -E "== power|Hit any key|INTERRUPT|Starting kernel" "$tr" | head -12 | cat -v
+		echo "--- tail of $tr:"
+		tail -25 "$tr"
+	}
 	exit 1
 }
 
@@ -69,7 +74,9 @@ include: [type.yaml]
 lab:
   name: scn
   transcripts: $T/transcripts
-  sim: {time_scale: 1000, seed: 3}
+  # a countdown second is >= 1 s real: the controller interrupts at once, and
+  # a loaded test host that stalls it must not let U-Boot boot by itself
+  sim: {time_scale: 1000, seed: 3, autoboot_floor: 1s}
 kernels:
   - name: k1
     cmdline: "loglevel=7"

@@ -36,7 +36,7 @@ include:
 lab:
   name: host-$1
   transcripts: $T/transcripts-$1
-  sim: {time_scale: 1000, seed: 3, autoboot_floor: 150ms}
+  sim: {time_scale: 1000, seed: 3, autoboot_floor: 1s}
 boards:
   - name: $2
     type: sim-board

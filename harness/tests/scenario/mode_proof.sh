@@ -30,7 +30,7 @@ include:
 lab:
   name: proof
   transcripts: $T/transcripts
-  sim: {time_scale: 1000, seed: 5, autoboot_floor: 150ms}
+  sim: {time_scale: 1000, seed: 5, autoboot_floor: 1s}
 types:
   - name: arasan
     host: sim

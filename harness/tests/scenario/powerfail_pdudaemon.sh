@@ -53,7 +53,7 @@ include:
 lab:
   name: pfpdud
   transcripts: $T/transcripts
-  sim: {time_scale: 1000, seed: 5, autoboot_floor: 150ms}
+  sim: {time_scale: 1000, seed: 5, autoboot_floor: 1s}
 types:
   - name: nocqe
     host: sim

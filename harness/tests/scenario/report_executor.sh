@@ -28,7 +28,7 @@ include:
 lab:
   name: executor
   transcripts: $T/transcripts
-  sim: {time_scale: 1000, seed: 3, autoboot_floor: 150ms}
+  sim: {time_scale: 1000, seed: 3, autoboot_floor: 1s}
 boards:
   - name: farm1
     type: sim-board

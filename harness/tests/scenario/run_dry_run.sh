@@ -33,7 +33,7 @@ include:
 lab:
   name: dry
   transcripts: $T/transcripts
-  sim: {time_scale: 1000, seed: 3, autoboot_floor: 150ms}
+  sim: {time_scale: 1000, seed: 3, autoboot_floor: 1s}
 $1
 types:
   - name: t

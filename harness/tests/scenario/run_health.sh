@@ -26,7 +26,7 @@ include:
 lab:
   name: health
   transcripts: $T/transcripts
-  sim: {time_scale: 1000, seed: 5, autoboot_floor: 150ms}
+  sim: {time_scale: 1000, seed: 5, autoboot_floor: 1s}
 types:
   - name: t
     host: sim

@@ -31,7 +31,7 @@ include:
 lab:
   name: progress
   transcripts: $T/transcripts
-  sim: {time_scale: 1000, seed: 3, autoboot_floor: 150ms}
+  sim: {time_scale: 1000, seed: 3, autoboot_floor: 1s}
 types:
   - name: t
     host: sim

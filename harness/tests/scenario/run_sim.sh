@@ -31,7 +31,7 @@ lab:
   name: runsim
   transcripts: $T/transcripts
   transcripts_keep: ${TKEEP:-4GiB}
-  sim: {time_scale: 1000, seed: 3, autoboot_floor: 150ms}
+  sim: {time_scale: 1000, seed: 3, autoboot_floor: 1s}
 types:
   - name: nocqe
     host: sim

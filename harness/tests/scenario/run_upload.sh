@@ -30,7 +30,7 @@ include:
 lab:
   name: uplab
   transcripts: $T/transcripts
-  sim: {time_scale: 1000, seed: 9, autoboot_floor: 150ms}
+  sim: {time_scale: 1000, seed: 9, autoboot_floor: 1s}
 boards:
   - name: b5
     type: sim-board

@@ -337,9 +337,17 @@ static void q_arm(struct sim_board *b)
 	if (loop_timer_pending(&b->qtimer) || b->qhead >= b->qn || b->q_stalled)
 		return;
 	struct sim_item *it = &b->q[b->qhead];
-	double ms = scaled_real_ms(b, it->delay_ms, it->floor_ms) + b->q_owed_ms;
+	double owed = b->q_owed_ms;
 	b->q_owed_ms = 0;
-	loop_timer_start_ns(b->loop, &b->qtimer, (uint64_t)(ms * 1e6));
+	/* a floor is real time from now (a countdown a controller must be able
+	 * to interrupt): never shortened to catch up */
+	if (owed < 0 && it->floor_ms > 0)
+		owed = 0;
+	double ms = scaled_real_ms(b, it->delay_ms, it->floor_ms) + owed;
+	uint64_t now = lab_now_ns();
+	int64_t off = (int64_t)(ms * 1e6);
+	b->q_due_ns = off < 0 && (uint64_t)-off > now ? 0 : now + (uint64_t)off;
+	loop_timer_start_ns(b->loop, &b->qtimer, off > 0 ? (uint64_t)off : 0);
 }
 
 /* own: text is a heap string the queue takes over (no copy) */
@@ -433,6 +441,7 @@ void sim_sched_clear(struct sim_board *b)
 {
 	b->q_stalled = false;
 	b->q_owed_ms = 0;
+	b->q_gen++;
 	b->pfw.on = false;
 	for (size_t i = b->qhead; i < b->qn; i++)
 		free(b->q[i].text);
@@ -451,7 +460,16 @@ bool sim_sched_idle(const struct sim_board *b)
  * time they ran ahead is added to the wait of the item after them, so the
  * schedule as a whole keeps its pace: a boot log of lines a fraction of a
  * millisecond apart is one write and one wake-up of each side, not one per
- * line (a real 115200-baud UART needs 87 us per character anyway). */
+ * line (a real 115200-baud UART needs 87 us per character anyway).
+ *
+ * A board keeps its own clock as a real one does: when the head runs late
+ * (the simulator was not scheduled, or a pass of a thousand boards took its
+ * time), the items after it that were due by now run with it and the next
+ * wait is shortened by what is still behind, instead of every late timer
+ * pushing the rest of the board's schedule back.  Without that a loaded
+ * simulator stretched each board's modelled time by the sum of its timers'
+ * latenesses.  Only an answer to input starts a fresh schedule (from the
+ * input), and a floor (the autoboot countdown) is never caught up. */
 #define SIM_COALESCE_MS 1.0
 
 static void q_fire(struct loop *l, struct loop_timer *t, void *arg)
@@ -469,6 +487,9 @@ static void q_fire(struct loop *l, struct loop_timer *t, void *arg)
 			s->late_at_ns = now;
 		}
 	}
+	/* how far the board's schedule is behind: its items due by now run too */
+	double behind = now > b->q_due_ns ? (double)(now - b->q_due_ns) / 1e6 : 0;
+	unsigned gen = b->q_gen;
 	/* Run the head, then every following item due within SIM_COALESCE_MS. */
 	for (int batch = 0; batch < 256 && b->qhead < b->qn; batch++) {
 		if (b->txq.len > SIM_TXQ_HIGH) {
@@ -478,9 +499,11 @@ static void q_fire(struct loop *l, struct loop_timer *t, void *arg)
 		}
 		if (batch > 0) {
 			struct sim_item *nx = &b->q[b->qhead];
+			if (nx->floor_ms > 0)
+				break; /* real time from now (q_arm) */
 			double d = scaled_real_ms(b, nx->delay_ms, nx->floor_ms);
 			if (d >= 0.05) {
-				if (ahead + d > SIM_COALESCE_MS)
+				if (ahead + d > SIM_COALESCE_MS + behind)
 					break;
 				ahead += d;
 			}
@@ -495,8 +518,13 @@ static void q_fire(struct loop *l, struct loop_timer *t, void *arg)
 	}
 	if (b->qhead >= b->qn)
 		b->qhead = b->qn = 0;
-	/* an item queued later (an answer to input) waits from its own start */
-	b->q_owed_ms = b->qhead < b->qn ? ahead : 0;
+	if (b->q_gen != gen)
+		return; /* cleared and maybe refilled (an answer to input): armed from now */
+	/* The next item waits from the schedule's time, also one an item of the
+	 * batch queued (armed on its push, from now); into an empty queue, an
+	 * item (an answer to input) waits from its own start. */
+	b->q_owed_ms = b->qhead < b->qn ? ahead - behind : 0;
+	loop_timer_stop(b->loop, &b->qtimer);
 	q_arm(b);
 }
 

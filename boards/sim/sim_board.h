@@ -88,7 +88,11 @@ struct sim_board {
 	struct sim_item *q;
 	size_t qhead, qn, qcap;
 	struct loop_timer qtimer;
-	double q_owed_ms;     /* real time the last batch ran ahead: added to the next wait */
+	/* real time the last batch ran ahead of the schedule (> 0: added to the
+	 * next wait) or fell behind it (< 0: taken off, down to no wait) */
+	double q_owed_ms;
+	uint64_t q_due_ns;    /* when the armed head item is due on the schedule */
+	unsigned q_gen;       /* counts sim_sched_clear: a fresh schedule */
 	struct loop_timer ptimer; /* reboot: on after off */
 
 	/* power and stage */

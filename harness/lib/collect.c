@@ -8,11 +8,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One counter value per name and iteration (the store's key): a repeated line replaces. */
+/* Metric, unit and counter names: the same few hundred every iteration of
+ * every board, kept once (two allocations and frees a sample before).  A DUT
+ * that invents names does not grow the pool past this: each further name is
+ * the collect's own copy until its reset. */
+#define COLLECT_POOL_MAX 4096
+static struct lab_strpool pool;
+
+/* The pool's copy of s, or NULL when the pool is full and s not in it. */
+static const char *pooled(const char *s)
+{
+	if (pool.n < COLLECT_POOL_MAX)
+		return lab_strpool_intern(&pool, s);
+	return NULL;
+}
+
+static const char *name_of(struct collect *c, const char *s)
+{
+	const char *p = pooled(s);
+	if (p)
+		return p;
+	if (c->nnames == c->capnames) {
+		c->capnames = c->capnames ? 2 * c->capnames : 16;
+		c->names = xreallocarray(c->names, c->capnames, sizeof *c->names);
+	}
+	return c->names[c->nnames++] = xstrdup(s);
+}
+
+/* One counter value per name and iteration (the store's key): a repeated line
+ * replaces.  A pooled name equals only its own pointer (the pool never drops
+ * a name, and a name left out once it was full stays out). */
 static void put_counter(struct collect *c, const char *name, int64_t v)
 {
+	const char *p = pooled(name);
 	for (size_t i = 0; i < c->ncounters; i++) {
-		if (strcmp(c->counters[i].name, name) == 0) {
+		if (p ? c->counters[i].name == p : strcmp(c->counters[i].name, name) == 0) {
 			c->counters[i].value = v;
 			return;
 		}
@@ -21,7 +51,7 @@ static void put_counter(struct collect *c, const char *name, int64_t v)
 		c->capcounters = c->capcounters ? 2 * c->capcounters : 32;
 		c->counters = xreallocarray(c->counters, c->capcounters, sizeof *c->counters);
 	}
-	c->counters[c->ncounters++] = (struct store_counter){xstrdup(name), v};
+	c->counters[c->ncounters++] = (struct store_counter){p ? p : name_of(c, name), v};
 }
 
 /* A `latency` line (docs/agent.md "Request latency"): its lathist buckets
@@ -66,20 +96,28 @@ static void collect_latency(struct collect *c, const struct proto_msg *m)
 
 void collect_reset(struct collect *c)
 {
-	for (size_t i = 0; i < c->nsamples; i++) {
-		free((char *)c->samples[i].metric);
-		free((char *)c->samples[i].unit);
-	}
-	for (size_t i = 0; i < c->ncounters; i++)
-		free((char *)c->counters[i].name);
-	free(c->samples);
-	free(c->counters);
 	for (size_t i = 0; i < c->nstrs; i++)
 		free(c->strs[i]);
-	memset(c, 0, sizeof *c);
+	for (size_t i = 0; i < c->nnames; i++)
+		free(c->names[i]);
+	struct collect keep = {
+		.samples = c->samples, .capsamples = c->capsamples,
+		.counters = c->counters, .capcounters = c->capcounters,
+		.names = c->names, .capnames = c->capnames,
+	};
+	*c = keep;
 	c->fua = c->write_cache = c->cqe = -1;
 	c->wall_time = -1;
 	health_reading_init(&c->health);
+}
+
+void collect_free(struct collect *c)
+{
+	collect_reset(c);
+	free(c->samples);
+	free(c->counters);
+	free(c->names);
+	memset(c, 0, sizeof *c);
 }
 
 /* life_a / life_b / pre_eol of an identity or health line (docs/agent.md). */
@@ -127,7 +165,7 @@ enum collect_note collect_msg(struct collect *c, const struct proto_msg *m, bool
 			c->capsamples = c->capsamples ? 2 * c->capsamples : 16;
 			c->samples = xreallocarray(c->samples, c->capsamples, sizeof *c->samples);
 		}
-		c->samples[c->nsamples++] = (struct store_sample){xstrdup(metric), v, xstrdup(unit)};
+		c->samples[c->nsamples++] = (struct store_sample){name_of(c, metric), v, name_of(c, unit)};
 		if (strcmp(metric, "wall_time") == 0)
 			c->wall_time = v;
 	} else if (strcmp(m->kind, "counter") == 0) {

@@ -6,7 +6,11 @@
  * Ownership and loop rules: the runner (run.c) keeps one struct collect per
  * board, resets it before each agent invocation and reads it in the
  * invocation's done callback; samples are stored only after `done`.  The
- * struct owns every string it points to (freed by collect_reset).  No I/O.
+ * strings it points to live until the next collect_reset: metric, unit and
+ * counter names are kept once for the process (they repeat every iteration
+ * on every board), up to a bound past which each is the struct's own copy;
+ * the rest are its own.  collect_free releases everything.  No I/O; one
+ * thread (the names' pool is not locked).
  */
 #ifndef EMMCLAB_COLLECT_H
 #define EMMCLAB_COLLECT_H
@@ -29,6 +33,8 @@ struct collect {
 	struct store_part part;
 	char *strs[64]; /* strings owned for part fields */
 	size_t nstrs;
+	char **names;   /* names past the pool's bound, owned */
+	size_t nnames, capnames;
 	char kernel[128];
 	char error[256]; /* why it failed: the latest error line or bad sample, "" if none */
 	double wall_time; /* the wall_time sample, -1 when none */
@@ -37,8 +43,11 @@ struct collect {
 	struct health_reading health;
 };
 
-/* Free what c holds and make it empty (also the first initialisation of a zeroed struct). */
+/* Make c empty for the next invocation, keeping its arrays' room (also the
+ * first initialisation of a zeroed struct). */
 void collect_reset(struct collect *c);
+/* Free everything c holds; it is then a zeroed struct. */
+void collect_free(struct collect *c);
 
 enum collect_note {
 	COLLECT_TAKEN,      /* decoded (or ignored) */

@@ -2248,7 +2248,7 @@ int run_plan(struct lab_cfg *lab, struct store *s, const struct run_opts *o, str
 out_boards:
 	for (size_t i = 0; i < r.nrb; i++) {
 		powerfail_fini(&r.rb[i].pf);
-		collect_reset(&r.rb[i].col);
+		collect_free(&r.rb[i].col);
 		rb_stop(&r.rb[i]);
 		lava_device_free(&r.rb[i].ldev);
 		board_free(r.rb[i].b);

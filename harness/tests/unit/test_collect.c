@@ -103,5 +103,40 @@ int main(void)
 	collect_reset(&c);
 	ok(c.nsamples == 0 && c.ncounters == 0 && !c.have_mode && !c.have_identity && !c.error[0],
 	   "reset empties");
+
+	/* Names are kept once for the process: a second board's collect points
+	 * at the same copies; a reset keeps the arrays' room. */
+	struct collect d;
+	memset(&d, 0, sizeof d);
+	collect_reset(&d);
+	const char *const s1[] = {"metric", "seq_write", "value", "1", "unit", "MB/s", NULL};
+	feed(&c, "sample", s1);
+	feed(&d, "sample", s1);
+	ok(c.samples[0].metric == d.samples[0].metric && c.samples[0].unit == d.samples[0].unit,
+	   "two collects share a name's one copy");
+	size_t room = c.capsamples;
+	collect_reset(&c);
+	ok(c.capsamples == room && room > 0 && c.nsamples == 0, "a reset keeps the room");
+	/* A DUT that invents names: past the pool's bound each is the collect's
+	 * own copy, and a repeated one still replaces its value. */
+	char name[32], val[8] = "1";
+	for (int i = 0; i < 4200; i++) {
+		snprintf(name, sizeof name, "invented_%d", i);
+		feed(&d, "counter", (const char *const[]){"name", name, "value", val, NULL});
+	}
+	is_int((long long)d.ncounters, 4200, "4,200 invented counter names, each kept");
+	ok(d.nnames > 0, "the ones past the pool's bound are owned (%zu)", d.nnames);
+	feed(&d, "counter", (const char *const[]){"name", "invented_4199", "value", "9", NULL});
+	feed(&d, "counter", (const char *const[]){"name", "invented_0", "value", "8", NULL});
+	is_int((long long)d.ncounters, 4200, "repeats replace");
+	is_int(collect_counter(&d, "invented_4199"), 9, "an owned name's value replaced");
+	is_int(collect_counter(&d, "invented_0"), 8, "a pooled name's value replaced");
+	feed(&d, "sample", (const char *const[]){"metric", "brand_new", "value", "2", "unit", "s", NULL});
+	is_str(d.samples[d.nsamples - 1].metric, "brand_new", "a new metric once the pool is full");
+	collect_reset(&d);
+	is_int((long long)d.nnames, 0, "a reset frees the owned names");
+	collect_free(&d);
+	collect_free(&c);
+	ok(!c.samples && !c.counters && !c.names, "collect_free releases the arrays");
 	return tap_done();
 }

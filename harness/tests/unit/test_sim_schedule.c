@@ -27,77 +27,92 @@
 #include <termios.h>
 #include <unistd.h>
 
-static int slave = -1; /* the console the key goes to */
+/* One board's console as the test reads it, from power-on to power-off. */
+struct con {
+	struct sim *s;
+	struct sim_board *b;
+	int fd;
+	struct lab_buf seen;
+	uint64_t on_ns; /* when the board was switched on */
+};
 
 static void type_key(struct loop *l, struct loop_timer *t, void *arg)
 {
 	LAB_UNUSED(l);
 	LAB_UNUSED(t);
-	LAB_UNUSED(arg);
-	ok(write(slave, " ", 1) == 1, "the key is typed in the countdown's own pass");
+	const int *fd = arg;
+	ok(write(*fd, " ", 1) == 1, "the key is typed in the countdown's own pass");
 }
 
-/* Run the loop and collect console fd until `want` shows or ms pass. */
-static bool read_until(struct loop *l, int fd, struct lab_buf *seen, const char *want, int ms)
+/* Run the loop and collect the console until `want` shows or ms pass. */
+static bool read_until(struct con *c, const char *want, int ms)
 {
 	uint64_t end = lab_now_ns() + (uint64_t)ms * 1000000ULL;
 	while (lab_now_ns() < end) {
-		loop_run_once(l, 5);
+		loop_run_once(c->s->loop, 5);
 		char buf[4096];
 		ssize_t r;
-		while ((r = read(fd, buf, sizeof buf)) > 0)
-			lab_buf_append(seen, buf, (size_t)r);
-		if (want && strstr(lab_buf_cstr(seen), want))
+		while ((r = read(c->fd, buf, sizeof buf)) > 0)
+			lab_buf_append(&c->seen, buf, (size_t)r);
+		if (want && strstr(lab_buf_cstr(&c->seen), want))
 			return true;
 	}
 	return false;
 }
 
-static int open_console(struct sim_board *b)
+/* Open b's console (raw) and switch the board on. */
+static void con_on(struct con *c, struct sim *s, struct sim_board *b)
 {
-	int fd = open(sim_board_pts(b), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	ok(fd >= 0, "%s: pty slave opens", sim_board_name(b));
+	c->s = s;
+	c->b = b;
+	lab_buf_init(&c->seen, 1 << 20);
+	c->fd = open(sim_board_pts(b), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	ok(c->fd >= 0, "%s: pty slave opens", sim_board_name(b));
 	struct termios tio;
-	if (fd >= 0 && tcgetattr(fd, &tio) == 0) {
+	if (c->fd >= 0 && tcgetattr(c->fd, &tio) == 0) {
 		cfmakeraw(&tio);
-		tcsetattr(fd, TCSANOW, &tio);
+		tcsetattr(c->fd, TCSANOW, &tio);
 	}
-	return fd;
+	c->on_ns = lab_now_ns();
+	sim_board_power(b, SIM_POWER_ON);
+}
+
+static void con_off(struct con *c)
+{
+	sim_board_power(c->b, SIM_POWER_OFF);
+	close(c->fd);
+	lab_buf_free(&c->seen);
 }
 
 static void countdown_polls(struct sim *s, struct sim_board *b)
 {
-	struct lab_buf seen;
-	lab_buf_init(&seen, 1 << 20);
-	slave = open_console(b);
-	sim_board_power(b, SIM_POWER_ON);
-	ok(read_until(s->loop, slave, &seen, "Hit any key to stop autoboot", 5000), "the countdown starts");
+	struct con c;
+	con_on(&c, s, b);
+	ok(read_until(&c, "Hit any key to stop autoboot", 5000), "the countdown starts");
 	is_int(b->stage, SIM_AUTOBOOT, "the board counts down");
 	/* Our timer is due before the countdown's (armed when the prompt went
 	 * out); after the sleep both are due, and the pass runs them in order:
 	 * the key lands in the pty after epoll_wait has returned. */
 	struct loop_timer t;
-	loop_timer_init(&t, type_key, NULL);
+	loop_timer_init(&t, type_key, &c.fd);
 	loop_timer_start(s->loop, &t, 0);
 	usleep(600 * 1000);
 	loop_run_once(s->loop, 0);
 	ok(b->stage == SIM_UBOOT || b->stage == SIM_UBOOT_BUSY,
 	   "the key stops autoboot (stage %s)", sim_stage_names[b->stage]);
-	read_until(s->loop, slave, &seen, NULL, 200);
-	const char *out = lab_buf_cstr(&seen);
+	read_until(&c, NULL, 200);
+	const char *out = lab_buf_cstr(&c.seen);
 	ok(strstr(out, "\b\b\b 0 \r\n=> ") != NULL, "U-Boot prints 0 and its prompt");
 	ok(strstr(out, "Starting kernel") == NULL && strstr(out, "load mmc") == NULL &&
 	   strstr(out, "bytes read") == NULL, "and does not boot by itself");
 
 	/* No key: the countdown runs out and bootcmd runs (the poll reads nothing). */
 	sim_board_power(b, SIM_POWER_OFF);
-	read_until(s->loop, slave, &seen, NULL, 100);
-	lab_buf_consume(&seen, seen.len);
+	read_until(&c, NULL, 100);
+	lab_buf_consume(&c.seen, c.seen.len);
 	sim_board_power(b, SIM_POWER_ON);
-	ok(read_until(s->loop, slave, &seen, "Starting kernel", 5000), "untouched, it boots by itself");
-	sim_board_power(b, SIM_POWER_OFF);
-	close(slave);
-	lab_buf_free(&seen);
+	ok(read_until(&c, "Starting kernel", 5000), "untouched, it boots by itself");
+	con_off(&c);
 }
 
 /* b2 runs in real time (time_scale 1) to its prompt (bootdelay -1): DDR
@@ -106,45 +121,36 @@ static void countdown_polls(struct sim *s, struct sim_board *b)
  * first line (at 250 ms): SPL, BL31 and the banner fall due meanwhile. */
 static void keeps_its_clock(struct sim *s, struct sim_board *b)
 {
-	struct lab_buf seen;
-	lab_buf_init(&seen, 1 << 20);
-	int fd = open_console(b);
-	uint64_t t0 = lab_now_ns();
-	sim_board_power(b, SIM_POWER_ON);
-	ok(read_until(s->loop, fd, &seen, "DDR Version", 5000), "the first line");
+	struct con c;
+	con_on(&c, s, b);
+	ok(read_until(&c, "DDR Version", 5000), "the first line");
 	usleep(800 * 1000);
-	ok(read_until(s->loop, fd, &seen, "=> ", 5000), "the prompt");
-	double ms = (double)(lab_now_ns() - t0) / 1e6;
+	ok(read_until(&c, "=> ", 5000), "the prompt");
+	double ms = (double)(lab_now_ns() - c.on_ns) / 1e6;
 	/* kept its clock: ~1,230 ms; pushed back by the stall: ~1,850 ms */
 	ok(ms >= 1200 && ms < 1530, "the prompt on the board's own time: %.0f ms (1,230 "
 	   "modelled; the stall's lateness added would be ~1,850)", ms);
-	const char *out = lab_buf_cstr(&seen);
+	const char *out = lab_buf_cstr(&c.seen);
 	const char *spl = strstr(out, "U-Boot SPL"), *mmc = strstr(out, "MMC:   ");
 	ok(spl && mmc && spl < mmc, "every line, in order");
-	sim_board_power(b, SIM_POWER_OFF);
-	close(fd);
-	lab_buf_free(&seen);
+	con_off(&c);
 }
 
 /* b3: a late countdown second is not caught up: the next one still gets its
  * full floor (300 ms) of real time for a controller to interrupt. */
 static void countdown_not_caught_up(struct sim *s, struct sim_board *b)
 {
-	struct lab_buf seen;
-	lab_buf_init(&seen, 1 << 20);
-	int fd = open_console(b);
-	sim_board_power(b, SIM_POWER_ON);
-	ok(read_until(s->loop, fd, &seen, "Hit any key to stop autoboot:  2 ", 5000), "b3 counts down");
+	struct con c;
+	con_on(&c, s, b);
+	ok(read_until(&c, "Hit any key to stop autoboot:  2 ", 5000), "b3 counts down");
 	usleep(450 * 1000); /* its second second falls due 150 ms into this */
 	uint64_t t1 = lab_now_ns();
-	ok(read_until(s->loop, fd, &seen, "\b\b\b 1 ", 1000), "the late second");
-	ok(read_until(s->loop, fd, &seen, "\b\b\b 0 ", 2000), "the last second");
+	ok(read_until(&c, "\b\b\b 1 ", 1000), "the late second");
+	ok(read_until(&c, "\b\b\b 0 ", 2000), "the last second");
 	double ms = (double)(lab_now_ns() - t1) / 1e6;
 	ok(ms >= 280, "the last second lasts its floor after a late one: %.0f ms (300; caught "
 	   "up it would be ~150)", ms);
-	sim_board_power(b, SIM_POWER_OFF);
-	close(fd);
-	lab_buf_free(&seen);
+	con_off(&c);
 }
 
 int main(void)

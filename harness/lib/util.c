@@ -462,6 +462,18 @@ void lab_buf_consume(struct lab_buf *b, size_t n)
 		b->data[b->len] = '\0';
 }
 
+void lab_buf_reset(struct lab_buf *b, size_t keep)
+{
+	if (b->cap > keep) {
+		free(b->data);
+		b->data = NULL;
+		b->cap = 0;
+	}
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
 void lab_buf_free(struct lab_buf *b)
 {
 	free(b->data);

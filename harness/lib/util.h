@@ -114,6 +114,8 @@ void lab_buf_init(struct lab_buf *b, size_t max);
 int lab_buf_append(struct lab_buf *b, const void *p, size_t n); /* LAB_EINFRA when over max */
 int lab_buf_printf(struct lab_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void lab_buf_consume(struct lab_buf *b, size_t n); /* drop n bytes from the front */
+/* Empty it; its room is kept for the next contents when at most keep bytes. */
+void lab_buf_reset(struct lab_buf *b, size_t keep);
 void lab_buf_free(struct lab_buf *b);
 const char *lab_buf_cstr(struct lab_buf *b); /* NUL-terminated view (no len change) */
 

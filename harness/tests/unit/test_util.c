@@ -283,9 +283,32 @@ static void test_atomic(void)
 	rmdir(dir);
 }
 
+/* lab_buf_reset: empty, room kept up to its bound, the cap (max) kept */
+static void test_buf_reset(void)
+{
+	struct lab_buf b;
+	lab_buf_init(&b, 10000);
+	lab_buf_append(&b, "abcdef", 6);
+	char *room = b.data;
+	lab_buf_reset(&b, 4096);
+	ok(b.len == 0 && b.data == room && b.cap == 256 && b.data[0] == '\0',
+	   "reset keeps a small buffer's room, empty and terminated");
+	is_str(lab_buf_cstr(&b), "", "reads as empty");
+	char big[5000];
+	memset(big, 'x', sizeof big);
+	ok(lab_buf_append(&b, big, sizeof big) == LAB_OK && b.cap == 8192, "grown to 8 KiB");
+	lab_buf_reset(&b, 4096);
+	ok(b.len == 0 && b.data == NULL && b.cap == 0, "room past the bound is given back");
+	ok(b.max == 10000 && lab_buf_append(&b, big, sizeof big) == LAB_OK &&
+		   lab_buf_append(&b, big, sizeof big) == LAB_OK && lab_buf_append(&b, "y", 1) == LAB_EINFRA,
+	   "the cap stays");
+	lab_buf_free(&b);
+}
+
 int main(void)
 {
 	test_names();
+	test_buf_reset();
 	test_path_join();
 	test_escape();
 	test_stream();

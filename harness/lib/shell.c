@@ -77,7 +77,11 @@ struct shell {
 	bool panicked;
 	char panic_line[LINE_SNIP + 1];
 	char err[512];
+	/* What the callback gets as out, when has_result (else ""): an op's
+	 * start leaves the buffer alone, so a callback that starts the next
+	 * command still reads its own output ("valid during the callback"). */
 	struct lab_buf result;
+	bool has_result;
 };
 
 static void run_internal(struct shell *s, const char *cmd, uint64_t timeout_ms, sh_next next);
@@ -117,8 +121,8 @@ static void on_done(struct loop *l, struct loop_timer *t, void *arg)
 	s->cb = NULL;
 	s->line_cb = NULL;
 	if (cb)
-		cb(s, s->rc, s->result_status, s->result.data ? s->result.data : "", s->result.len,
-		   cb_arg);
+		cb(s, s->rc, s->result_status, s->has_result && s->result.data ? s->result.data : "",
+		   s->has_result ? s->result.len : 0, cb_arg);
 }
 
 static void stop_all(struct shell *s)
@@ -428,6 +432,7 @@ static void set_result(struct shell *s, const char *p, size_t n)
 		lab_buf_append(&s->result, p, n);
 	}
 	lab_buf_cstr(&s->result);
+	s->has_result = true;
 }
 
 /* ---- attach ---- */
@@ -630,7 +635,7 @@ static int begin(struct shell *s, enum sh_op op, shell_cb cb, void *arg)
 	s->fail = SHELL_FAIL_NONE;
 	s->err[0] = '\0';
 	s->result_status = -1;
-	set_result(s, "", 0);
+	s->has_result = false;
 	struct console_pacing none = {0};
 	console_set_pacing(s->con, &none);
 	expect_set_line_cb(s->x, on_line, s);

@@ -38,6 +38,22 @@ static void on_sh(struct shell *s, int rc, int status, const char *out, size_t l
 	r->out[r->len] = '\0';
 }
 
+/* A callback that starts the next command at once, then reads its own
+ * output again: the output handed to it must not be the new command's buffer. */
+static char chain_seen[2048];
+static void on_sh_chain(struct shell *s, int rc, int status, const char *out, size_t len, void *arg)
+{
+	struct rig *r = arg;
+	size_t k = len < 1000 ? len : 1000;
+	memcpy(chain_seen, out, k); /* before, '|', after */
+	chain_seen[k] = '|';
+	shell_run(s, "echo second", 2000, on_sh, r);
+	memcpy(chain_seen + k + 1, out, k);
+	chain_seen[2 * k + 1] = '\0';
+	r->rc = rc;
+	r->status = status;
+}
+
 static void on_line(struct shell *s, const char *line, size_t len, void *arg)
 {
 	LAB_UNUSED(s);
@@ -151,6 +167,26 @@ static void test_login_and_run(void)
 	shell_run(r.sh, "echo fine", 2000, on_sh, &r);
 	wait_done(&r, 3000);
 	is_str(r.out, "fine\n", "next command fine");
+
+	/* outputs of different sizes in turn (the output and result buffers trade
+	 * places and keep some room): each result is its own command's */
+	char longcmd[1000] = "echo ", want[1000];
+	memset(longcmd + 5, 'L', 900);
+	longcmd[905] = '\0';
+	snprintf(want, sizeof want, "%s\n", longcmd + 5);
+	shell_run(r.sh, longcmd, 2000, on_sh, &r);
+	wait_done(&r, 3000);
+	is_str(r.out, want, "a long output whole");
+	shell_run(r.sh, "echo s", 2000, on_sh, &r);
+	wait_done(&r, 3000);
+	is_str(r.out, "s\n", "then a short one, nothing of the long one left");
+	shell_run(r.sh, longcmd, 2000, on_sh, &r);
+	wait_done(&r, 3000);
+	is_str(r.out, want, "and a long one again");
+	shell_run(r.sh, "echo first", 2000, on_sh_chain, &r);
+	ok(fb_run_until(r.l, &r.done, 3000), "a command started from the callback ran");
+	is_str(chain_seen, "first\n|first\n", "its callback's output unchanged by starting it");
+	is_str(r.out, "second\n", "and its own output is its own");
 	rig_fini(&r);
 }
 

@@ -898,11 +898,7 @@ static void emit_lines(struct expect *x, const char *s, size_t n)
 		n -= take + 1;
 		lab_buf_append(&x->line, "", 0); /* ensure data != NULL */
 		x->line_cb(x, x->line.data, x->line.len, x->line_arg);
-		x->line.len = 0;
-		if (x->line.cap > EXPECT_BUF_KEEP)
-			lab_buf_free(&x->line);
-		if (x->line.data)
-			x->line.data[0] = '\0';
+		lab_buf_reset(&x->line, EXPECT_BUF_KEEP);
 		if (x->dead || !x->line_cb)
 			return;
 	}
@@ -1126,10 +1122,8 @@ static void run_matches(struct expect *x)
 		best->cb(x, &m, best->arg);
 		for (int i = 0; i < 10; i++)
 			free(groups[i]);
-		if (x->mbefore.cap > EXPECT_BUF_KEEP)
-			lab_buf_free(&x->mbefore);
-		if (x->mtext.cap > EXPECT_BUF_KEEP)
-			lab_buf_free(&x->mtext);
+		lab_buf_reset(&x->mbefore, EXPECT_BUF_KEEP);
+		lab_buf_reset(&x->mtext, EXPECT_BUF_KEEP);
 		if (x->dead)
 			return;
 	}

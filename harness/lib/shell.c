@@ -431,7 +431,6 @@ static void set_result(struct shell *s, const char *p, size_t n)
 		lab_buf_reset(&s->result, SHELL_KEEP_ROOM);
 		lab_buf_append(&s->result, p, n);
 	}
-	lab_buf_cstr(&s->result);
 	s->has_result = true;
 }
 

@@ -170,7 +170,7 @@ static bool same_context(const struct ckey *a, const struct ckey *b)
 static void slots_grow(struct cpriv *p)
 {
 	size_t n = p->nslot ? p->nslot * 2 : 1024;
-	size_t *ns = xcalloc(n, sizeof *ns);
+	size_t *ns = xcalloc_written(n, sizeof *ns);
 	for (size_t i = 0; i < p->ncells; i++) {
 		struct ckey k;
 		key_of(p, &p->cells[i], &k);
@@ -735,7 +735,7 @@ int compare_build(const struct results *r, const struct compare_opts *o,
 	p->nslot = 0;
 	if (p->ncells > 1) /* cells is NULL when empty: qsort_r's pointer must not be */
 		qsort_r(p->cells, p->ncells, sizeof *p->cells, cmp_cell, p);
-	p->sides = xcalloc(p->ncells ? p->ncells : 1, sizeof *p->sides);
+	p->sides = xcalloc_written(p->ncells ? p->ncells : 1, sizeof *p->sides);
 
 	/* The pairs to emit per context. */
 	struct pair pairs[2 * MODE_COUNT];

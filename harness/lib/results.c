@@ -83,7 +83,7 @@ static bool gkey_eq(const struct results_group *g, const struct gkey *k)
 static void gindex_grow(struct results *r, struct priv *pv)
 {
 	size_t ncap = pv->gcap ? pv->gcap * 2 : 1024;
-	size_t *ns = xcalloc(ncap, sizeof *ns);
+	size_t *ns = xcalloc_written(ncap, sizeof *ns);
 	for (size_t i = 0; i < r->ngroups; i++) {
 		const struct results_group *g = &r->groups[i];
 		struct gkey k = {g->run, g->part, g->board, g->kernel, g->mode,
@@ -1154,7 +1154,7 @@ static struct results_trend_point *tp_get(struct results_trend *t, struct tpriv 
 {
 	if (t->npts * 2 >= tp->cap) {
 		size_t ncap = tp->cap ? tp->cap * 2 : 256;
-		size_t *ns = xcalloc(ncap, sizeof *ns);
+		size_t *ns = xcalloc_written(ncap, sizeof *ns);
 		for (size_t i = 0; i < t->npts; i++) {
 			size_t j = tp_hash(&t->pts[i]) & (ncap - 1);
 			while (ns[j])

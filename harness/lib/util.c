@@ -102,6 +102,24 @@ void *xcalloc(size_t n, size_t sz)
 	return p;
 }
 
+/* A large calloc is a fresh mapping whose pages nothing has touched.  A
+ * read of such a page maps the kernel's shared zero page, and the first write
+ * after it is a copy-on-write fault that flushes the page's TLB entry on every
+ * CPU the process runs on (an interrupt to the other core when a second
+ * thread runs).  Hash tables probe (read) a slot before they fill it, so each
+ * of their pages took two faults and a flush: 9,000 flushes in the report of a
+ * 1,024-board night (docs/benchmarks.md, wave 26).  memset writes first. */
+void *xcalloc_written(size_t n, size_t sz)
+{
+	n = n ? n : 1;
+	sz = sz ? sz : 1;
+	if (n > SIZE_MAX / sz)
+		oom();
+	void *p = xmalloc(n * sz);
+	memset(p, 0, n * sz);
+	return p;
+}
+
 void *xrealloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);

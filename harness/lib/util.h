@@ -48,6 +48,10 @@ int lab_err_at(struct lab_err *e, int rc, const char *file, int line, const char
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t sz);
+/* xcalloc for a table that is read before it is written (hash slots, "done"
+ * marks): the zeros are written here, so each page is faulted in writable
+ * once (util.c). */
+void *xcalloc_written(size_t n, size_t sz);
 void *xrealloc(void *p, size_t n);
 void *xreallocarray(void *p, size_t n, size_t sz);
 char *xstrdup(const char *s);

@@ -4,6 +4,7 @@
 #include "util.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -305,9 +306,59 @@ static void test_buf_reset(void)
 	lab_buf_free(&b);
 }
 
+/* Pages of [p, p+n) that are present and mapped by this process alone
+ * (/proc/self/pagemap bits 63 and 56); the kernel's shared zero page, which a
+ * read of an untouched page maps, is present but not exclusive.  -1 when
+ * pagemap cannot be read; *pages: how many pages the range touches. */
+static long pages_own(const void *p, size_t n, long *pages)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)p / (uintptr_t)ps, z = ((uintptr_t)p + n - 1) / (uintptr_t)ps;
+	*pages = (long)(z - a + 1);
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	if (fd < 0)
+		return -1;
+	long own = 0;
+	for (uintptr_t i = a; i <= z; i++) {
+		uint64_t e;
+		if (pread(fd, &e, sizeof e, (off_t)(i * sizeof e)) != (ssize_t)sizeof e) {
+			own = -1;
+			break;
+		}
+		own += (e >> 63 & 1) && (e >> 56 & 1);
+	}
+	close(fd);
+	return own;
+}
+
+/* xcalloc_written: zeros, and its pages already written (no zero-page
+ * mapping for a later write to copy and flush); the control shows that
+ * calloc's pages, read first, are the zero page */
+static void test_calloc_written(void)
+{
+	size_t n = 1 << 20, ps = (size_t)sysconf(_SC_PAGESIZE), sum = 0;
+	long pages;
+	unsigned char *c = xcalloc(n, 1);
+	for (size_t i = 0; i < n; i += ps)
+		sum += c[i];
+	long own = pages_own(c + ps, n - 2 * ps, &pages);
+	ok(own >= 0, "/proc/self/pagemap reads");
+	ok(sum == 0 && own == 0, "control: calloc's untouched pages, read, are the shared zero page (%ld of %ld own)",
+	   own, pages);
+	free(c);
+	unsigned char *w = xcalloc_written(n / 8, 8);
+	for (size_t i = 0; i < n; i += ps)
+		sum += w[i];
+	ok(sum == 0 && w[n - 1] == 0, "xcalloc_written's memory reads zero");
+	own = pages_own(w + ps, n - 2 * ps, &pages);
+	ok(pages > 200 && own == pages, "its pages are its own already (%ld of %ld)", own, pages);
+	free(w);
+}
+
 int main(void)
 {
 	test_names();
+	test_calloc_written();
 	test_buf_reset();
 	test_path_join();
 	test_escape();

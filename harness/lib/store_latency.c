@@ -84,7 +84,7 @@ static void group_add(struct group_index *x, const struct store_lathist *h, size
 	if (2 * nh >= x->size) {
 		free(x->slot);
 		x->size = x->size ? 2 * x->size : 64;
-		x->slot = xcalloc(x->size, sizeof *x->slot);
+		x->slot = xcalloc_written(x->size, sizeof *x->slot);
 		for (size_t i = 0; i < nh; i++)
 			group_put(x, h, i);
 		return;

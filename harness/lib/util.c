@@ -190,7 +190,7 @@ static uint64_t fnv1a(const char *s, size_t n)
 static void strpool_grow(struct lab_strpool *sp)
 {
 	size_t ncap = sp->cap ? sp->cap * 2 : 256;
-	char **ns = xcalloc(ncap, sizeof *ns);
+	char **ns = xcalloc_written(ncap, sizeof *ns);
 	for (size_t i = 0; i < sp->cap; i++) {
 		if (!sp->slot[i])
 			continue;

@@ -27,8 +27,9 @@
 # (bench/scale_gen.sh); SHARDS=K runs the night as K controller processes at
 # once, each on its shard of the boards (the N=1 run stays one controller);
 # RUNS=R repeats each N R times and reports the median run (by
-# wall time); KEEP=1 keeps the work directory; CALLGRIND=1 also runs the
-# controller of a 64-board night under callgrind, then the simulator of an
+# wall time), then every run's wall time and its ratio to the N=1 median
+# (in the order they ran); KEEP=1 keeps the work directory; CALLGRIND=1 also
+# runs the controller of a 64-board night under callgrind, then the simulator of an
 # 8-board night, and prints their instructions per iteration (independent of
 # the machine's load and speed; slow); TMPDIR=DIR puts the
 # work directory (database, journal, transcripts, simulator state) under DIR
@@ -179,6 +180,10 @@ for n in "${sizes[@]}"; do
 	awk -v n="$n" -v w="$w" -v r="$ratio" -v c="$c" -v it="$it" -v sc="$sc" -v m="$m" -v dr="$drss" -v dc="$dc" -v sr="$srss" -v rc="$rc" -v mb="$mb" -v mo="$mo" -v cr="$cores" 'BEGIN {
 		printf "%6d %7.2fs %6s %9.2f %7d %11.3f %11.3f %9.2f %11.1f %11.1f %9.1f %9.1f %3d %10.2f %11.2f %9.2f\n",
 			n, w, r, c, it, it ? 1000 * c / it : 0, it ? 1000 * dc / it : 0, sc, m / 1024, dr / 1024, dr / n, sr / 1024, rc, mb, mo, cr }'
+	# every run's wall time and ratio, in the order they ran (the spread the
+	# median hides)
+	[ "$runs" = 1 ] || awk -v b="$base" '{ w = w sprintf(" %.2f", $1); r = r sprintf(" %.2fx", b ? $1 / b : 0) }
+		END { printf "%6s  walls:%s\n%6s  ratios:%s\n", "", w, "", r }' "$tmp/res"
 done
 printf 'load average after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 

@@ -30,7 +30,10 @@ d=$(mktemp -d "${TMPDIR:-/tmp}/emmclab-history-bench-XXXXXX")
 simpid=
 cleanup() {
 	local rc=$?
-	[ -n "$simpid" ] && kill "$simpid" 2>/dev/null && wait "$simpid" 2>/dev/null
+	# the simulator is stopped and waited for; whatever its status (143 when
+	# a signal ended it) must not end this trap early under set -e, before the
+	# work directory is removed
+	if [ -n "$simpid" ]; then kill "$simpid" 2>/dev/null && wait "$simpid" 2>/dev/null || true; fi
 	[ "${KEEP:-0}" = 1 ] && echo "work dir kept: $d" || rm -rf "$d"
 	exit "$rc"
 }

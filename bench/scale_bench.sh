@@ -51,7 +51,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/emmclab-scale-bench-XXXXXX")
 simpid=
 cleanup() {
 	local rc=$? # the script's own status, not that of the simulator it stops
-	[ -n "$simpid" ] && kill "$simpid" 2>/dev/null && wait "$simpid" 2>/dev/null
+	# the simulator is stopped and waited for; whatever its status (143 when
+	# a signal ended it) must not end this trap early under set -e, before the
+	# work directory is removed
+	if [ -n "$simpid" ]; then kill "$simpid" 2>/dev/null && wait "$simpid" 2>/dev/null || true; fi
 	[ "${KEEP:-0}" = 1 ] && echo "work dir kept: $tmp" || rm -rf "$tmp"
 	exit "$rc"
 }
@@ -73,14 +76,17 @@ sim_start() {
 	read -r line < "$d/ready" || true
 	case $line in ready*) ;; *) echo "scale_bench: simulator did not start: $line" >&2; cat "$d/sim.log" >&2; exit 3 ;; esac
 }
-# sim_stop: CPU seconds and peak RSS (KiB) of the simulator, then stop it
+# sim_stop: the simulator's CPU seconds and peak RSS (KiB) into SIMF, then
+# stop it and wait for it to exit (in this shell, not a $(...) subshell: a
+# subshell cannot wait for this shell's child, so a 1,024-board simulator
+# still tearing down overlapped the next run, and simpid stayed set)
 sim_stop() {
 	local st hwm
 	st=$(awk '{ print $14 + $15 }' "/proc/$simpid/stat")
 	hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$simpid/status")
 	kill "$simpid"; wait "$simpid" 2>/dev/null || true
 	simpid=
-	awk -v t="$st" -v k="$tck" -v h="$hwm" 'BEGIN { printf "%.2f %d\n", t / k, h }'
+	SIMF=$(awk -v t="$st" -v k="$tck" -v h="$hwm" 'BEGIN { printf "%.2f %d\n", t / k, h }')
 }
 
 # one N: prints "wall ccpu iters scpu crss srss rc" (and the driving and
@@ -136,7 +142,8 @@ one() {
 	done
 	for i in "${!tps[@]}"; do wait "${tps[$i]}" || rc=$?; done
 	local t1=$EPOCHREALTIME
-	local simf; simf=$(sim_stop)
+	sim_stop
+	local simf=$SIMF
 	local iters; iters=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
 	# sums over the controllers (the last line of each time file: a failed run's
 	# has a status line before it); one controller's wall is its /usr/bin/time's
@@ -204,7 +211,7 @@ cg_night() {
 		log=$d/run.err
 	fi
 	"${cg[@]}" "$E" run --no-upload --transcripts "$d/transcripts" "$d/plan.yaml" > /dev/null 2> "$d/run.err" || rc=$?
-	sim_stop > /dev/null
+	sim_stop
 	ir=$(awk '/Collected/ { print $NF }' "$log")
 	it=$(sqlite3 "$d/lab.db" 'SELECT count(*) FROM iteration')
 	[ "$who" = simulator ] && tail=" (run exit $rc)"

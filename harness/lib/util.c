@@ -111,11 +111,7 @@ void *xcalloc(size_t n, size_t sz)
  * 1,024-board night (docs/benchmarks.md, wave 26).  memset writes first. */
 void *xcalloc_written(size_t n, size_t sz)
 {
-	n = n ? n : 1;
-	sz = sz ? sz : 1;
-	if (n > SIZE_MAX / sz)
-		oom();
-	void *p = xmalloc(n * sz);
+	void *p = xreallocarray(NULL, n, sz); /* its overflow check; n * sz fits */
 	memset(p, 0, n * sz);
 	return p;
 }
